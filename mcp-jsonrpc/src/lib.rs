@@ -1,0 +1,53 @@
+//! JSON-RPC 2.0 for newline-delimited streams.
+//!
+//! This crate knows nothing about MCP beyond the error codes MCP adds to the
+//! JSON-RPC range. It gives you:
+//!
+//! * the message model ([`Message`]: [`Request`], [`Notification`],
+//!   [`Response`], [`ErrorResponse`]) with `params`, `result` and error `data`
+//!   kept as raw JSON ([`RawJson`]) so each message is parsed once, by the
+//!   layer that knows its type;
+//! * precise reasons when JSON is not JSON-RPC ([`MessageError`]);
+//! * [`NewlineCodec`], a `tokio_util` codec with a bounded frame length that
+//!   reports bad lines as items ([`Frame::Malformed`], [`Frame::Oversized`])
+//!   instead of ending the stream.
+//!
+//! # Example
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use mcp_jsonrpc::{Frame, Message, NewlineCodec, Request, to_raw};
+//! use tokio_util::codec::{Decoder, Encoder};
+//!
+//! let mut codec = NewlineCodec::new();
+//! let mut buf = BytesMut::new();
+//! let params = to_raw(&serde_json::json!({"name": "echo"})).unwrap();
+//! codec.encode(Message::from(Request::new(1, "tools/call", Some(params))), &mut buf).unwrap();
+//! // A server that logs to stdout: the noise is reported, the stream goes on.
+//! buf.extend_from_slice(b"server starting...\n");
+//! buf.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n");
+//!
+//! assert!(matches!(codec.decode(&mut buf).unwrap(), Some(Frame::Message(Message::Request(_)))));
+//! let Some(Frame::Malformed(bad)) = codec.decode(&mut buf).unwrap() else { panic!() };
+//! assert_eq!(bad.excerpt, "server starting...");
+//! let Some(Frame::Message(Message::Response(r))) = codec.decode(&mut buf).unwrap() else {
+//!     panic!()
+//! };
+//! assert_eq!(r.result.get(), "{}");
+//! ```
+
+mod codec;
+pub mod codes;
+mod id;
+mod message;
+
+pub use codec::{
+    DEFAULT_MAX_FRAME_LENGTH, EncodeError, Frame, Malformed, NewlineCodec, Oversized, Truncated,
+    excerpt,
+};
+pub use id::Id;
+pub use message::{
+    ErrorObject, ErrorResponse, Message, MessageError, Notification, Payload, RawJson, Request,
+    Response, from_raw, parse_payload, to_raw,
+};
+pub use serde_json::value::RawValue;

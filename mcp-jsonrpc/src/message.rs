@@ -1,0 +1,700 @@
+//! The message model: requests, notifications, responses and error responses.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::id::{Id, WireId};
+
+/// A JSON value kept as its raw text until the layer that knows its type parses it.
+///
+/// Keeping `params` and `result` raw means a message is parsed once: the codec
+/// checks the envelope, and the session parses the payload straight into its
+/// own types.
+pub type RawJson = Box<RawValue>;
+
+/// One JSON-RPC 2.0 message.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Message {
+    /// A request: expects a response with the same id.
+    Request(Request),
+    /// A notification: no id, no response.
+    Notification(Notification),
+    /// A successful response.
+    Response(Response),
+    /// An error response.
+    Error(ErrorResponse),
+}
+
+/// A request: `{"jsonrpc":"2.0","id":…,"method":…,"params":…}`.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The request id; the response carries the same one.
+    pub id: Id,
+    /// The method name.
+    pub method: String,
+    /// The parameters, an object or an array, as raw JSON.
+    pub params: Option<RawJson>,
+}
+
+/// A notification: `{"jsonrpc":"2.0","method":…,"params":…}`.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The parameters, an object or an array, as raw JSON.
+    pub params: Option<RawJson>,
+}
+
+/// A successful response: `{"jsonrpc":"2.0","id":…,"result":…}`.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request this answers.
+    pub id: Id,
+    /// The result, as raw JSON.
+    pub result: RawJson,
+}
+
+/// An error response: `{"jsonrpc":"2.0","id":…,"error":{…}}`.
+///
+/// The id is absent (or `null`) when the peer could not tell which request
+/// failed, for example because it could not parse it.
+#[derive(Debug, Clone)]
+pub struct ErrorResponse {
+    /// The id of the request this answers, when known.
+    pub id: Option<Id>,
+    /// What went wrong.
+    pub error: ErrorObject,
+}
+
+/// The `error` member of an error response.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code; see [`crate::codes`].
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Additional information, as raw JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub data: Option<RawJson>,
+}
+
+impl ErrorObject {
+    /// An error with a code and a message and no data.
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Parses `data` into a type, when present.
+    pub fn data_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
+        self.data.as_deref().map(|raw| serde_json::from_str(raw.get()))
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {}", self.message, self.code)?;
+        if let Some(name) = crate::codes::name(self.code) {
+            write!(f, ", {name}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Serializes a value to raw JSON, for building `params` and `result`.
+pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, serde_json::Error> {
+    serde_json::value::to_raw_value(value)
+}
+
+/// Parses raw JSON into a type.
+pub fn from_raw<T: DeserializeOwned>(raw: &RawValue) -> Result<T, serde_json::Error> {
+    serde_json::from_str(raw.get())
+}
+
+impl Request {
+    /// A request with raw parameters.
+    pub fn new(id: impl Into<Id>, method: impl Into<String>, params: Option<RawJson>) -> Self {
+        Request {
+            id: id.into(),
+            method: method.into(),
+            params,
+        }
+    }
+}
+
+impl Notification {
+    /// A notification with raw parameters.
+    pub fn new(method: impl Into<String>, params: Option<RawJson>) -> Self {
+        Notification {
+            method: method.into(),
+            params,
+        }
+    }
+}
+
+impl Response {
+    /// A successful response.
+    pub fn new(id: impl Into<Id>, result: RawJson) -> Self {
+        Response {
+            id: id.into(),
+            result,
+        }
+    }
+}
+
+impl ErrorResponse {
+    /// An error response.
+    pub fn new(id: Option<Id>, error: ErrorObject) -> Self {
+        ErrorResponse { id, error }
+    }
+}
+
+macro_rules! from_variant {
+    ($ty:ident) => {
+        impl From<$ty> for Message {
+            fn from(m: $ty) -> Self {
+                Message::$ty(m)
+            }
+        }
+    };
+}
+from_variant!(Request);
+from_variant!(Notification);
+from_variant!(Response);
+
+impl From<ErrorResponse> for Message {
+    fn from(m: ErrorResponse) -> Self {
+        Message::Error(m)
+    }
+}
+
+impl Message {
+    /// The method, for requests and notifications.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) | Message::Error(_) => None,
+        }
+    }
+
+    /// The id, for requests, responses and error responses that carry one.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            Message::Request(r) => Some(&r.id),
+            Message::Response(r) => Some(&r.id),
+            Message::Error(e) => e.id.as_ref(),
+            Message::Notification(_) => None,
+        }
+    }
+
+    /// Parses one message (not a batch) from bytes.
+    ///
+    /// ```
+    /// use mcp_jsonrpc::Message;
+    /// let m = Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
+    /// assert!(matches!(m, Message::Response(_)));
+    /// let err = Message::from_slice(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err();
+    /// assert_eq!(err.to_string(), "request id is null; ids are integers or strings");
+    /// ```
+    pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
+        match parse_payload(bytes)? {
+            Payload::Single(m) => Ok(m),
+            Payload::Batch(_) => Err(MessageError::UnexpectedBatch),
+        }
+    }
+
+    /// Serializes the message to compact JSON (no trailing newline).
+    pub fn to_vec(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(self)
+    }
+}
+
+/// What one frame held: a single message or a batch.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Payload {
+    /// One message.
+    Single(Message),
+    /// A batch (a JSON array), each element parsed on its own so that one bad
+    /// element does not hide the others. Batches are received, never sent.
+    Batch(Vec<Result<Message, MessageError>>),
+}
+
+/// Why a JSON text is not a JSON-RPC 2.0 message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The bytes are not UTF-8.
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    /// The text is not JSON.
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// Valid JSON, but not an object (or a batch of objects).
+    #[error("a JSON {0}, not a JSON-RPC message object")]
+    NotAnObject(&'static str),
+    /// `[]`.
+    #[error("an empty batch")]
+    EmptyBatch,
+    /// A batch where a single message was expected.
+    #[error("a batch where a single message was expected")]
+    UnexpectedBatch,
+    /// No `jsonrpc` member.
+    #[error("missing \"jsonrpc\": \"2.0\"")]
+    MissingVersion,
+    /// `jsonrpc` is not `"2.0"`.
+    #[error("\"jsonrpc\" is {0}, expected \"2.0\"")]
+    WrongVersion(String),
+    /// A member has the wrong type or shape.
+    #[error("{0}")]
+    InvalidMember(String),
+    /// A request whose id is `null`.
+    #[error("request id is null; ids are integers or strings")]
+    NullRequestId,
+    /// An id that is neither an integer nor a string.
+    #[error("{0}")]
+    InvalidId(&'static str),
+    /// `params` is neither an object nor an array.
+    #[error("\"params\" must be an object or an array")]
+    ParamsNotStructured,
+    /// A message with `method` and also `result` or `error`.
+    #[error("has \"method\" and also \"result\" or \"error\"")]
+    MethodAndResponse,
+    /// A response with both `result` and `error`.
+    #[error("has both \"result\" and \"error\"")]
+    ResultAndError,
+    /// A success response without a usable id.
+    #[error("a result without an id")]
+    ResultWithoutId,
+    /// None of `method`, `result`, `error`.
+    #[error("has none of \"method\", \"result\", \"error\"")]
+    NotAMessage,
+}
+
+/// Parses a frame's bytes into one message or a batch.
+///
+/// Leading and trailing JSON whitespace is allowed.
+pub fn parse_payload(bytes: &[u8]) -> Result<Payload, MessageError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = TopLevel::deserialize(&mut de).and_then(|t| de.end().map(|()| t));
+    match parsed {
+        Ok(TopLevel::Single(w)) => w.into_message().map(Payload::Single),
+        Ok(TopLevel::Batch(items)) if items.is_empty() => Err(MessageError::EmptyBatch),
+        Ok(TopLevel::Batch(items)) => Ok(Payload::Batch(
+            items.into_iter().map(WireOrOther::into_message).collect(),
+        )),
+        Ok(TopLevel::Other(kind)) => Err(MessageError::NotAnObject(kind)),
+        Err(e) => Err(classify_json_error(bytes, e)),
+    }
+}
+
+fn classify_json_error(bytes: &[u8], e: serde_json::Error) -> MessageError {
+    if std::str::from_utf8(bytes).is_err() {
+        return MessageError::NotUtf8;
+    }
+    match e.classify() {
+        serde_json::error::Category::Data => MessageError::InvalidMember(e.to_string()),
+        _ => MessageError::NotJson(e.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parsing: one pass over the text, into loosely typed fields, then checks that
+// give precise reasons.
+
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<RawJson>,
+    #[serde(default, deserialize_with = "wire_id")]
+    id: Option<WireId>,
+    #[serde(default, deserialize_with = "method")]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<RawJson>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<RawJson>,
+    #[serde(default, deserialize_with = "error_object")]
+    error: Option<ErrorObject>,
+}
+
+/// `Some` even for `null`: a member that is present must not look absent.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::Error> {
+    RawJson::deserialize(d).map(Some)
+}
+
+fn wire_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<WireId>, D::Error> {
+    WireId::deserialize(d).map(Some)
+}
+
+fn method<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    String::deserialize(d)
+        .map(Some)
+        .map_err(|_| de::Error::custom("\"method\" must be a string"))
+}
+
+fn error_object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ErrorObject>, D::Error> {
+    ErrorObject::deserialize(d).map(Some).map_err(|e| {
+        de::Error::custom(format_args!(
+            "\"error\" must be an object with an integer \"code\" and a string \"message\" ({e})"
+        ))
+    })
+}
+
+impl Wire {
+    fn into_message(self) -> Result<Message, MessageError> {
+        match self.jsonrpc.as_deref().map(RawValue::get) {
+            None => return Err(MessageError::MissingVersion),
+            Some("\"2.0\"") => {}
+            Some(other) => return Err(MessageError::WrongVersion(excerpt_str(other, 32))),
+        }
+        if let Some(method) = self.method {
+            if self.result.is_some() || self.error.is_some() {
+                return Err(MessageError::MethodAndResponse);
+            }
+            if let Some(p) = &self.params {
+                if !matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) {
+                    return Err(MessageError::ParamsNotStructured);
+                }
+            }
+            return match self.id {
+                None => Ok(Message::Notification(Notification {
+                    method,
+                    params: self.params,
+                })),
+                Some(WireId::Id(id)) => Ok(Message::Request(Request {
+                    id,
+                    method,
+                    params: self.params,
+                })),
+                Some(WireId::Null) => Err(MessageError::NullRequestId),
+                Some(WireId::Invalid(why)) => Err(MessageError::InvalidId(why)),
+            };
+        }
+        match (self.result, self.error) {
+            (Some(_), Some(_)) => Err(MessageError::ResultAndError),
+            (Some(result), None) => match self.id {
+                Some(WireId::Id(id)) => Ok(Message::Response(Response { id, result })),
+                Some(WireId::Invalid(why)) => Err(MessageError::InvalidId(why)),
+                None | Some(WireId::Null) => Err(MessageError::ResultWithoutId),
+            },
+            (None, Some(error)) => match self.id {
+                Some(WireId::Id(id)) => Ok(Message::Error(ErrorResponse {
+                    id: Some(id),
+                    error,
+                })),
+                None | Some(WireId::Null) => Ok(Message::Error(ErrorResponse { id: None, error })),
+                Some(WireId::Invalid(why)) => Err(MessageError::InvalidId(why)),
+            },
+            (None, None) => Err(MessageError::NotAMessage),
+        }
+    }
+}
+
+/// A top-level value: an object, an array of anything, or another JSON value.
+enum TopLevel {
+    Single(Wire),
+    Batch(Vec<WireOrOther>),
+    Other(&'static str),
+}
+
+/// A batch element: an object, or another JSON value (reported per element).
+enum WireOrOther {
+    Wire(Box<Wire>),
+    Other(&'static str),
+}
+
+impl WireOrOther {
+    fn into_message(self) -> Result<Message, MessageError> {
+        match self {
+            WireOrOther::Wire(w) => w.into_message(),
+            WireOrOther::Other(kind) => Err(MessageError::NotAnObject(kind)),
+        }
+    }
+}
+
+struct KindVisitor<const TOP: bool>;
+
+macro_rules! other_kind {
+    ($($fn:ident: $ty:ty => $kind:literal),* $(,)?) => {
+        $(fn $fn<E: de::Error>(self, _: $ty) -> Result<Self::Value, E> {
+            Ok(Kinded::Other($kind))
+        })*
+    };
+}
+
+enum Kinded {
+    Object(Wire),
+    Array(Vec<WireOrOther>),
+    Other(&'static str),
+}
+
+impl<'de, const TOP: bool> Visitor<'de> for KindVisitor<TOP> {
+    type Value = Kinded;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message object or a batch")
+    }
+
+    other_kind! {
+        visit_bool: bool => "boolean",
+        visit_i64: i64 => "number",
+        visit_u64: u64 => "number",
+        visit_f64: f64 => "number",
+        visit_str: &str => "string",
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Kinded, E> {
+        Ok(Kinded::Other("null"))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kinded, A::Error> {
+        Wire::deserialize(de::value::MapAccessDeserializer::new(map)).map(Kinded::Object)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kinded, A::Error> {
+        if !TOP {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            return Ok(Kinded::Other("array inside a batch"));
+        }
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64));
+        while let Some(item) = seq.next_element::<Element>()? {
+            items.push(item.0);
+        }
+        Ok(Kinded::Array(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match d.deserialize_any(KindVisitor::<true>)? {
+            Kinded::Object(w) => TopLevel::Single(w),
+            Kinded::Array(items) => TopLevel::Batch(items),
+            Kinded::Other(kind) => TopLevel::Other(kind),
+        })
+    }
+}
+
+struct Element(WireOrOther);
+
+impl<'de> Deserialize<'de> for Element {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Element(match d.deserialize_any(KindVisitor::<false>) {
+            Ok(Kinded::Object(w)) => WireOrOther::Wire(Box::new(w)),
+            Ok(Kinded::Array(_)) => WireOrOther::Other("array inside a batch"),
+            Ok(Kinded::Other(kind)) => WireOrOther::Other(kind),
+            // A member of the wrong type inside one element: the element is
+            // reported, but serde cannot resume inside the array after an
+            // error, so the whole batch fails with this reason.
+            Err(e) => return Err(e),
+        }))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Serializing.
+
+const VERSION: &str = "2.0";
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::Request(r) => r.serialize(s),
+            Message::Notification(n) => n.serialize(s),
+            Message::Response(r) => r.serialize(s),
+            Message::Error(e) => e.serialize(s),
+        }
+    }
+}
+
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(3 + usize::from(self.params.is_some())))?;
+        m.serialize_entry("jsonrpc", VERSION)?;
+        m.serialize_entry("id", &self.id)?;
+        m.serialize_entry("method", &self.method)?;
+        if let Some(p) = &self.params {
+            m.serialize_entry("params", p)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for Notification {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2 + usize::from(self.params.is_some())))?;
+        m.serialize_entry("jsonrpc", VERSION)?;
+        m.serialize_entry("method", &self.method)?;
+        if let Some(p) = &self.params {
+            m.serialize_entry("params", p)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("jsonrpc", VERSION)?;
+        m.serialize_entry("id", &self.id)?;
+        m.serialize_entry("result", &self.result)?;
+        m.end()
+    }
+}
+
+impl Serialize for ErrorResponse {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2 + usize::from(self.id.is_some())))?;
+        m.serialize_entry("jsonrpc", VERSION)?;
+        if let Some(id) = &self.id {
+            m.serialize_entry("id", id)?;
+        }
+        m.serialize_entry("error", &self.error)?;
+        m.end()
+    }
+}
+
+/// A short, printable excerpt of some text: at most `max` characters, control
+/// characters escaped, with `…` when cut.
+pub(crate) fn excerpt_str(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(max.min(text.len()) + 4);
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(s: &str) -> MessageError {
+        Message::from_slice(s.as_bytes()).unwrap_err()
+    }
+
+    #[test]
+    fn kinds_of_message() {
+        let r = Message::from_slice(br#"{"jsonrpc":"2.0","id":7,"method":"m","params":{}}"#);
+        assert!(matches!(r, Ok(Message::Request(Request { id: Id::Number(7), .. }))));
+        let n = Message::from_slice(br#"{"jsonrpc":"2.0","method":"m"}"#).unwrap();
+        assert!(matches!(n, Message::Notification(Notification { params: None, .. })));
+        let e = Message::from_slice(br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}"#);
+        assert!(matches!(e, Ok(Message::Error(ErrorResponse { id: None, .. }))));
+        let e = Message::from_slice(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":""}}"#);
+        assert!(matches!(e, Ok(Message::Error(ErrorResponse { id: None, .. }))));
+    }
+
+    #[test]
+    fn null_result_is_a_result() {
+        let m = Message::from_slice(br#"{"jsonrpc":"2.0","id":"a","result":null}"#).unwrap();
+        let Message::Response(r) = m else { panic!() };
+        assert_eq!(r.result.get(), "null");
+        assert_eq!(r.id, Id::from("a"));
+    }
+
+    #[test]
+    fn precise_reasons() {
+        assert_eq!(err("3"), MessageError::NotAnObject("number"));
+        assert_eq!(err("\"x\""), MessageError::NotAnObject("string"));
+        assert_eq!(err("null"), MessageError::NotAnObject("null"));
+        assert_eq!(err(r#"{"id":1,"method":"m"}"#), MessageError::MissingVersion);
+        assert_eq!(
+            err(r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#),
+            MessageError::WrongVersion("\"1.0\"".into())
+        );
+        assert_eq!(err(r#"{"jsonrpc":"2.0","id":1}"#), MessageError::NotAMessage);
+        assert_eq!(
+            err(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#),
+            MessageError::ResultAndError
+        );
+        assert_eq!(
+            err(r#"{"jsonrpc":"2.0","id":1,"method":"m","result":1}"#),
+            MessageError::MethodAndResponse
+        );
+        assert_eq!(err(r#"{"jsonrpc":"2.0","result":1}"#), MessageError::ResultWithoutId);
+        assert_eq!(
+            err(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#),
+            MessageError::ParamsNotStructured
+        );
+        assert!(matches!(err(r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#), MessageError::InvalidId(_)));
+        assert!(matches!(err(r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#), MessageError::InvalidId(_)));
+        assert!(matches!(err(r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#), MessageError::InvalidId(_)));
+        let e = err(r#"{"jsonrpc":"2.0","id":1,"method":5}"#);
+        assert!(e.to_string().starts_with("\"method\" must be a string"), "{e}");
+        let e = err(r#"{"jsonrpc":"2.0","id":1,"error":"boom"}"#);
+        assert!(e.to_string().starts_with("\"error\" must be an object"), "{e}");
+        assert!(matches!(err("{"), MessageError::NotJson(_)));
+        assert!(matches!(err("{} x"), MessageError::NotJson(_)));
+        assert_eq!(err("[]"), MessageError::EmptyBatch);
+    }
+
+    #[test]
+    fn ids_distinguish_number_and_string() {
+        let a = Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"result":0}"#).unwrap();
+        let b = Message::from_slice(br#"{"jsonrpc":"2.0","id":"1","result":0}"#).unwrap();
+        assert_ne!(a.id(), b.id());
+    }
+
+    #[test]
+    fn large_integer_ids_round_trip() {
+        for text in ["18446744073709551615", "-9223372036854775808", "9223372036854775808"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"m"}}"#);
+            let m = Message::from_slice(line.as_bytes()).unwrap();
+            let out = String::from_utf8(m.to_vec().unwrap()).unwrap();
+            assert!(out.contains(&format!("\"id\":{text}")), "{out}");
+        }
+        // Beyond 64 bits serde_json reads a float: refused rather than rounded.
+        let e = err(r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}"#);
+        assert!(matches!(e, MessageError::InvalidId(_)));
+        let e = err(r#"{"jsonrpc":"2.0","id":1e3,"method":"m"}"#);
+        assert!(matches!(e, MessageError::InvalidId(_)));
+    }
+
+    #[test]
+    fn batches_parse_each_element() {
+        let p = parse_payload(
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}}, 5, {"jsonrpc":"2.0","method":"n"}, []]"#,
+        )
+        .unwrap();
+        let Payload::Batch(items) = p else { panic!() };
+        assert_eq!(items.len(), 4);
+        assert!(matches!(items[0], Ok(Message::Response(_))));
+        assert_eq!(items[1].as_ref().unwrap_err(), &MessageError::NotAnObject("number"));
+        assert!(matches!(items[2], Ok(Message::Notification(_))));
+        assert!(items[3].is_err());
+        assert_eq!(err(r#"[{"jsonrpc":"2.0","method":"n"}]"#), MessageError::UnexpectedBatch);
+    }
+
+    #[test]
+    fn serializes_compactly_with_version() {
+        let req = Request::new(3, "tools/list", Some(to_raw(&serde_json::json!({})).unwrap()));
+        let text = String::from_utf8(Message::from(req).to_vec().unwrap()).unwrap();
+        assert_eq!(text, r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#);
+        let e = ErrorResponse::new(None, ErrorObject::new(-32600, "bad"));
+        let text = String::from_utf8(Message::from(e).to_vec().unwrap()).unwrap();
+        assert_eq!(text, r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"bad"}}"#);
+    }
+
+    #[test]
+    fn excerpt_escapes_and_cuts() {
+        assert_eq!(excerpt_str("a\x1b[31mb", 100), "a\\u{1b}[31mb");
+        assert_eq!(excerpt_str("abcdef", 3), "abc…");
+    }
+}

@@ -1,0 +1,121 @@
+//! Transport errors.
+
+use std::fmt;
+use std::io;
+
+/// How a server process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExitInfo {
+    /// The exit code, when it exited normally.
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did (unix).
+    pub signal: Option<i32>,
+}
+
+impl ExitInfo {
+    /// Builds exit information from a code and a signal.
+    pub fn new(code: Option<i32>, signal: Option<i32>) -> Self {
+        ExitInfo { code, signal }
+    }
+}
+
+impl fmt::Display for ExitInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.code, self.signal) {
+            (Some(code), _) => write!(f, "exit code {code}"),
+            (None, Some(sig)) => write!(f, "killed by signal {sig}"),
+            (None, None) => f.write_str("unknown exit status"),
+        }
+    }
+}
+
+/// Why a transport operation failed.
+///
+/// Use the predicates ([`is_closed`](Self::is_closed)) rather than matching
+/// when you only need to know what to do next.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The connection is closed: the peer went away, or `close` was called.
+    #[error("{}", closed_message(.exit, .stderr_tail, .reason))]
+    Closed {
+        /// Why it closed, in a few words ("server closed stdout", "closed by client").
+        reason: String,
+        /// How the server process ended, when it was a process that has ended.
+        exit: Option<ExitInfo>,
+        /// The last lines the server wrote to stderr.
+        stderr_tail: Vec<String>,
+    },
+    /// The server program could not be started.
+    #[error("cannot start `{program}`: {source}{}", spawn_hint(.source))]
+    Spawn {
+        /// The program that was to be run.
+        program: String,
+        /// The error from the operating system.
+        #[source]
+        source: io::Error,
+    },
+    /// The message could not be encoded (too large, for example); nothing was sent.
+    #[error("cannot send: {0}")]
+    Encode(#[from] mcp_jsonrpc::EncodeError),
+    /// An IO error while reading or writing.
+    #[error("transport IO error: {0}")]
+    Io(#[from] io::Error),
+}
+
+fn spawn_hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::NotFound => " (is it installed and on PATH?)",
+        io::ErrorKind::PermissionDenied => " (is it executable?)",
+        _ => "",
+    }
+}
+
+fn closed_message(exit: &Option<ExitInfo>, tail: &[String], reason: &str) -> String {
+    let mut s = format!("connection closed: {reason}");
+    if let Some(exit) = exit {
+        s.push_str(&format!(" (server {exit})"));
+    }
+    if let Some(last) = tail.last() {
+        s.push_str(&format!("; last stderr line: {last}"));
+    }
+    s
+}
+
+impl TransportError {
+    /// Builds a `Closed` error with only a reason.
+    pub fn closed(reason: impl Into<String>) -> Self {
+        TransportError::Closed {
+            reason: reason.into(),
+            exit: None,
+            stderr_tail: Vec::new(),
+        }
+    }
+
+    /// The connection is gone; retrying on it is pointless.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, TransportError::Closed { .. })
+    }
+
+    /// The server could not be started at all.
+    pub fn is_spawn(&self) -> bool {
+        matches!(self, TransportError::Spawn { .. })
+    }
+
+    /// How the server process ended, when known.
+    pub fn exit_info(&self) -> Option<&ExitInfo> {
+        match self {
+            TransportError::Closed { exit, .. } => exit.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The server's last stderr lines, when known.
+    pub fn stderr_tail(&self) -> &[String] {
+        match self {
+            TransportError::Closed { stderr_tail, .. } => stderr_tail,
+            _ => &[],
+        }
+    }
+}

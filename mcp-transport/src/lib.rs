@@ -1,0 +1,197 @@
+//! Moving JSON-RPC messages between an MCP client and a server.
+//!
+//! All process and network IO of the stack lives in this crate. A
+//! [`Transport`] sends [`Message`]s, receives them (with bad frames reported as
+//! data, not as errors), and closes within bounds.
+//!
+//! * [`memory`]: an in-memory pair, for tests of the layers above.
+//! * [`stdio`]: a server started as a child process, one JSON message per line.
+//!
+//! # Example
+//!
+//! ```
+//! use mcp_jsonrpc::{Message, Notification};
+//! use mcp_transport::{Received, Transport, memory};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let (client, server) = memory::pair();
+//! client.send(&Message::from(Notification::new("ping", None))).await.unwrap();
+//! let Received::Message(m) = server.recv().await.unwrap() else { panic!() };
+//! assert_eq!(m.method(), Some("ping"));
+//! client.close().await;
+//! assert!(server.recv().await.unwrap_err().is_closed());
+//! # });
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+pub use mcp_jsonrpc::{Malformed, Message, MessageError, Oversized, Truncated};
+
+mod error;
+pub mod memory;
+pub mod stdio;
+
+pub use error::{ExitInfo, TransportError};
+
+/// A boxed future, as the [`Transport`] trait returns (so it can be a trait object).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a transport received.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Received {
+    /// A JSON-RPC message. Batches arrive as their messages, one by one.
+    Message(Message),
+    /// Something that was not a usable message; the transport goes on.
+    Invalid(InvalidFrame),
+}
+
+/// A frame (or batch element) that was not a usable message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InvalidFrame {
+    /// A line that is not UTF-8, not JSON, or not JSON-RPC.
+    Malformed(Malformed),
+    /// A line over the size limit; it was skipped.
+    Oversized(Oversized),
+    /// The stream ended inside a message.
+    Truncated(Truncated),
+    /// One element of a batch was not a message.
+    BatchElement(MessageError),
+}
+
+impl fmt::Display for InvalidFrame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvalidFrame::Malformed(m) => m.fmt(f),
+            InvalidFrame::Oversized(o) => o.fmt(f),
+            InvalidFrame::Truncated(t) => t.fmt(f),
+            InvalidFrame::BatchElement(e) => write!(f, "invalid batch element: {e}"),
+        }
+    }
+}
+
+/// Which kind of transport this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A child process over stdin/stdout.
+    Stdio,
+    /// An in-memory pair.
+    Memory,
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::Memory => "memory",
+        })
+    }
+}
+
+/// A bidirectional message transport.
+///
+/// * [`send`](Transport::send) may be called from many tasks at once; each
+///   message is written whole.
+/// * [`recv`](Transport::recv) is cancel-safe: dropping its future (in a
+///   `select!`) loses no message. It is meant to be called from one task.
+/// * [`close`](Transport::close) ends the transport within bounds and is
+///   idempotent. After the peer is gone, `recv` returns
+///   [`TransportError::Closed`] with what is known about why.
+pub trait Transport: Send + Sync + fmt::Debug + 'static {
+    /// Sends one message.
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Receives the next message or invalid frame.
+    fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>>;
+
+    /// Closes the transport: for a child process, the full close sequence.
+    fn close(&self) -> BoxFuture<'_, ()>;
+
+    /// Which kind of transport this is.
+    fn kind(&self) -> TransportKind;
+
+    /// The last lines the server wrote to stderr (stdio only), oldest first.
+    fn stderr_tail(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// How the server process ended, once it has (stdio only).
+    fn exit_info(&self) -> Option<ExitInfo> {
+        None
+    }
+
+    /// Stops handing stderr lines to the listener (the tail is still kept).
+    fn detach_stderr(&self) {}
+}
+
+impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        (**self).send(message)
+    }
+    fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
+        (**self).recv()
+    }
+    fn close(&self) -> BoxFuture<'_, ()> {
+        (**self).close()
+    }
+    fn kind(&self) -> TransportKind {
+        (**self).kind()
+    }
+    fn stderr_tail(&self) -> Vec<String> {
+        (**self).stderr_tail()
+    }
+    fn exit_info(&self) -> Option<ExitInfo> {
+        (**self).exit_info()
+    }
+    fn detach_stderr(&self) {
+        (**self).detach_stderr()
+    }
+}
+
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        (**self).send(message)
+    }
+    fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
+        (**self).recv()
+    }
+    fn close(&self) -> BoxFuture<'_, ()> {
+        (**self).close()
+    }
+    fn kind(&self) -> TransportKind {
+        (**self).kind()
+    }
+    fn stderr_tail(&self) -> Vec<String> {
+        (**self).stderr_tail()
+    }
+    fn exit_info(&self) -> Option<ExitInfo> {
+        (**self).exit_info()
+    }
+    fn detach_stderr(&self) {
+        (**self).detach_stderr()
+    }
+}
+
+/// Turns a decoded frame into what `recv` hands out, flattening batches.
+///
+/// Transports that read newline-framed streams share this; the items are
+/// pushed to `out` in order.
+pub fn frame_to_received(frame: mcp_jsonrpc::Frame, out: &mut impl Extend<Received>) {
+    use mcp_jsonrpc::Frame;
+    match frame {
+        Frame::Message(m) => out.extend([Received::Message(m)]),
+        Frame::Batch(items) => out.extend(items.into_iter().map(|item| match item {
+            Ok(m) => Received::Message(m),
+            Err(e) => Received::Invalid(InvalidFrame::BatchElement(e)),
+        })),
+        Frame::Malformed(m) => out.extend([Received::Invalid(InvalidFrame::Malformed(m))]),
+        Frame::Oversized(o) => out.extend([Received::Invalid(InvalidFrame::Oversized(o))]),
+        Frame::Truncated(t) => out.extend([Received::Invalid(InvalidFrame::Truncated(t))]),
+        // `Frame` may grow; a frame we do not know is not a message.
+        _ => {}
+    }
+}

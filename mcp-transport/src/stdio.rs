@@ -1,0 +1,1 @@
+//! stdio (to be written)
