@@ -97,7 +97,11 @@ pub struct Malformed {
 
 impl fmt::Display for Malformed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({} bytes: {:?})", self.reason, self.len, self.excerpt)
+        write!(
+            f,
+            "{} ({} bytes: {:?})",
+            self.reason, self.len, self.excerpt
+        )
     }
 }
 
@@ -110,7 +114,11 @@ pub struct Oversized {
 
 impl fmt::Display for Oversized {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a line longer than the {}-byte limit was skipped", self.limit)
+        write!(
+            f,
+            "a line longer than the {}-byte limit was skipped",
+            self.limit
+        )
     }
 }
 
@@ -125,7 +133,11 @@ pub struct Truncated {
 
 impl fmt::Display for Truncated {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "stream ended inside a message ({} bytes: {:?})", self.len, self.excerpt)
+        write!(
+            f,
+            "stream ended inside a message ({} bytes: {:?})",
+            self.len, self.excerpt
+        )
     }
 }
 

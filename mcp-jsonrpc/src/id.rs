@@ -155,7 +155,9 @@ impl<'de> Visitor<'de> for IdVisitor {
     }
 
     fn visit_bool<E: de::Error>(self, _: bool) -> Result<WireId, E> {
-        Ok(WireId::Invalid("id is a boolean; ids are integers or strings"))
+        Ok(WireId::Invalid(
+            "id is a boolean; ids are integers or strings",
+        ))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<WireId, E> {
@@ -172,7 +174,9 @@ impl<'de> Visitor<'de> for IdVisitor {
 
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<WireId, A::Error> {
         while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-        Ok(WireId::Invalid("id is an array; ids are integers or strings"))
+        Ok(WireId::Invalid(
+            "id is an array; ids are integers or strings",
+        ))
     }
 
     fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<WireId, A::Error> {
@@ -180,7 +184,9 @@ impl<'de> Visitor<'de> for IdVisitor {
             .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
             .is_some()
         {}
-        Ok(WireId::Invalid("id is an object; ids are integers or strings"))
+        Ok(WireId::Invalid(
+            "id is an object; ids are integers or strings",
+        ))
     }
 }
 

@@ -79,7 +79,11 @@ pub struct ErrorObject {
     /// A short description.
     pub message: String,
     /// Additional information, as raw JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub data: Option<RawJson>,
 }
 
@@ -95,7 +99,9 @@ impl ErrorObject {
 
     /// Parses `data` into a type, when present.
     pub fn data_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
-        self.data.as_deref().map(|raw| serde_json::from_str(raw.get()))
+        self.data
+            .as_deref()
+            .map(|raw| serde_json::from_str(raw.get()))
     }
 }
 
@@ -284,7 +290,11 @@ pub enum MessageError {
 ///
 /// Leading and trailing JSON whitespace is allowed.
 pub fn parse_payload(bytes: &[u8]) -> Result<Payload, MessageError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // All of the text must be UTF-8, members the parser skips included
+    // (serde_json checks only the strings it keeps). Checking once up front
+    // also spares the parser its checks string by string.
+    let text = std::str::from_utf8(bytes).map_err(|_| MessageError::NotUtf8)?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let parsed = TopLevel::deserialize(&mut de).and_then(|t| de.end().map(|()| t));
     match parsed {
         Ok(TopLevel::Single(w)) => w.into_message().map(Payload::Single),
@@ -293,14 +303,11 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Payload, MessageError> {
             items.into_iter().map(WireOrOther::into_message).collect(),
         )),
         Ok(TopLevel::Other(kind)) => Err(MessageError::NotAnObject(kind)),
-        Err(e) => Err(classify_json_error(bytes, e)),
+        Err(e) => Err(classify_json_error(e)),
     }
 }
 
-fn classify_json_error(bytes: &[u8], e: serde_json::Error) -> MessageError {
-    if std::str::from_utf8(bytes).is_err() {
-        return MessageError::NotUtf8;
-    }
+fn classify_json_error(e: serde_json::Error) -> MessageError {
     match e.classify() {
         serde_json::error::Category::Data => MessageError::InvalidMember(e.to_string()),
         _ => MessageError::NotJson(e.to_string()),
@@ -361,10 +368,10 @@ impl Wire {
             if self.result.is_some() || self.error.is_some() {
                 return Err(MessageError::MethodAndResponse);
             }
-            if let Some(p) = &self.params {
-                if !matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) {
-                    return Err(MessageError::ParamsNotStructured);
-                }
+            if let Some(p) = &self.params
+                && !matches!(p.get().as_bytes().first(), Some(b'{' | b'['))
+            {
+                return Err(MessageError::ParamsNotStructured);
             }
             return match self.id {
                 None => Ok(Message::Notification(Notification {
@@ -592,13 +599,29 @@ mod tests {
     #[test]
     fn kinds_of_message() {
         let r = Message::from_slice(br#"{"jsonrpc":"2.0","id":7,"method":"m","params":{}}"#);
-        assert!(matches!(r, Ok(Message::Request(Request { id: Id::Number(7), .. }))));
+        assert!(matches!(
+            r,
+            Ok(Message::Request(Request {
+                id: Id::Number(7),
+                ..
+            }))
+        ));
         let n = Message::from_slice(br#"{"jsonrpc":"2.0","method":"m"}"#).unwrap();
-        assert!(matches!(n, Message::Notification(Notification { params: None, .. })));
+        assert!(matches!(
+            n,
+            Message::Notification(Notification { params: None, .. })
+        ));
         let e = Message::from_slice(br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"x"}}"#);
-        assert!(matches!(e, Ok(Message::Error(ErrorResponse { id: None, .. }))));
-        let e = Message::from_slice(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":""}}"#);
-        assert!(matches!(e, Ok(Message::Error(ErrorResponse { id: None, .. }))));
+        assert!(matches!(
+            e,
+            Ok(Message::Error(ErrorResponse { id: None, .. }))
+        ));
+        let e =
+            Message::from_slice(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":""}}"#);
+        assert!(matches!(
+            e,
+            Ok(Message::Error(ErrorResponse { id: None, .. }))
+        ));
     }
 
     #[test]
@@ -614,12 +637,18 @@ mod tests {
         assert_eq!(err("3"), MessageError::NotAnObject("number"));
         assert_eq!(err("\"x\""), MessageError::NotAnObject("string"));
         assert_eq!(err("null"), MessageError::NotAnObject("null"));
-        assert_eq!(err(r#"{"id":1,"method":"m"}"#), MessageError::MissingVersion);
+        assert_eq!(
+            err(r#"{"id":1,"method":"m"}"#),
+            MessageError::MissingVersion
+        );
         assert_eq!(
             err(r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#),
             MessageError::WrongVersion("\"1.0\"".into())
         );
-        assert_eq!(err(r#"{"jsonrpc":"2.0","id":1}"#), MessageError::NotAMessage);
+        assert_eq!(
+            err(r#"{"jsonrpc":"2.0","id":1}"#),
+            MessageError::NotAMessage
+        );
         assert_eq!(
             err(r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":""}}"#),
             MessageError::ResultAndError
@@ -628,18 +657,36 @@ mod tests {
             err(r#"{"jsonrpc":"2.0","id":1,"method":"m","result":1}"#),
             MessageError::MethodAndResponse
         );
-        assert_eq!(err(r#"{"jsonrpc":"2.0","result":1}"#), MessageError::ResultWithoutId);
+        assert_eq!(
+            err(r#"{"jsonrpc":"2.0","result":1}"#),
+            MessageError::ResultWithoutId
+        );
         assert_eq!(
             err(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#),
             MessageError::ParamsNotStructured
         );
-        assert!(matches!(err(r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#), MessageError::InvalidId(_)));
-        assert!(matches!(err(r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#), MessageError::InvalidId(_)));
-        assert!(matches!(err(r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#), MessageError::InvalidId(_)));
+        assert!(matches!(
+            err(r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#),
+            MessageError::InvalidId(_)
+        ));
+        assert!(matches!(
+            err(r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#),
+            MessageError::InvalidId(_)
+        ));
+        assert!(matches!(
+            err(r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#),
+            MessageError::InvalidId(_)
+        ));
         let e = err(r#"{"jsonrpc":"2.0","id":1,"method":5}"#);
-        assert!(e.to_string().starts_with("\"method\" must be a string"), "{e}");
+        assert!(
+            e.to_string().starts_with("\"method\" must be a string"),
+            "{e}"
+        );
         let e = err(r#"{"jsonrpc":"2.0","id":1,"error":"boom"}"#);
-        assert!(e.to_string().starts_with("\"error\" must be an object"), "{e}");
+        assert!(
+            e.to_string().starts_with("\"error\" must be an object"),
+            "{e}"
+        );
         assert!(matches!(err("{"), MessageError::NotJson(_)));
         assert!(matches!(err("{} x"), MessageError::NotJson(_)));
         assert_eq!(err("[]"), MessageError::EmptyBatch);
@@ -654,7 +701,11 @@ mod tests {
 
     #[test]
     fn large_integer_ids_round_trip() {
-        for text in ["18446744073709551615", "-9223372036854775808", "9223372036854775808"] {
+        for text in [
+            "18446744073709551615",
+            "-9223372036854775808",
+            "9223372036854775808",
+        ] {
             let line = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"m"}}"#);
             let m = Message::from_slice(line.as_bytes()).unwrap();
             let out = String::from_utf8(m.to_vec().unwrap()).unwrap();
@@ -676,20 +727,36 @@ mod tests {
         let Payload::Batch(items) = p else { panic!() };
         assert_eq!(items.len(), 4);
         assert!(matches!(items[0], Ok(Message::Response(_))));
-        assert_eq!(items[1].as_ref().unwrap_err(), &MessageError::NotAnObject("number"));
+        assert_eq!(
+            items[1].as_ref().unwrap_err(),
+            &MessageError::NotAnObject("number")
+        );
         assert!(matches!(items[2], Ok(Message::Notification(_))));
         assert!(items[3].is_err());
-        assert_eq!(err(r#"[{"jsonrpc":"2.0","method":"n"}]"#), MessageError::UnexpectedBatch);
+        assert_eq!(
+            err(r#"[{"jsonrpc":"2.0","method":"n"}]"#),
+            MessageError::UnexpectedBatch
+        );
     }
 
     #[test]
     fn serializes_compactly_with_version() {
-        let req = Request::new(3, "tools/list", Some(to_raw(&serde_json::json!({})).unwrap()));
+        let req = Request::new(
+            3,
+            "tools/list",
+            Some(to_raw(&serde_json::json!({})).unwrap()),
+        );
         let text = String::from_utf8(Message::from(req).to_vec().unwrap()).unwrap();
-        assert_eq!(text, r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#);
+        assert_eq!(
+            text,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{}}"#
+        );
         let e = ErrorResponse::new(None, ErrorObject::new(-32600, "bad"));
         let text = String::from_utf8(Message::from(e).to_vec().unwrap()).unwrap();
-        assert_eq!(text, r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"bad"}}"#);
+        assert_eq!(
+            text,
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"bad"}}"#
+        );
     }
 
     #[test]

@@ -1,0 +1,56 @@
+//! `cargo xtask bench <what>`: benchmarks, always in an optimized build.
+
+mod codec;
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::args::Args;
+
+/// Runs `bench <what> [options]`.
+pub(crate) fn run(mut args: Args) -> Result<(), String> {
+    if cfg!(debug_assertions) {
+        return rerun_optimized(&args);
+    }
+    match args.next_positional().as_deref() {
+        Some("codec") => codec::run(args),
+        Some(other) => Err(format!("unknown benchmark `{other}` (known: codec)")),
+        None => Err("which benchmark? (known: codec)".into()),
+    }
+}
+
+/// Numbers from a debug build mean nothing: build and run this task again
+/// with `--release`, passing the arguments on.
+fn rerun_optimized(args: &Args) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let status = Command::new(cargo)
+        .current_dir(workspace)
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "--package",
+            "xtask",
+            "--",
+            "bench",
+        ])
+        .args(args.remaining())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the optimized benchmark run failed ({status})"))
+    }
+}
+
+/// The median of sorted durations.
+pub(crate) fn median(sorted: &[Duration]) -> Duration {
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+/// Megabytes (10^6 bytes) per second.
+pub(crate) fn mb_per_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / 1e6 / d.as_secs_f64().max(1e-9)
+}

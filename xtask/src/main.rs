@@ -1,0 +1,49 @@
+//! Project tasks, run with `cargo xtask <task>`.
+//!
+//! ```text
+//! cargo xtask bench codec [--mb N] [--iters K] [--seed S]
+//! ```
+//!
+//! Benchmarks always run an optimized build: when this binary was built
+//! without optimizations (as `cargo xtask` builds it), `bench` runs itself
+//! again through `cargo run --release`.
+
+// A command-line tool: printing is its job.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod args;
+mod bench;
+mod corpus;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  bench codec [--mb N] [--iters K] [--seed S]
+      decode a deterministic stream of MCP messages with mcp-jsonrpc's
+      NewlineCodec, with LinesCodec + serde_json, and with serde_json alone
+      (the floor); print MB/s and ratios
+  help
+      this text
+";
+
+fn main() -> ExitCode {
+    let mut args = args::Args::from_env();
+    let result = match args.next_positional().as_deref() {
+        Some("bench") => bench::run(args),
+        None | Some("help" | "-h" | "--help") => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown task `{other}`\n\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
