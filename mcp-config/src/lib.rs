@@ -1,0 +1,102 @@
+//! MCP server configuration: read it, check it, resolve it, fingerprint it.
+//!
+//! Users bring the config files they already have. This crate reads them all
+//! into one model:
+//!
+//! | format | file | servers under |
+//! |---|---|---|
+//! | OpenClaw JSON | `settings.json` | `mcpServers`, defaults in `agent` |
+//! | OpenClaw TOML | `config.toml` | `[mcp_servers.NAME]`, defaults in `[agent]` |
+//! | Claude Desktop | `claude_desktop_config.json` | `mcpServers` |
+//! | Cursor | `mcp.json` | `mcpServers` |
+//! | VS Code | `.vscode/mcp.json` | `servers` (`type: stdio\|http\|sse`) |
+//! | Codex | `config.toml` | `[mcp_servers.NAME]` (`bearer_token_env_var`, `http_headers`, …) |
+//!
+//! The steps, each its own function:
+//!
+//! 1. **Load** ([`load_path`], [`parse_str`]): detect the format (or take it
+//!    from [`Options`]), parse, and validate every server record with
+//!    [`is_mcp_config_record`], which reports *every* problem at once, each
+//!    with its path (`mcpServers.remote-tools.headers.Authorization`).
+//! 2. **Resolve** ([`resolve`]): expand `${VAR}`, `${VAR:-default}` (and
+//!    `$${` for a literal `${`) with an injected environment lookup, apply
+//!    defaults (request timeout 60 s, handshake 30 s, parallel tool calls on),
+//!    infer the transport (`command` → stdio; `url` → streamable HTTP with
+//!    legacy SSE fallback; an explicit `transport`/`type` wins).
+//! 3. **Fingerprint**: each [`ResolvedServer`] and the whole
+//!    [`ResolvedConfig`] carry a SHA-256 [`Fingerprint`] of a canonical form,
+//!    so reordering keys or writing a default explicitly changes nothing, while
+//!    any change in behaviour does. Env and header values enter it only
+//!    through their own hash.
+//!
+//! Env and header values are [`Secret`]s: `Debug`, `Display`, errors and
+//! [`show_lines`] print `<redacted>`.
+//!
+//! # Example
+//!
+//! ```
+//! use mcp_config::{Options, TransportConfig, parse_str, resolve};
+//!
+//! let text = r#"{
+//!   "mcpServers": {
+//!     "remote-tools": {
+//!       "url": "https://tools.example.com/mcp",
+//!       "headers": { "Authorization": "Bearer ${MCP_SERVER_TOKEN}" }
+//!     }
+//!   }
+//! }"#;
+//! let loaded = parse_str(text, &Options::new()).unwrap();
+//!
+//! // The environment is injected: a closure, a map, or `mcp_config::process_env`.
+//! let env = |name: &str| (name == "MCP_SERVER_TOKEN").then(|| "tok-123".to_owned());
+//! let resolved = resolve(&loaded.config, &env).unwrap();
+//!
+//! let server = &resolved.servers["remote-tools"];
+//! let TransportConfig::Http { headers, .. } = &server.transport else { unreachable!() };
+//! assert_eq!(headers["Authorization"].expose(), "Bearer tok-123");
+//! assert!(!format!("{server:?}").contains("tok-123"));
+//! assert_eq!(server.request_timeout.as_secs(), 60);
+//!
+//! // A missing variable is an error naming it and its path, never "".
+//! let err = resolve(&loaded.config, &|_: &str| None).unwrap_err();
+//! assert!(err.to_string().contains(
+//!     "mcpServers.remote-tools.headers.Authorization: environment variable `MCP_SERVER_TOKEN` is not set"
+//! ));
+//! ```
+
+mod error;
+mod expand;
+mod fingerprint;
+mod formats;
+mod model;
+mod resolve;
+mod secret;
+mod validate;
+
+pub use error::ConfigError;
+pub use fingerprint::Fingerprint;
+pub use formats::{
+    FOLDER_CANDIDATES, Loaded, Options, check_path, check_str, load_path, locate, parse_str,
+};
+pub use model::{
+    AgentDefaults, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS, DeclaredTransport, Format, HttpKind, McpConfig,
+    PROTOCOL_VERSION_PINS, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
+    TransportConfig, UnknownFormatName, redact_url,
+};
+pub use resolve::{EnvLookup, process_env, resolve, show_lines};
+pub use secret::Secret;
+pub use validate::{Problem, Report, Severity, is_mcp_config_record, validate};
+
+/// Loads, resolves and renders a config for `mcp config show`.
+pub fn show_path(
+    path: &std::path::Path,
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<String>, ConfigError> {
+    let loaded = load_path(path, options)?;
+    let resolved = resolve(&loaded.config, env)?;
+    let mut lines = show_lines(&loaded.config, &resolved);
+    lines.extend(loaded.report.problems.iter().map(ToString::to_string));
+    Ok(lines)
+}

@@ -1,0 +1,393 @@
+//! The config model: raw (as written, `${VAR}` unexpanded) and resolved.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::{Fingerprint, Secret};
+
+/// Default bound on every request to a server (`requestTimeoutMs`).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default bound on the handshake (`handshakeTimeoutMs`).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of `supportsParallelToolCalls`: JSON-RPC multiplexes requests by id,
+/// so concurrent calls are safe for the protocol; a server whose tools share
+/// state opts out with `false`.
+pub const DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS: bool = true;
+/// Protocol versions a server record may pin (`protocolVersion`).
+pub const PROTOCOL_VERSION_PINS: &[&str] = &[
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+    "legacy",
+    "modern",
+];
+
+/// The file formats read. All map to one model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// OpenClaw `settings.json`: `mcpServers` plus an `agent` block.
+    OpenClawJson,
+    /// OpenClaw `config.toml`: `[agent]`, `[mcp_servers.NAME]`.
+    OpenClawToml,
+    /// Claude Desktop `claude_desktop_config.json`: `mcpServers`.
+    ClaudeDesktop,
+    /// Cursor `mcp.json`: `mcpServers`.
+    Cursor,
+    /// VS Code `.vscode/mcp.json`: `servers` with `type`.
+    VsCode,
+    /// Codex `config.toml`: `[mcp_servers.NAME]`.
+    Codex,
+}
+
+impl Format {
+    /// All formats, in the order a folder is searched.
+    pub const ALL: [Format; 6] = [
+        Format::OpenClawJson,
+        Format::OpenClawToml,
+        Format::ClaudeDesktop,
+        Format::Cursor,
+        Format::VsCode,
+        Format::Codex,
+    ];
+
+    /// The short name used on the command line (`openclaw-json`, `vscode`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OpenClawJson => "openclaw-json",
+            Format::OpenClawToml => "openclaw-toml",
+            Format::ClaudeDesktop => "claude-desktop",
+            Format::Cursor => "cursor",
+            Format::VsCode => "vscode",
+            Format::Codex => "codex",
+        }
+    }
+
+    /// Whether the file is TOML (else JSON).
+    pub fn is_toml(self) -> bool {
+        matches!(self, Format::OpenClawToml | Format::Codex)
+    }
+
+    /// The key holding the server map; also the first segment of problem paths.
+    pub fn servers_key(self) -> &'static str {
+        match self {
+            Format::OpenClawToml | Format::Codex => "mcp_servers",
+            Format::VsCode => "servers",
+            Format::OpenClawJson | Format::ClaudeDesktop | Format::Cursor => "mcpServers",
+        }
+    }
+
+    /// File names this format is found under in a folder, most specific first.
+    pub fn file_names(self) -> &'static [&'static str] {
+        match self {
+            Format::OpenClawJson => &["settings.json"],
+            Format::OpenClawToml | Format::Codex => &["config.toml"],
+            Format::ClaudeDesktop => &["claude_desktop_config.json"],
+            Format::Cursor => &["mcp.json", ".cursor/mcp.json"],
+            Format::VsCode => &[".vscode/mcp.json", "mcp.json"],
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A format name that is not one of [`Format::name`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown config format `{0}`; use one of openclaw-json, openclaw-toml, claude-desktop, cursor, vscode, codex"
+)]
+pub struct UnknownFormatName(pub String);
+
+impl FromStr for Format {
+    type Err = UnknownFormatName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| UnknownFormatName(s.to_owned()))
+    }
+}
+
+/// A transport as declared by `transport` / `type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeclaredTransport {
+    /// `stdio`.
+    Stdio,
+    /// `streamable-http` (also `streamableHttp`, `streamable_http`): no SSE fallback.
+    StreamableHttp,
+    /// `http`: streamable HTTP with the legacy SSE fallback, like a bare `url`.
+    Http,
+    /// `sse`: the legacy HTTP+SSE transport only.
+    Sse,
+}
+
+/// Session-level settings (OpenClaw's `agent` block).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentDefaults {
+    /// `toolCallTimeoutMs`: default request timeout of every server.
+    pub request_timeout: Option<Duration>,
+    /// `handshakeTimeoutMs`: default handshake timeout of every server.
+    pub handshake_timeout: Option<Duration>,
+    /// `mcpEnabled`: `false` disables every server.
+    pub mcp_enabled: Option<bool>,
+}
+
+/// One server record as written: validated, `${VAR}` not yet expanded.
+///
+/// Env and header values are [`Secret`]s already (a file may hold literal tokens).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// `transport` / `type`, if given.
+    pub transport: Option<DeclaredTransport>,
+    /// `command` (stdio).
+    pub command: Option<String>,
+    /// `args`.
+    pub args: Vec<String>,
+    /// `env`.
+    pub env: BTreeMap<String, Secret>,
+    /// Codex `env_vars`: names passed through from the parent environment when set.
+    pub env_vars: Vec<String>,
+    /// `cwd`.
+    pub cwd: Option<String>,
+    /// `url` (HTTP).
+    pub url: Option<String>,
+    /// `headers` / Codex `http_headers`.
+    pub headers: BTreeMap<String, Secret>,
+    /// Codex `env_http_headers`: header name → environment variable name.
+    pub env_headers: BTreeMap<String, String>,
+    /// Codex `bearer_token_env_var`: sends `Authorization: Bearer $VAR`.
+    pub bearer_token_env_var: Option<String>,
+    /// `timeoutMs` / `requestTimeoutMs` / `tool_timeout_sec`.
+    pub request_timeout: Option<Duration>,
+    /// `handshakeTimeoutMs` / `startup_timeout_sec`.
+    pub handshake_timeout: Option<Duration>,
+    /// `supportsParallelToolCalls`.
+    pub supports_parallel_tool_calls: Option<bool>,
+    /// `enabled`, or the negation of `disabled`.
+    pub enabled: Option<bool>,
+    /// `includeTools` / `enabled_tools`: only these tools (None: all).
+    pub include_tools: Option<Vec<String>>,
+    /// `excludeTools` / `disabled_tools`.
+    pub exclude_tools: Vec<String>,
+    /// `protocolVersion`: one of [`PROTOCOL_VERSION_PINS`].
+    pub protocol_version: Option<String>,
+}
+
+/// A whole config file as read: validated, not yet resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct McpConfig {
+    /// Servers by name (names match `[A-Za-z0-9_-]+`).
+    pub servers: BTreeMap<String, ServerConfig>,
+    /// Session-level defaults.
+    pub agent: AgentDefaults,
+    /// The format it was read as.
+    pub format: Format,
+    /// The file it came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+/// How an HTTP server is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HttpKind {
+    /// Streamable HTTP only (`transport: streamable-http`).
+    StreamableHttp,
+    /// Legacy HTTP+SSE only (`transport: sse`).
+    Sse,
+    /// Streamable HTTP, falling back to legacy SSE (a bare `url`, or `type: http`).
+    StreamableHttpWithSseFallback,
+}
+
+impl HttpKind {
+    /// The name used in canonical forms and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            HttpKind::StreamableHttp => "streamable-http",
+            HttpKind::Sse => "sse",
+            HttpKind::StreamableHttpWithSseFallback => "streamable-http+sse-fallback",
+        }
+    }
+}
+
+/// A resolved transport.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportConfig {
+    /// A child process speaking newline-delimited JSON on stdin/stdout.
+    Stdio {
+        /// Program to run.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Environment it gets on top of the transport's allowlist.
+        env: BTreeMap<String, Secret>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A remote endpoint.
+    Http {
+        /// `http://` or `https://` URL.
+        url: String,
+        /// Extra request headers, names as written.
+        headers: BTreeMap<String, Secret>,
+        /// Which HTTP transport(s) to use.
+        kind: HttpKind,
+    },
+}
+
+impl fmt::Debug for TransportConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", env)
+                .field("cwd", cwd)
+                .finish(),
+            TransportConfig::Http { url, headers, kind } => f
+                .debug_struct("Http")
+                .field("url", &redact_url(url))
+                .field("headers", headers)
+                .field("kind", kind)
+                .finish(),
+        }
+    }
+}
+
+/// A URL with its user info and query string (where tokens hide) redacted.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = match rest.find(['/', '?', '#']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("<redacted>@{host}"),
+        None => authority.to_owned(),
+    };
+    let path = match path.split_once('?') {
+        Some((p, _)) => format!("{p}?<redacted>"),
+        None => path.to_owned(),
+    };
+    if scheme.is_empty() {
+        format!("{authority}{path}")
+    } else {
+        format!("{scheme}://{authority}{path}")
+    }
+}
+
+/// Which of a server's tools are exposed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolFilter {
+    /// Only these (None: all).
+    pub include: Option<BTreeSet<String>>,
+    /// Never these (wins over `include`).
+    pub exclude: BTreeSet<String>,
+}
+
+impl ToolFilter {
+    /// Whether a tool of this name is exposed.
+    pub fn allows(&self, tool: &str) -> bool {
+        !self.exclude.contains(tool) && self.include.as_ref().is_none_or(|inc| inc.contains(tool))
+    }
+}
+
+/// One enabled server, `${VAR}` expanded and defaults applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResolvedServer {
+    /// Its name: tool namespace prefix and log tag.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportConfig,
+    /// Bound on every request (tools/list and tools/call included).
+    pub request_timeout: Duration,
+    /// Bound on the handshake.
+    pub handshake_timeout: Duration,
+    /// May calls to this server run concurrently.
+    pub supports_parallel_tool_calls: bool,
+    /// Tool include/exclude lists.
+    pub tools: ToolFilter,
+    /// Pinned protocol version, if any.
+    pub protocol_version: Option<String>,
+    /// Fingerprint of everything above except the name.
+    pub fingerprint: Fingerprint,
+}
+
+/// A config ready for connecting: enabled servers resolved, fingerprinted.
+///
+/// Disabled servers are not resolved (their variables need not be set); their
+/// names are in `disabled`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ResolvedConfig {
+    /// Enabled servers by name.
+    pub servers: BTreeMap<String, ResolvedServer>,
+    /// Names of servers left out because they are disabled.
+    pub disabled: BTreeSet<String>,
+    /// Session fingerprint: server names and fingerprints plus session settings.
+    pub fingerprint: Fingerprint,
+    /// The format it was read as.
+    pub format: Format,
+    /// The file it came from, if any.
+    pub source: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_names_round_trip() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>(), Ok(f));
+        }
+        assert!(
+            "yaml"
+                .parse::<Format>()
+                .unwrap_err()
+                .to_string()
+                .contains("`yaml`")
+        );
+    }
+
+    #[test]
+    fn redact_url_hides_user_info_and_query() {
+        assert_eq!(
+            redact_url("https://u:p@h.example/mcp?key=1#x"),
+            "https://<redacted>@h.example/mcp?<redacted>"
+        );
+        assert_eq!(redact_url("http://h:8080/mcp"), "http://h:8080/mcp");
+        assert_eq!(redact_url("http://h?k=v"), "http://h?<redacted>");
+    }
+
+    #[test]
+    fn tool_filter_exclude_wins() {
+        let f = ToolFilter {
+            include: Some(["a".to_owned(), "b".to_owned()].into()),
+            exclude: ["b".to_owned()].into(),
+        };
+        assert!(f.allows("a") && !f.allows("b") && !f.allows("c"));
+        assert!(ToolFilter::default().allows("anything"));
+    }
+}

@@ -1,0 +1,420 @@
+//! `${VAR}` expansion, defaults, fingerprints, and the redacted view.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::expand::{self, ExpandError};
+use crate::fingerprint::secret_digest;
+use crate::model::{
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS,
+    DeclaredTransport, HttpKind, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
+    TransportConfig, redact_url,
+};
+use crate::validate::{header_value_problem, join, url_problem};
+use crate::{ConfigError, Fingerprint, Format, McpConfig, Problem, Report, Secret};
+
+/// An injected environment lookup: `None` means unset.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Reads the process environment (non-Unicode values count as unset).
+///
+/// Pass it to [`resolve`] in programs; tests pass a closure over a map.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Expands `${VAR}`, applies defaults and fingerprints every enabled server.
+///
+/// Every missing variable is reported at once, each with the variable's name
+/// and the config path; a missing variable never becomes an empty string.
+pub fn resolve(
+    config: &McpConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ResolvedConfig, ConfigError> {
+    let mcp_enabled = config.agent.mcp_enabled.unwrap_or(true);
+    let mut problems = Vec::new();
+    let mut servers = BTreeMap::new();
+    let mut disabled = BTreeSet::new();
+    for (name, server) in &config.servers {
+        if !mcp_enabled || server.enabled == Some(false) {
+            disabled.insert(name.clone());
+            continue;
+        }
+        let mut r = Resolver {
+            env,
+            base: join(config.format.servers_key(), name),
+            format: config.format,
+            problems: &mut problems,
+        };
+        if let Some(s) = r.server(name, server, config) {
+            servers.insert(name.clone(), s);
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ConfigError::Unresolved {
+            origin: config
+                .source
+                .as_ref()
+                .map_or_else(|| "<input>".to_owned(), |p| p.display().to_string()),
+            report: Report { problems },
+        });
+    }
+    let fingerprint = session_fingerprint(&servers, mcp_enabled);
+    Ok(ResolvedConfig {
+        servers,
+        disabled,
+        fingerprint,
+        format: config.format,
+        source: config.source.clone(),
+    })
+}
+
+struct Resolver<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    base: String,
+    format: Format,
+    problems: &'a mut Vec<Problem>,
+}
+
+impl Resolver<'_> {
+    fn expand(&mut self, path: String, template: &str) -> Option<String> {
+        match expand::expand(template, self.env) {
+            Ok(v) => Some(v),
+            Err(ExpandError::Missing(names)) => {
+                for n in names {
+                    self.problems.push(Problem::error(
+                        path.clone(),
+                        format!(
+                            "environment variable `{n}` is not set; set it, or write `${{{n}:-default}}` for a default"
+                        ),
+                    ));
+                }
+                None
+            }
+            Err(ExpandError::Syntax(e)) => {
+                self.problems.push(Problem::error(path, e.0));
+                None
+            }
+        }
+    }
+
+    fn var(&mut self, path: String, name: &str, key: &str) -> Option<String> {
+        let v = (self.env)(name);
+        if v.is_none() {
+            self.problems.push(Problem::error(
+                path,
+                format!("environment variable `{name}` (named by `{key}`) is not set; set it"),
+            ));
+        }
+        v
+    }
+
+    fn header(&mut self, path: String, value: String) -> Option<Secret> {
+        match header_value_problem(&value) {
+            Some(m) => {
+                self.problems
+                    .push(Problem::error(path, format!("after expansion, {m}")));
+                None
+            }
+            None => Some(Secret::new(value)),
+        }
+    }
+
+    fn server(
+        &mut self,
+        name: &str,
+        s: &ServerConfig,
+        config: &McpConfig,
+    ) -> Option<ResolvedServer> {
+        let before = self.problems.len();
+        let transport = if let Some(command) = &s.command {
+            let command = self.expand(join(&self.base, "command"), command);
+            let args: Vec<Option<String>> = s
+                .args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| self.expand(format!("{}[{i}]", join(&self.base, "args")), a))
+                .collect();
+            let mut env = BTreeMap::new();
+            for (k, v) in &s.env {
+                if let Some(v) = self.expand(join(&join(&self.base, "env"), k), v.expose()) {
+                    env.insert(k.clone(), Secret::new(v));
+                }
+            }
+            for k in &s.env_vars {
+                if !env.contains_key(k)
+                    && let Some(v) = (self.env)(k)
+                {
+                    env.insert(k.clone(), Secret::new(v));
+                }
+            }
+            let cwd = s
+                .cwd
+                .as_ref()
+                .and_then(|c| self.expand(join(&self.base, "cwd"), c));
+            TransportConfig::Stdio {
+                command: command.unwrap_or_default(),
+                args: args.into_iter().flatten().collect(),
+                env,
+                cwd: cwd.map(PathBuf::from),
+            }
+        } else if let Some(url) = &s.url {
+            let url_path = join(&self.base, "url");
+            let url = self.expand(url_path.clone(), url);
+            if let Some(u) = &url
+                && let Some(m) = url_problem(u)
+            {
+                self.problems
+                    .push(Problem::error(url_path, format!("after expansion, {m}")));
+            }
+            let headers_key = if self.format == Format::Codex {
+                "http_headers"
+            } else {
+                "headers"
+            };
+            let mut headers = BTreeMap::new();
+            for (k, v) in &s.headers {
+                let p = join(&join(&self.base, headers_key), k);
+                if let Some(v) = self.expand(p.clone(), v.expose())
+                    && let Some(v) = self.header(p, v)
+                {
+                    headers.insert(k.clone(), v);
+                }
+            }
+            for (k, var) in &s.env_headers {
+                let p = join(&join(&self.base, "env_http_headers"), k);
+                if let Some(v) = self.var(p.clone(), var, "env_http_headers")
+                    && let Some(v) = self.header(p, v)
+                {
+                    headers.insert(k.clone(), v);
+                }
+            }
+            if let Some(var) = &s.bearer_token_env_var {
+                let p = join(&self.base, "bearer_token_env_var");
+                if let Some(v) = self.var(p.clone(), var, "bearer_token_env_var")
+                    && let Some(v) = self.header(p, format!("Bearer {v}"))
+                {
+                    headers.insert("Authorization".to_owned(), v);
+                }
+            }
+            let kind = match s.transport {
+                Some(DeclaredTransport::Sse) => HttpKind::Sse,
+                Some(DeclaredTransport::StreamableHttp) => HttpKind::StreamableHttp,
+                _ => HttpKind::StreamableHttpWithSseFallback,
+            };
+            TransportConfig::Http {
+                url: url.unwrap_or_default(),
+                headers,
+                kind,
+            }
+        } else {
+            self.problems.push(Problem::error(
+                self.base.clone(),
+                "has neither `command` nor `url`; add `command` to run a local server or `url` to reach a remote one",
+            ));
+            return None;
+        };
+        if self.problems.len() > before {
+            return None;
+        }
+        let mut server = ResolvedServer {
+            name: name.to_owned(),
+            transport,
+            request_timeout: s
+                .request_timeout
+                .or(config.agent.request_timeout)
+                .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            handshake_timeout: s
+                .handshake_timeout
+                .or(config.agent.handshake_timeout)
+                .unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT),
+            supports_parallel_tool_calls: s
+                .supports_parallel_tool_calls
+                .unwrap_or(DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS),
+            tools: ToolFilter {
+                include: s
+                    .include_tools
+                    .as_ref()
+                    .map(|v| v.iter().cloned().collect()),
+                exclude: s.exclude_tools.iter().cloned().collect(),
+            },
+            protocol_version: s.protocol_version.clone(),
+            fingerprint: Fingerprint::of_canonical(&Value::Null),
+        };
+        server.fingerprint = Fingerprint::of_canonical(&canonical_server(&server));
+        Some(server)
+    }
+}
+
+fn nanos(d: Duration) -> String {
+    d.as_nanos().to_string()
+}
+
+/// The canonical form a server fingerprint hashes: behaviour only, secrets
+/// only as digests, header names lowercased, name excluded.
+pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
+    let transport = match &s.transport {
+        TransportConfig::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => json!({
+            "kind": "stdio",
+            "command": command,
+            "args": args,
+            "env": env.iter().map(|(k, v)| (k.clone(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
+            "cwd": cwd.as_ref().map(|c| c.to_string_lossy().into_owned()),
+        }),
+        TransportConfig::Http { url, headers, kind } => json!({
+            "kind": kind.name(),
+            "url": url,
+            "headers": headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
+        }),
+    };
+    json!({
+        "v": 1,
+        "transport": transport,
+        "request_timeout_ns": nanos(s.request_timeout),
+        "handshake_timeout_ns": nanos(s.handshake_timeout),
+        "supports_parallel_tool_calls": s.supports_parallel_tool_calls,
+        "tools": {"include": s.tools.include, "exclude": s.tools.exclude},
+        "protocol_version": s.protocol_version,
+    })
+}
+
+fn session_fingerprint(
+    servers: &BTreeMap<String, ResolvedServer>,
+    mcp_enabled: bool,
+) -> Fingerprint {
+    let fps: serde_json::Map<String, Value> = servers
+        .iter()
+        .map(|(n, s)| (n.clone(), Value::String(s.fingerprint.to_hex())))
+        .collect();
+    Fingerprint::of_canonical(&json!({"v": 1, "mcp_enabled": mcp_enabled, "servers": fps}))
+}
+
+fn human(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.subsec_nanos().is_multiple_of(1_000_000) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{d:?}")
+    }
+}
+
+/// The resolved servers as `mcp config show` prints them: env and header
+/// values redacted, URL user info and query redacted, and any command, arg,
+/// cwd or URL that came from `${VAR}` shown as written rather than expanded.
+pub fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(src) = &resolved.source {
+        out.push(format!("config: {} ({})", src.display(), resolved.format));
+    } else {
+        out.push(format!("config: <input> ({})", resolved.format));
+    }
+    out.push(format!("session fingerprint: {}", resolved.fingerprint));
+    let as_written = |resolved: &str, raw: Option<&String>| match raw {
+        Some(raw) if expand::has_vars(raw) => raw.clone(),
+        _ => resolved.to_owned(),
+    };
+    for (name, s) in &resolved.servers {
+        let raw = config.servers.get(name);
+        match &s.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                out.push(format!("server {name}: stdio"));
+                out.push(format!("  fingerprint: {}", s.fingerprint));
+                out.push(format!(
+                    "  command: {}",
+                    as_written(command, raw.and_then(|r| r.command.as_ref()))
+                ));
+                let args: Vec<String> = args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| as_written(a, raw.and_then(|r| r.args.get(i))))
+                    .collect();
+                if !args.is_empty() {
+                    out.push(format!("  args: {}", Value::from(args)));
+                }
+                if let Some(cwd) = cwd {
+                    let cwd = cwd.display().to_string();
+                    out.push(format!(
+                        "  cwd: {}",
+                        as_written(&cwd, raw.and_then(|r| r.cwd.as_ref()))
+                    ));
+                }
+                if !env.is_empty() {
+                    let e: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    out.push(format!("  env: {}", e.join(", ")));
+                }
+            }
+            TransportConfig::Http { url, headers, kind } => {
+                out.push(format!("server {name}: {}", kind.name()));
+                out.push(format!("  fingerprint: {}", s.fingerprint));
+                let url = redact_url(url);
+                out.push(format!(
+                    "  url: {}",
+                    as_written(&url, raw.and_then(|r| r.url.as_ref()))
+                ));
+                if !headers.is_empty() {
+                    let h: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                    out.push(format!("  headers: {}", h.join(", ")));
+                }
+            }
+        }
+        out.push(format!(
+            "  request timeout: {}, handshake timeout: {}, parallel tool calls: {}",
+            human(s.request_timeout),
+            human(s.handshake_timeout),
+            if s.supports_parallel_tool_calls {
+                "yes"
+            } else {
+                "no"
+            }
+        ));
+        let inc = s.tools.include.as_ref().map_or_else(
+            || "all".to_owned(),
+            |i| format!("only {}", i.iter().cloned().collect::<Vec<_>>().join(", ")),
+        );
+        if s.tools.include.is_some() || !s.tools.exclude.is_empty() {
+            let exc = if s.tools.exclude.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; never {}",
+                    s.tools
+                        .exclude
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            out.push(format!("  tools: {inc}{exc}"));
+        }
+        if let Some(pv) = &s.protocol_version {
+            out.push(format!("  protocol version: {pv}"));
+        }
+    }
+    if !resolved.disabled.is_empty() {
+        out.push(format!(
+            "disabled: {}",
+            resolved
+                .disabled
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}

@@ -1,0 +1,868 @@
+//! `is_mcp_config_record` and document validation: every problem at once, each with its path.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::expand;
+use crate::model::{AgentDefaults, DeclaredTransport, PROTOCOL_VERSION_PINS, ServerConfig};
+use crate::{Format, Secret};
+
+/// How bad a problem is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Severity {
+    /// The config cannot be used.
+    Error,
+    /// The config works, but something in it is ignored (an error in strict mode).
+    Warning,
+}
+
+/// One problem in a config, at a path like `mcpServers.remote-tools.headers.Authorization`.
+///
+/// Messages never quote env or header values.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Problem {
+    /// Error or warning.
+    pub severity: Severity,
+    /// Where: dot-separated keys, `[i]` for list items; empty for the whole file.
+    pub path: String,
+    /// What is wrong and what to do, in plain words.
+    pub message: String,
+}
+
+impl Problem {
+    pub(crate) fn error(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Error,
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn warning(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Warning,
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        if self.path.is_empty() {
+            write!(f, "{level}: {}", self.message)
+        } else {
+            write!(f, "{level}: {}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// All problems found in one config.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// In the order found (document order per server, servers by name).
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    /// Whether any problem is an error.
+    pub fn has_errors(&self) -> bool {
+        self.problems.iter().any(|p| p.severity == Severity::Error)
+    }
+
+    /// Number of errors.
+    pub fn error_count(&self) -> usize {
+        self.problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .count()
+    }
+
+    /// Whether there is nothing to report.
+    pub fn is_empty(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// Problem at this exact path, if any (handy in tests).
+    pub fn find(&self, path: &str) -> Option<&Problem> {
+        self.problems.iter().find(|p| p.path == path)
+    }
+
+    /// The report as text lines: one per problem, then a summary line.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.problems.iter().map(ToString::to_string).collect();
+        let errors = self.error_count();
+        let warnings = self.problems.len() - errors;
+        lines.push(match (errors, warnings) {
+            (0, 0) => "ok: no problems".to_owned(),
+            (e, w) => format!("{e} error(s), {w} warning(s)"),
+        });
+        lines
+    }
+
+    /// Makes every warning an error (strict mode).
+    pub(crate) fn make_strict(&mut self) {
+        for p in &mut self.problems {
+            p.severity = Severity::Error;
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.lines().join("\n"))
+    }
+}
+
+/// Validates one server record; `path` is where it sits (`mcpServers.local-fs`).
+///
+/// Reports every problem at once. Unknown keys are warnings here;
+/// [`validate`] with `strict` makes them errors. Works on TOML too, once
+/// converted to a `serde_json::Value`.
+///
+/// ```
+/// use mcp_config::is_mcp_config_record;
+/// let problems = is_mcp_config_record(&serde_json::json!({"command": "node", "url": "https://x"}), "mcpServers.a");
+/// assert_eq!(problems[0].path, "mcpServers.a");
+/// assert!(problems[0].message.starts_with("has both `command` and `url`"));
+/// ```
+pub fn is_mcp_config_record(value: &Value, path: &str) -> Vec<Problem> {
+    record(value, path).1
+}
+
+/// Validates a whole document (a config file as JSON) in the given format.
+pub fn validate(document: &Value, format: Format, strict: bool) -> Report {
+    document_to_model(document, format, strict).1
+}
+
+pub(crate) fn document_to_model(
+    document: &Value,
+    format: Format,
+    strict: bool,
+) -> ((BTreeMap<String, ServerConfig>, AgentDefaults), Report) {
+    let mut problems = Vec::new();
+    let mut servers = BTreeMap::new();
+    let mut agent = AgentDefaults::default();
+    match document {
+        Value::Object(doc) => {
+            if let Some(a) = doc.get("agent") {
+                agent = agent_defaults(a, &mut problems);
+            }
+            let key = format.servers_key();
+            match doc.get(key) {
+                None => {}
+                Some(Value::Object(map)) => {
+                    for (name, rec) in sorted(map) {
+                        let path = join(key, name);
+                        if name.is_empty() {
+                            problems.push(Problem::error(key, "has a server with an empty name"));
+                        } else if !name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                        {
+                            problems.push(Problem::error(
+                                &path,
+                                format!(
+                                    "server name `{}` may only use letters, digits, `_` and `-`",
+                                    name.escape_debug()
+                                ),
+                            ));
+                        }
+                        let (server, p) = record(rec, &path);
+                        problems.extend(p);
+                        if let Some(s) = server {
+                            servers.insert(name.clone(), s);
+                        }
+                    }
+                }
+                Some(other) => problems.push(Problem::error(
+                    key,
+                    format!(
+                        "must be an object mapping server names to server records, found {}",
+                        kind(other)
+                    ),
+                )),
+            }
+        }
+        other => problems.push(Problem::error(
+            "",
+            format!(
+                "the file must hold an object (a table of settings), found {}",
+                kind(other)
+            ),
+        )),
+    }
+    let mut report = Report { problems };
+    if strict {
+        report.make_strict();
+    }
+    ((servers, agent), report)
+}
+
+fn agent_defaults(value: &Value, problems: &mut Vec<Problem>) -> AgentDefaults {
+    let mut ck = Ck {
+        base: "agent".to_owned(),
+        problems: Vec::new(),
+    };
+    let mut out = AgentDefaults::default();
+    let Value::Object(map) = value else {
+        problems.push(Problem::error(
+            "agent",
+            format!("must be an object, found {}", kind(value)),
+        ));
+        return out;
+    };
+    for (key, v) in map {
+        let path = ck.at(key);
+        match key.as_str() {
+            "toolCallTimeoutMs" | "tool_call_timeout_ms" => {
+                out.request_timeout = ck.duration(path, v, Unit::Millis);
+            }
+            "handshakeTimeoutMs" | "handshake_timeout_ms" => {
+                out.handshake_timeout = ck.duration(path, v, Unit::Millis);
+            }
+            "mcpEnabled" | "mcp_enabled" => out.mcp_enabled = ck.boolean(path, v),
+            _ => {} // the agent block holds much more than MCP settings
+        }
+    }
+    problems.extend(ck.problems);
+    out
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Field {
+    Transport,
+    Command,
+    Args,
+    Env,
+    EnvVars,
+    Cwd,
+    Url,
+    Headers,
+    EnvHeaders,
+    BearerEnv,
+    RequestMs,
+    RequestSec,
+    HandshakeMs,
+    HandshakeSec,
+    Parallel,
+    Enabled,
+    Disabled,
+    Include,
+    Exclude,
+    ProtocolVersion,
+    EnvFile,
+}
+
+impl Field {
+    /// Keys of one group must not both be set.
+    fn group(self) -> &'static str {
+        match self {
+            Field::Transport => "the transport",
+            Field::Command => "the command",
+            Field::Args => "the arguments",
+            Field::Env => "the environment",
+            Field::EnvVars => "the passed-through variables",
+            Field::Cwd => "the working directory",
+            Field::Url => "the URL",
+            Field::Headers => "the headers",
+            Field::EnvHeaders => "the headers taken from the environment",
+            Field::BearerEnv => "the bearer token variable",
+            Field::RequestMs | Field::RequestSec => "the request timeout",
+            Field::HandshakeMs | Field::HandshakeSec => "the handshake timeout",
+            Field::Parallel => "parallel tool calls",
+            Field::Enabled | Field::Disabled => "whether the server is enabled",
+            Field::Include => "the included tools",
+            Field::Exclude => "the excluded tools",
+            Field::ProtocolVersion => "the protocol version",
+            Field::EnvFile => "the env file",
+        }
+    }
+}
+
+/// Every key a server record may have, in any of the formats (camelCase and snake_case).
+const KEYS: &[(&str, Field)] = &[
+    ("transport", Field::Transport),
+    ("type", Field::Transport),
+    ("command", Field::Command),
+    ("args", Field::Args),
+    ("env", Field::Env),
+    ("env_vars", Field::EnvVars),
+    ("envVars", Field::EnvVars),
+    ("cwd", Field::Cwd),
+    ("url", Field::Url),
+    ("headers", Field::Headers),
+    ("http_headers", Field::Headers),
+    ("env_http_headers", Field::EnvHeaders),
+    ("envHttpHeaders", Field::EnvHeaders),
+    ("bearer_token_env_var", Field::BearerEnv),
+    ("bearerTokenEnvVar", Field::BearerEnv),
+    ("timeoutMs", Field::RequestMs),
+    ("requestTimeoutMs", Field::RequestMs),
+    ("timeout_ms", Field::RequestMs),
+    ("request_timeout_ms", Field::RequestMs),
+    ("tool_timeout_sec", Field::RequestSec),
+    ("handshakeTimeoutMs", Field::HandshakeMs),
+    ("handshake_timeout_ms", Field::HandshakeMs),
+    ("startup_timeout_ms", Field::HandshakeMs),
+    ("startup_timeout_sec", Field::HandshakeSec),
+    ("supportsParallelToolCalls", Field::Parallel),
+    ("supports_parallel_tool_calls", Field::Parallel),
+    ("enabled", Field::Enabled),
+    ("disabled", Field::Disabled),
+    ("includeTools", Field::Include),
+    ("include_tools", Field::Include),
+    ("enabled_tools", Field::Include),
+    ("excludeTools", Field::Exclude),
+    ("exclude_tools", Field::Exclude),
+    ("disabled_tools", Field::Exclude),
+    ("protocolVersion", Field::ProtocolVersion),
+    ("protocol_version", Field::ProtocolVersion),
+    ("envFile", Field::EnvFile),
+    ("env_file", Field::EnvFile),
+];
+
+#[derive(Clone, Copy)]
+enum Unit {
+    Millis,
+    Secs,
+}
+
+struct Ck {
+    base: String,
+    problems: Vec<Problem>,
+}
+
+impl Ck {
+    fn at(&self, seg: &str) -> String {
+        join(&self.base, seg)
+    }
+
+    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem::error(path, message));
+    }
+
+    fn warn(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem::warning(path, message));
+    }
+
+    fn wrong_type(&mut self, path: String, expected: &str, v: &Value) {
+        self.error(path, format!("must be {expected}, found {}", kind(v)));
+    }
+
+    fn string<'v>(&mut self, path: String, v: &'v Value) -> Option<&'v str> {
+        match v {
+            Value::String(s) => Some(s),
+            _ => {
+                self.wrong_type(path, "a string", v);
+                None
+            }
+        }
+    }
+
+    /// A string that may hold `${VAR}`: checks the template syntax too.
+    fn template(&mut self, path: String, v: &Value) -> Option<String> {
+        let s = self.string(path.clone(), v)?;
+        if let Err(e) = expand::check(s) {
+            self.error(path, e.0);
+            return None;
+        }
+        Some(s.to_owned())
+    }
+
+    fn boolean(&mut self, path: String, v: &Value) -> Option<bool> {
+        match v {
+            Value::Bool(b) => Some(*b),
+            _ => {
+                self.wrong_type(path, "true or false", v);
+                None
+            }
+        }
+    }
+
+    fn duration(&mut self, path: String, v: &Value, unit: Unit) -> Option<Duration> {
+        let unit_name = match unit {
+            Unit::Millis => "a number of milliseconds",
+            Unit::Secs => "a number of seconds",
+        };
+        let Some(n) = v.as_f64() else {
+            self.wrong_type(path, unit_name, v);
+            return None;
+        };
+        if n <= 0.0 {
+            self.error(path, format!("must be greater than zero, found {v}"));
+            return None;
+        }
+        let d = match (v.as_u64(), unit) {
+            (Some(ms), Unit::Millis) => Some(Duration::from_millis(ms)),
+            (Some(s), Unit::Secs) => Some(Duration::from_secs(s)),
+            (None, Unit::Millis) => Duration::try_from_secs_f64(n / 1000.0).ok(),
+            (None, Unit::Secs) => Duration::try_from_secs_f64(n).ok(),
+        };
+        if d.is_none() {
+            self.error(path, "is too large");
+        }
+        d
+    }
+
+    fn string_list(&mut self, path: String, v: &Value, templates: bool) -> Option<Vec<String>> {
+        let Value::Array(items) = v else {
+            self.wrong_type(path, "a list of strings", v);
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let p = format!("{path}[{i}]");
+            let s = if templates {
+                self.template(p, item)
+            } else {
+                self.string(p, item).map(str::to_owned)
+            };
+            match s {
+                Some(s) => out.push(s),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn var_name(&mut self, path: String, v: &Value) -> Option<String> {
+        let s = self.string(path.clone(), v)?;
+        if is_var_name(s) {
+            Some(s.to_owned())
+        } else {
+            self.error(path, "must name an environment variable (letters, digits and `_`, not starting with a digit)");
+            None
+        }
+    }
+
+    fn object<'v>(
+        &mut self,
+        path: &str,
+        v: &'v Value,
+        what: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        match v {
+            Value::Object(m) => Some(m),
+            _ => {
+                self.wrong_type(path.to_owned(), what, v);
+                None
+            }
+        }
+    }
+
+    /// A header name; `seen` holds lowercase names already used in this record.
+    fn header_name(&mut self, path: &str, name: &str, seen: &mut Vec<(String, String)>) -> bool {
+        if name.is_empty() {
+            self.error(path, "header name is empty");
+            return false;
+        }
+        if !name.bytes().all(is_tchar) {
+            self.error(path, "header name is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)");
+            return false;
+        }
+        let lower = name.to_ascii_lowercase();
+        if let Some((_, first)) = seen.iter().find(|(l, _)| *l == lower) {
+            let first = first.clone();
+            self.error(
+                path,
+                format!(
+                    "repeats the header `{first}` (header names are case-insensitive); keep one"
+                ),
+            );
+            return false;
+        }
+        seen.push((lower, name.to_owned()));
+        true
+    }
+}
+
+/// Checks a header value (a template before expansion, or the expanded value).
+/// The message never quotes the value.
+pub(crate) fn header_value_problem(value: &str) -> Option<&'static str> {
+    if value.contains(['\r', '\n']) {
+        Some(
+            "header value contains a line break (CR or LF), which would split the HTTP request; remove it",
+        )
+    } else if value
+        .chars()
+        .any(|c| (c.is_control() && c != '\t') || c == '\u{7f}')
+    {
+        Some("header value contains a control character; remove it")
+    } else if !value.is_ascii() {
+        Some("header value contains a non-ASCII character; header values must be ASCII")
+    } else {
+        None
+    }
+}
+
+/// Checks a URL (a template before expansion, or the expanded value).
+/// `None` when fine or when it cannot be judged before expansion.
+pub(crate) fn url_problem(url: &str) -> Option<&'static str> {
+    if url.starts_with("${") {
+        return None;
+    }
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"));
+    match rest {
+        None => Some("must be an http:// or https:// URL"),
+        Some(rest) => {
+            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+            let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+            if host.is_empty() {
+                Some("has no host; write it as https://host/path")
+            } else if url.contains(char::is_whitespace) {
+                Some("contains whitespace; percent-encode it (%20)")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Entries by key, whatever order `serde_json`'s map keeps (so reports are stable).
+fn sorted(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<_> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+pub(crate) fn is_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Path segment join; odd characters in keys are escaped so a report stays one line each.
+pub(crate) fn join(base: &str, seg: &str) -> String {
+    let seg: String = if seg.chars().any(char::is_control) {
+        seg.escape_debug().collect()
+    } else {
+        seg.to_owned()
+    };
+    if base.is_empty() {
+        seg
+    } else {
+        format!("{base}.{seg}")
+    }
+}
+
+pub(crate) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn transport_name(t: DeclaredTransport) -> &'static str {
+    match t {
+        DeclaredTransport::Stdio => "stdio",
+        DeclaredTransport::StreamableHttp => "streamable-http",
+        DeclaredTransport::Http => "http",
+        DeclaredTransport::Sse => "sse",
+    }
+}
+
+/// Validates a record and builds it; the record is `None` when it is not an object.
+pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Problem>) {
+    let mut ck = Ck {
+        base: path.to_owned(),
+        problems: Vec::new(),
+    };
+    let Value::Object(map) = value else {
+        ck.error(
+            path,
+            format!(
+                "must be an object (a server record with `command` or `url`), found {}",
+                kind(value)
+            ),
+        );
+        return (None, ck.problems);
+    };
+    let mut s = ServerConfig::default();
+    let mut seen_groups: Vec<(&'static str, &str)> = Vec::new();
+    let mut header_names: Vec<(String, String)> = Vec::new();
+    let mut transport_key = "transport";
+    let mut stdio_only: Vec<String> = Vec::new();
+    let mut http_only: Vec<String> = Vec::new();
+
+    for (key, v) in sorted(map) {
+        let path = ck.at(key);
+        let Some(&(_, field)) = KEYS.iter().find(|(k, _)| k == key) else {
+            ck.warn(
+                path,
+                format!("unknown key `{}` is ignored", key.escape_debug()),
+            );
+            continue;
+        };
+        if let Some((_, first)) = seen_groups.iter().find(|(g, _)| *g == field.group()) {
+            ck.error(
+                path,
+                format!(
+                    "`{first}` already sets {}; keep one of the two",
+                    field.group()
+                ),
+            );
+            continue;
+        }
+        seen_groups.push((field.group(), key));
+        match field {
+            Field::Transport => {
+                transport_key = if key == "type" { "type" } else { "transport" };
+                if let Some(t) = ck.string(path.clone(), v) {
+                    s.transport = match t {
+                        "stdio" => Some(DeclaredTransport::Stdio),
+                        "streamable-http" | "streamableHttp" | "streamable_http" => {
+                            Some(DeclaredTransport::StreamableHttp)
+                        }
+                        "http" => Some(DeclaredTransport::Http),
+                        "sse" => Some(DeclaredTransport::Sse),
+                        other => {
+                            ck.error(path, format!("unknown transport `{}`; use stdio, streamable-http, http or sse", other.escape_debug()));
+                            None
+                        }
+                    };
+                }
+            }
+            Field::Command => {
+                if let Some(c) = ck.template(path.clone(), v) {
+                    if c.trim().is_empty() {
+                        ck.error(path, "must not be empty");
+                    } else {
+                        s.command = Some(c);
+                    }
+                }
+            }
+            Field::Args => {
+                stdio_only.push(path.clone());
+                s.args = ck.string_list(path, v, true).unwrap_or_default();
+            }
+            Field::Env => {
+                stdio_only.push(path.clone());
+                if let Some(m) = ck.object(&path, v, "an object of variable names to string values")
+                {
+                    for (name, val) in sorted(m) {
+                        let p = join(&path, name);
+                        if name.is_empty() || name.contains(['=', '\0']) {
+                            ck.error(p, "environment variable name must be non-empty and contain no `=` or NUL");
+                        } else if let Some(val) = ck.template(p, val) {
+                            s.env.insert(name.clone(), Secret::new(val));
+                        }
+                    }
+                }
+            }
+            Field::EnvVars => {
+                stdio_only.push(path.clone());
+                if let Value::Array(items) = v {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Some(n) = ck.var_name(format!("{path}[{i}]"), item) {
+                            s.env_vars.push(n);
+                        }
+                    }
+                } else {
+                    ck.wrong_type(path, "a list of environment variable names", v);
+                }
+            }
+            Field::Cwd => {
+                stdio_only.push(path.clone());
+                s.cwd = ck.template(path, v);
+            }
+            Field::Url => {
+                if let Some(u) = ck.template(path.clone(), v) {
+                    if let Some(m) = url_problem(&u) {
+                        ck.error(path, m);
+                    } else {
+                        s.url = Some(u);
+                    }
+                }
+            }
+            Field::Headers => {
+                http_only.push(path.clone());
+                if let Some(m) = ck.object(&path, v, "an object of header names to string values") {
+                    for (name, val) in sorted(m) {
+                        let p = join(&path, name);
+                        if !ck.header_name(&p, name, &mut header_names) {
+                            continue;
+                        }
+                        if let Some(val) = ck.template(p.clone(), val) {
+                            match header_value_problem(&val) {
+                                Some(m) => ck.error(p, m),
+                                None => {
+                                    s.headers.insert(name.clone(), Secret::new(val));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Field::EnvHeaders => {
+                http_only.push(path.clone());
+                if let Some(m) = ck.object(
+                    &path,
+                    v,
+                    "an object of header names to environment variable names",
+                ) {
+                    for (name, val) in sorted(m) {
+                        let p = join(&path, name);
+                        if ck.header_name(&p, name, &mut header_names)
+                            && let Some(var) = ck.var_name(p, val)
+                        {
+                            s.env_headers.insert(name.clone(), var);
+                        }
+                    }
+                }
+            }
+            Field::BearerEnv => {
+                http_only.push(path.clone());
+                if ck.header_name(&path, "Authorization", &mut header_names) {
+                    s.bearer_token_env_var = ck.var_name(path, v);
+                }
+            }
+            Field::RequestMs => s.request_timeout = ck.duration(path, v, Unit::Millis),
+            Field::RequestSec => s.request_timeout = ck.duration(path, v, Unit::Secs),
+            Field::HandshakeMs => s.handshake_timeout = ck.duration(path, v, Unit::Millis),
+            Field::HandshakeSec => s.handshake_timeout = ck.duration(path, v, Unit::Secs),
+            Field::Parallel => s.supports_parallel_tool_calls = ck.boolean(path, v),
+            Field::Enabled => s.enabled = ck.boolean(path, v),
+            Field::Disabled => s.enabled = ck.boolean(path, v).map(|d| !d),
+            Field::Include => s.include_tools = ck.string_list(path, v, false),
+            Field::Exclude => s.exclude_tools = ck.string_list(path, v, false).unwrap_or_default(),
+            Field::ProtocolVersion => {
+                if let Some(pv) = ck.string(path.clone(), v) {
+                    if PROTOCOL_VERSION_PINS.contains(&pv) {
+                        s.protocol_version = Some(pv.to_owned());
+                    } else {
+                        ck.error(
+                            path,
+                            format!(
+                                "unknown protocol version `{}`; use one of {}",
+                                pv.escape_debug(),
+                                PROTOCOL_VERSION_PINS.join(", ")
+                            ),
+                        );
+                    }
+                }
+            }
+            Field::EnvFile => ck.warn(
+                path,
+                "is not read by this client; put the variables in `env` instead",
+            ),
+        }
+    }
+
+    let has_command = map.contains_key("command");
+    let has_url = map.contains_key("url");
+    match (has_command, has_url) {
+        (true, true) => ck.error(
+            path,
+            "has both `command` and `url`; a server is either a local process (`command`) or a remote endpoint (`url`), not both",
+        ),
+        (false, false) => ck.error(
+            path,
+            "has neither `command` nor `url`; add `command` to run a local server or `url` to reach a remote one",
+        ),
+        (true, false) => {
+            if let Some(t @ (DeclaredTransport::StreamableHttp | DeclaredTransport::Http | DeclaredTransport::Sse)) = s.transport {
+                ck.error(ck.at(transport_key), format!("is `{}` but there is no `url`", transport_name(t)));
+            }
+            for p in http_only {
+                ck.warn(p, "is ignored: only HTTP servers (with `url`) use it");
+            }
+        }
+        (false, true) => {
+            if s.transport == Some(DeclaredTransport::Stdio) {
+                ck.error(ck.at(transport_key), "is `stdio` but there is no `command`");
+            }
+            for p in stdio_only {
+                ck.warn(p, "is ignored: only stdio servers (with `command`) use it");
+            }
+        }
+    }
+    (Some(s), ck.problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn only(value: Value) -> Problem {
+        let p = is_mcp_config_record(&value, "mcpServers.s");
+        assert_eq!(p.len(), 1, "{p:#?}");
+        p.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn a_good_record_has_no_problems() {
+        let v = json!({"command": "node", "args": ["a"], "env": {"A": "${B:-c}"}, "timeoutMs": 5});
+        assert_eq!(is_mcp_config_record(&v, "x"), vec![]);
+    }
+
+    #[test]
+    fn url_checks() {
+        assert_eq!(url_problem("https://h/mcp"), None);
+        assert_eq!(url_problem("HTTP://h"), None);
+        assert_eq!(url_problem("${URL}"), None);
+        assert_eq!(
+            url_problem("ftp://h"),
+            Some("must be an http:// or https:// URL")
+        );
+        assert!(
+            url_problem("https:///x")
+                .unwrap()
+                .starts_with("has no host")
+        );
+        assert!(
+            url_problem("https://h/a b")
+                .unwrap()
+                .starts_with("contains whitespace")
+        );
+    }
+
+    #[test]
+    fn header_value_checks() {
+        assert_eq!(header_value_problem("Bearer x\t y"), None);
+        assert!(
+            header_value_problem("a\r\nX: y")
+                .unwrap()
+                .contains("line break")
+        );
+        assert!(header_value_problem("a\u{1}").unwrap().contains("control"));
+        assert!(header_value_problem("é").unwrap().contains("non-ASCII"));
+    }
+
+    #[test]
+    fn a_group_set_twice_is_an_error() {
+        let p = only(json!({"command": "x", "timeoutMs": 1, "requestTimeoutMs": 2}));
+        assert_eq!(p.path, "mcpServers.s.timeoutMs");
+        assert_eq!(
+            p.message,
+            "`requestTimeoutMs` already sets the request timeout; keep one of the two"
+        );
+    }
+
+    #[test]
+    fn join_escapes_control_characters() {
+        assert_eq!(join("a", "b\nc"), "a.b\\nc");
+        assert_eq!(join("", "b"), "b");
+    }
+}

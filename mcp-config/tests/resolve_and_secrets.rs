@@ -1,0 +1,234 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+//! `${VAR}` resolution, and no secret in any Debug, Display, error or show output.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use mcp_config::{
+    ConfigError, Format, Options, TransportConfig, check_path, check_str, load_path, parse_str,
+    resolve, show_lines,
+};
+
+const SECRETS: &[&str] = &[
+    "tok-Fixture-7f3a9c",
+    "ghp_FixtureLiteralSecret0123456789abcd",
+    "/tmp/openclaw-workspace",
+    "s3cret-in-url",
+];
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "MCP_SERVER_TOKEN" => Some(SECRETS[0].to_owned()),
+        "URL_KEY" => Some(SECRETS[3].to_owned()),
+        "EVIL" => Some("x\r\nInjected: yes".to_owned()),
+        _ => None,
+    }
+}
+
+fn assert_clean(what: &str, text: &str) {
+    for s in SECRETS {
+        assert!(!text.contains(s), "{what} leaks {s}: {text}");
+    }
+}
+
+#[test]
+fn no_fixture_secret_in_debug_show_or_errors() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for p in [
+        "openclaw/settings.json",
+        "openclaw/config.toml",
+        "openclaw-remote/settings.json",
+        "claude/claude_desktop_config.json",
+        "cursor/mcp.json",
+        "vscode/.vscode/mcp.json",
+        "codex/config.toml",
+    ] {
+        let loaded = load_path(&fixtures.join(p), &Options::new()).unwrap();
+        assert_clean(p, &format!("{loaded:?}"));
+        let resolved = resolve(&loaded.config, &env).unwrap();
+        assert_clean(p, &format!("{resolved:?} {resolved:#?}"));
+        assert_clean(p, &show_lines(&loaded.config, &resolved).join("\n"));
+        // Errors: resolve with an empty environment.
+        if let Err(e) = resolve(&loaded.config, &|_: &str| None) {
+            assert_clean(p, &format!("{e} {e:?}"));
+        }
+        assert_clean(
+            p,
+            &check_path(&fixtures.join(p), &Options::new().strict(true), Some(&env)).to_string(),
+        );
+    }
+}
+
+#[test]
+fn missing_variables_are_all_reported_with_their_paths() {
+    let text = r#"{"mcpServers": {
+        "a": {"command": "${BIN}", "args": ["--k", "${K1}${K2}"], "env": {"X": "${K1}"}},
+        "b": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${MCP_TOKEN_B}"}}
+    }}"#;
+    let loaded = parse_str(text, &Options::new()).unwrap();
+    let err = resolve(&loaded.config, &|_: &str| None).unwrap_err();
+    let ConfigError::Unresolved { report, .. } = &err else {
+        panic!("{err}")
+    };
+    let got: Vec<(&str, &str)> = report
+        .problems
+        .iter()
+        .map(|p| (p.path.as_str(), p.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "mcpServers.a.command",
+                "environment variable `BIN` is not set; set it, or write `${BIN:-default}` for a default"
+            ),
+            (
+                "mcpServers.a.args[1]",
+                "environment variable `K1` is not set; set it, or write `${K1:-default}` for a default"
+            ),
+            (
+                "mcpServers.a.args[1]",
+                "environment variable `K2` is not set; set it, or write `${K2:-default}` for a default"
+            ),
+            (
+                "mcpServers.a.env.X",
+                "environment variable `K1` is not set; set it, or write `${K1:-default}` for a default"
+            ),
+            (
+                "mcpServers.b.headers.Authorization",
+                "environment variable `MCP_TOKEN_B` is not set; set it, or write `${MCP_TOKEN_B:-default}` for a default"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn defaults_and_literal_dollars() {
+    let text = r#"{"mcpServers": {"a": {"command": "n", "args": ["$${HOME}", "${PORT:-8080}", "cost $5"], "cwd": "${WORK:-/srv}"}}}"#;
+    let loaded = parse_str(text, &Options::new()).unwrap();
+    let r = resolve(&loaded.config, &|_: &str| None).unwrap();
+    let TransportConfig::Stdio { args, cwd, .. } = &r.servers["a"].transport else {
+        panic!()
+    };
+    assert_eq!(args, &["${HOME}", "8080", "cost $5"]);
+    assert_eq!(cwd.as_deref(), Some(Path::new("/srv")));
+}
+
+#[test]
+fn a_variable_that_injects_a_line_break_into_a_header_is_rejected() {
+    let text =
+        r#"{"mcpServers": {"a": {"url": "https://h/mcp", "headers": {"X-Key": "${EVIL}"}}}}"#;
+    let loaded = parse_str(text, &Options::new()).unwrap();
+    let err = resolve(&loaded.config, &env).unwrap_err();
+    let p = &err.report().unwrap().problems[0];
+    assert_eq!(p.path, "mcpServers.a.headers.X-Key");
+    assert_eq!(
+        p.message,
+        "after expansion, header value contains a line break (CR or LF), which would split the HTTP request; remove it"
+    );
+    assert!(!err.to_string().contains("Injected"));
+}
+
+#[test]
+fn codex_env_headers_and_bearer_token() {
+    let text = r#"
+[mcp_servers.r]
+url = "https://h/mcp?key=${URL_KEY}"
+bearer_token_env_var = "MCP_SERVER_TOKEN"
+env_http_headers = { "X-Api-Key" = "MCP_SERVER_TOKEN" }
+"#;
+    let loaded = parse_str(text, &Options::new()).unwrap();
+    assert_eq!(loaded.config.format, Format::Codex);
+    let r = resolve(&loaded.config, &env).unwrap();
+    let s = &r.servers["r"];
+    let TransportConfig::Http { url, headers, .. } = &s.transport else {
+        panic!()
+    };
+    assert_eq!(url, &format!("https://h/mcp?key={}", SECRETS[3]));
+    assert_eq!(
+        headers["Authorization"].expose(),
+        format!("Bearer {}", SECRETS[0])
+    );
+    assert_eq!(headers["X-Api-Key"].expose(), SECRETS[0]);
+    let shown = show_lines(&loaded.config, &r).join("\n");
+    assert!(
+        shown.contains("url: https://h/mcp?key=${URL_KEY}"),
+        "{shown}"
+    );
+    assert_clean("show", &shown);
+    assert_clean("debug", &format!("{s:?}"));
+
+    let err = resolve(&loaded.config, &|_: &str| None).unwrap_err();
+    let report = err.report().unwrap();
+    assert_eq!(
+        report
+            .find("mcp_servers.r.bearer_token_env_var")
+            .unwrap()
+            .message,
+        "environment variable `MCP_SERVER_TOKEN` (named by `bearer_token_env_var`) is not set; set it"
+    );
+    assert!(
+        report
+            .find("mcp_servers.r.env_http_headers.X-Api-Key")
+            .is_some()
+    );
+    assert!(report.find("mcp_servers.r.url").is_some());
+}
+
+#[test]
+fn codex_env_vars_pass_through_when_set() {
+    let text = "[mcp_servers.a]\ncommand = \"n\"\nenv_vars = [\"HOME\", \"NOPE\"]\n";
+    let loaded = parse_str(text, &Options::new()).unwrap();
+    let vars: HashMap<&str, &str> = [("HOME", "/home/u")].into();
+    let r = resolve(&loaded.config, &|n: &str| {
+        vars.get(n).map(|v| (*v).to_owned())
+    })
+    .unwrap();
+    let TransportConfig::Stdio { env, .. } = &r.servers["a"].transport else {
+        panic!()
+    };
+    assert_eq!(env.keys().collect::<Vec<_>>(), ["HOME"]);
+}
+
+#[test]
+fn agent_defaults_apply_and_mcp_enabled_false_disables_all() {
+    let text = r#"{"agent": {"toolCallTimeoutMs": 1500, "handshakeTimeoutMs": 5000},
+        "mcpServers": {"a": {"command": "n"}, "b": {"command": "n", "timeoutMs": 100}}}"#;
+    let r = resolve(&parse_str(text, &Options::new()).unwrap().config, &env).unwrap();
+    assert_eq!(r.servers["a"].request_timeout.as_millis(), 1500);
+    assert_eq!(r.servers["a"].handshake_timeout.as_millis(), 5000);
+    assert_eq!(r.servers["b"].request_timeout.as_millis(), 100);
+
+    let off = r#"{"agent": {"mcpEnabled": false}, "mcpServers": {"a": {"command": "n"}}}"#;
+    let r = resolve(&parse_str(off, &Options::new()).unwrap().config, &env).unwrap();
+    assert!(r.servers.is_empty());
+    assert!(r.disabled.contains("a"));
+}
+
+#[test]
+fn check_reports_lines_and_load_failures() {
+    let r = check_str(
+        "{\"mcpServers\": {\"a\": {\"command\": \"${NOPE}\"}}}",
+        &Options::new(),
+        Some(&env),
+    );
+    assert!(r.has_errors());
+    assert_eq!(
+        r.lines(),
+        [
+            "error: mcpServers.a.command: environment variable `NOPE` is not set; set it, or write `${NOPE:-default}` for a default",
+            "1 error(s), 0 warning(s)"
+        ]
+    );
+    let r = check_str(
+        "{\"mcpServers\": {\"a\": {\"command\": \"n\"}}}",
+        &Options::new(),
+        None,
+    );
+    assert_eq!(r.lines(), ["ok: no problems"]);
+    let r = check_str("not json or toml {", &Options::new(), None);
+    assert!(
+        r.has_errors() && r.lines()[0].starts_with("error: <input>: not valid TOML"),
+        "{r}"
+    );
+}
