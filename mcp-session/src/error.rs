@@ -1,0 +1,164 @@
+//! Session errors: each says which layer failed.
+
+use std::fmt;
+use std::time::Duration;
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_transport::TransportError;
+
+/// One problem found when checking a value against a JSON Schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaProblem {
+    /// Where in the value, as a JSON Pointer (`""` is the whole value, `/path` a field).
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for SchemaProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "arguments: {}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+fn list(problems: &[SchemaProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Why a session operation failed.
+///
+/// The variants name the layer: the transport (the server is gone), a
+/// timeout, the protocol (a JSON-RPC error from the server), the client-side
+/// checks (invalid arguments, an output that does not match its schema), or
+/// the handshake (version mismatch).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The transport failed or closed.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// No answer in time. The request was cancelled on the server.
+    #[error("{method} timed out after {}", fmt_duration(*.after))]
+    Timeout {
+        /// The request's method.
+        method: String,
+        /// How long we waited.
+        after: Duration,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("{method} failed: {error}")]
+    Protocol {
+        /// The request's method.
+        method: String,
+        /// The error the server sent.
+        error: ErrorObject,
+    },
+    /// The server answered with something that is not what the method returns.
+    #[error("{method}: the server's answer is not valid: {reason}")]
+    InvalidResponse {
+        /// The request's method.
+        method: String,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The arguments do not match the tool's input schema; nothing was sent.
+    #[error("invalid arguments for tool `{tool}`: {}", list(.problems))]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// Each problem, with the field's path.
+        problems: Vec<SchemaProblem>,
+    },
+    /// The tool's `structuredContent` does not match its output schema.
+    #[error("tool `{tool}` returned structured content that does not match its outputSchema: {}", list(.problems))]
+    InvalidOutput {
+        /// The tool.
+        tool: String,
+        /// Each problem, with the field's path.
+        problems: Vec<SchemaProblem>,
+    },
+    /// The server has no tool of that name.
+    #[error("the server has no tool named `{name}`{}", known_tools(.known))]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// Some of the names it does have.
+        known: Vec<String>,
+    },
+    /// The server chose a protocol version this client does not speak.
+    #[error(
+        "protocol version mismatch: the client offered {offered}, the server answered {received} \
+         (this client supports {}); upgrade the client or use a server that speaks one of those",
+        supported.join(", ")
+    )]
+    VersionMismatch {
+        /// The version the client offered.
+        offered: String,
+        /// The version the server answered with.
+        received: String,
+        /// The versions this client speaks.
+        supported: Vec<String>,
+    },
+    /// The server does not offer this feature (it did not declare the capability).
+    #[error("the server does not support {0} (capability not declared)")]
+    NotSupported(&'static str),
+    /// The session was closed by this client.
+    #[error("the session is closed")]
+    Closed,
+}
+
+fn known_tools(known: &[String]) -> String {
+    if known.is_empty() {
+        " (it lists no tools)".into()
+    } else {
+        format!(" (it has: {})", known.join(", "))
+    }
+}
+
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+impl SessionError {
+    /// A request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, SessionError::Timeout { .. })
+    }
+
+    /// The connection is gone (server exited, transport closed, session closed).
+    pub fn is_closed(&self) -> bool {
+        match self {
+            SessionError::Transport(t) => t.is_closed(),
+            SessionError::Closed => true,
+            _ => false,
+        }
+    }
+
+    /// The JSON-RPC error the server sent, when this is one.
+    pub fn protocol_error(&self) -> Option<&ErrorObject> {
+        match self {
+            SessionError::Protocol { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The transport error, when this is one.
+    pub fn transport_error(&self) -> Option<&TransportError> {
+        match self {
+            SessionError::Transport(t) => Some(t),
+            _ => None,
+        }
+    }
+}

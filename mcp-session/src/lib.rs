@@ -1,0 +1,70 @@
+//! One MCP client connection over any [`Transport`](mcp_transport::Transport).
+//!
+//! A [`Session`] runs the `initialize` handshake (offering 2025-11-25 and
+//! accepting 2024-11-05 through 2025-11-25), then serves any number of
+//! concurrent requests, each with a timeout. It lists tools (every page,
+//! cached until the server says the list changed) and calls them, checking
+//! the arguments against the tool's JSON Schema before anything is sent.
+//!
+//! Errors say which layer failed ([`SessionError`]): the transport (with the
+//! server's exit status and stderr tail), a timeout, the protocol (the
+//! server's JSON-RPC error), the client-side checks, or the version.
+//!
+//! # Example
+//!
+//! A scripted server on an in-memory transport:
+//!
+//! ```
+//! use mcp_jsonrpc::{Message, Response, to_raw};
+//! use mcp_session::{Session, SessionConfig, SessionError};
+//! use mcp_transport::{Received, Transport, memory};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let (client, server) = memory::pair();
+//! tokio::spawn(async move {
+//!     while let Ok(item) = server.recv().await {
+//!         let Received::Message(Message::Request(r)) = item else { continue };
+//!         let result = match r.method.as_str() {
+//!             "initialize" => json!({"protocolVersion": "2025-06-18",
+//!                 "capabilities": {"tools": {}}, "serverInfo": {"name": "demo", "version": "1"}}),
+//!             "tools/list" => json!({"tools": [{"name": "echo", "inputSchema": {"type": "object",
+//!                 "properties": {"text": {"type": "string"}}, "required": ["text"]}}]}),
+//!             _ => json!({"content": [{"type": "text", "text": "hi"}]}),
+//!         };
+//!         server.send(&Message::from(Response::new(r.id, to_raw(&result).unwrap()))).await.unwrap();
+//!     }
+//! });
+//!
+//! let session = Session::connect(client, SessionConfig::default()).await?;
+//! assert_eq!(session.protocol_version().as_str(), "2025-06-18");
+//! let tools = session.list_tools().await?;
+//! assert_eq!(tools.len(), 1);
+//!
+//! // Checked against the schema before sending: nothing reaches the server.
+//! let err = session.call_tool("echo", json!({"text": 42})).await.unwrap_err();
+//! assert!(matches!(err, SessionError::InvalidArguments { .. }));
+//!
+//! let result = session.call_tool("echo", json!({"text": "hi"})).await?;
+//! assert_eq!(result.text(), "hi");
+//! session.close().await;
+//! # Ok::<(), SessionError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! See the crate's tests for complete exchanges.
+
+mod error;
+mod pending;
+mod session;
+mod tools;
+pub mod types;
+mod version;
+
+pub use error::{SchemaProblem, SessionError};
+pub use session::{
+    CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
+    ServerNotification, Session, SessionConfig, describe_duration,
+};
+pub use tools::{CatalogTool, ToolCatalog};
+pub use version::{ProtocolVersion, UnknownVersion};

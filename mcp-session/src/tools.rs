@@ -1,0 +1,241 @@
+//! The tool catalog and JSON Schema checks of arguments and structured output.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use crate::error::SchemaProblem;
+use crate::types::Tool;
+
+/// How many problems a validation report keeps; the rest are counted.
+const MAX_PROBLEMS: usize = 16;
+
+/// A compiled schema, or why it could not be compiled.
+type Compiled = Result<jsonschema::Validator, String>;
+
+/// The tools a server offers, as of the last `tools/list`.
+///
+/// Validators for each tool's input and output schemas are compiled on first
+/// use and kept with the catalog, so a tool's schema is compiled once however
+/// often it is called.
+#[derive(Debug, Default)]
+pub struct ToolCatalog {
+    tools: Vec<CatalogTool>,
+    by_name: HashMap<String, usize>,
+    diagnostics: Vec<String>,
+}
+
+/// One tool, with its compiled validators.
+pub struct CatalogTool {
+    tool: Arc<Tool>,
+    input: OnceLock<Compiled>,
+    output: OnceLock<Option<Compiled>>,
+}
+
+impl fmt::Debug for CatalogTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CatalogTool")
+            .field("name", &self.tool.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What checking a value against a schema found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Checked {
+    Valid,
+    Invalid(Vec<SchemaProblem>),
+    /// The schema itself could not be compiled (a remote `$ref`, say): the
+    /// value was not checked.
+    Unchecked(String),
+}
+
+fn compile(schema: &Value) -> Compiled {
+    // No `$schema`: JSON Schema 2020-12 (the library's default). A named draft
+    // (draft-07, say) is honoured. The crate is built without its HTTP and
+    // file resolvers, so a remote `$ref` is never fetched: it fails to compile.
+    jsonschema::options()
+        .build(schema)
+        .map_err(|e| format!("the schema cannot be used: {e}"))
+}
+
+fn check(compiled: &Compiled, value: &Value) -> Checked {
+    match compiled {
+        Ok(v) => {
+            let mut problems = Vec::new();
+            let mut more = 0usize;
+            for e in v.iter_errors(value) {
+                if problems.len() < MAX_PROBLEMS {
+                    problems.push(SchemaProblem {
+                        path: e.instance_path().to_string(),
+                        message: e.to_string(),
+                    });
+                } else {
+                    more += 1;
+                }
+            }
+            if problems.is_empty() {
+                Checked::Valid
+            } else {
+                if more > 0 {
+                    problems.push(SchemaProblem {
+                        path: String::new(),
+                        message: format!("… and {more} more problems"),
+                    });
+                }
+                Checked::Invalid(problems)
+            }
+        }
+        Err(why) => Checked::Unchecked(why.clone()),
+    }
+}
+
+impl CatalogTool {
+    fn new(tool: Tool) -> Self {
+        CatalogTool {
+            tool: Arc::new(tool),
+            input: OnceLock::new(),
+            output: OnceLock::new(),
+        }
+    }
+
+    /// The tool as the server described it.
+    pub fn tool(&self) -> &Arc<Tool> {
+        &self.tool
+    }
+
+    /// Checks arguments against the input schema.
+    pub(crate) fn check_arguments(&self, arguments: &Value) -> Checked {
+        check(
+            self.input.get_or_init(|| compile(&self.tool.input_schema)),
+            arguments,
+        )
+    }
+
+    /// Checks structured content against the output schema, when there is one.
+    pub(crate) fn check_output(&self, structured: &Value) -> Checked {
+        let compiled = self
+            .output
+            .get_or_init(|| self.tool.output_schema.as_ref().map(compile));
+        match compiled {
+            Some(c) => check(c, structured),
+            None => Checked::Valid,
+        }
+    }
+
+    /// The tool has an output schema.
+    pub fn has_output_schema(&self) -> bool {
+        self.tool.output_schema.is_some()
+    }
+}
+
+impl ToolCatalog {
+    /// A catalog of these tools. A repeated name keeps the first and adds a
+    /// diagnostic.
+    pub fn new(tools: Vec<Tool>, mut diagnostics: Vec<String>) -> Self {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        let mut kept = Vec::with_capacity(tools.len());
+        for tool in tools {
+            if by_name.contains_key(&tool.name) {
+                diagnostics.push(format!(
+                    "the server lists tool `{}` more than once; the first is used",
+                    tool.name
+                ));
+                continue;
+            }
+            by_name.insert(tool.name.clone(), kept.len());
+            kept.push(CatalogTool::new(tool));
+        }
+        ToolCatalog {
+            tools: kept,
+            by_name,
+            diagnostics,
+        }
+    }
+
+    /// The tools, in the server's order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.tools.iter().map(|t| &t.tool)
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// There are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// A tool by name.
+    pub fn get(&self, name: &str) -> Option<&CatalogTool> {
+        self.by_name.get(name).and_then(|&i| self.tools.get(i))
+    }
+
+    /// Things worth telling a person about this catalog (no `tools`
+    /// capability, duplicate names …).
+    pub fn diagnostics(&self) -> &[String] {
+        &self.diagnostics
+    }
+
+    /// Some tool names, for error messages.
+    pub(crate) fn some_names(&self, n: usize) -> Vec<String> {
+        self.tools
+            .iter()
+            .take(n)
+            .map(|t| t.tool.name.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(schema: Value) -> CatalogTool {
+        CatalogTool::new(serde_json::from_value(json!({"name": "t", "inputSchema": schema})).unwrap())
+    }
+
+    #[test]
+    fn problems_name_the_field() {
+        let t = tool(json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["path"]
+        }));
+        assert_eq!(t.check_arguments(&json!({"path": "a", "n": 2})), Checked::Valid);
+        let Checked::Invalid(p) = t.check_arguments(&json!({"n": 1.5})) else { panic!() };
+        assert!(p.iter().any(|p| p.path.is_empty() && p.message.contains("\"path\" is a required")), "{p:?}");
+        assert!(p.iter().any(|p| p.path == "/n" && p.message.contains("integer")), "{p:?}");
+    }
+
+    #[test]
+    fn default_draft_is_2020_12_and_draft_07_is_honoured() {
+        // `prefixItems` exists in 2020-12 only.
+        let schema = json!({"type": "array", "prefixItems": [{"type": "string"}]});
+        assert!(matches!(tool(schema.clone()).check_arguments(&json!([1])), Checked::Invalid(_)));
+        let mut d7 = schema;
+        d7["$schema"] = json!("http://json-schema.org/draft-07/schema#");
+        assert_eq!(tool(d7).check_arguments(&json!([1])), Checked::Valid);
+    }
+
+    #[test]
+    fn remote_refs_are_not_fetched() {
+        let t = tool(json!({"$ref": "https://example.invalid/schema.json"}));
+        assert!(matches!(t.check_arguments(&json!({})), Checked::Unchecked(_)));
+    }
+
+    #[test]
+    fn duplicate_names_keep_the_first() {
+        let a: Tool = serde_json::from_value(json!({"name": "x", "description": "first"})).unwrap();
+        let b: Tool = serde_json::from_value(json!({"name": "x", "description": "second"})).unwrap();
+        let c = ToolCatalog::new(vec![a, b], vec![]);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c.get("x").unwrap().tool().description.as_deref(), Some("first"));
+        assert_eq!(c.diagnostics().len(), 1);
+    }
+}

@@ -1,0 +1,63 @@
+//! Protocol revisions.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// An MCP protocol revision this client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum ProtocolVersion {
+    /// 2024-11-05: the first revision (HTTP+SSE transport).
+    V2024_11_05,
+    /// 2025-03-26: streamable HTTP, batches, tool annotations.
+    V2025_03_26,
+    /// 2025-06-18: structured tool output, elicitation, no batches.
+    V2025_06_18,
+    /// 2025-11-25: icons, URL elicitation, tasks.
+    V2025_11_25,
+}
+
+impl ProtocolVersion {
+    /// Every revision that uses the `initialize` handshake, newest first.
+    pub const HANDSHAKE: [ProtocolVersion; 4] = [
+        ProtocolVersion::V2025_11_25,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2024_11_05,
+    ];
+
+    /// The newest revision with the `initialize` handshake.
+    pub const LATEST_HANDSHAKE: ProtocolVersion = ProtocolVersion::V2025_11_25;
+
+    /// The revision's date string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolVersion::V2024_11_05 => "2024-11-05",
+            ProtocolVersion::V2025_03_26 => "2025-03-26",
+            ProtocolVersion::V2025_06_18 => "2025-06-18",
+            ProtocolVersion::V2025_11_25 => "2025-11-25",
+        }
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A version string this client does not speak.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown protocol version {0:?}")]
+pub struct UnknownVersion(pub String);
+
+impl FromStr for ProtocolVersion {
+    type Err = UnknownVersion;
+
+    fn from_str(s: &str) -> Result<Self, UnknownVersion> {
+        ProtocolVersion::HANDSHAKE
+            .into_iter()
+            .find(|v| v.as_str() == s)
+            .ok_or_else(|| UnknownVersion(s.to_string()))
+    }
+}
