@@ -1,0 +1,159 @@
+//! Our own MCP server for tests and demos: well-behaved, or broken on purpose.
+//!
+//! `mcp-testkit` is a small MCP server (protocol revisions 2024-11-05 to
+//! 2025-11-25) that speaks newline-delimited JSON-RPC over stdio. Client tests
+//! run it as a child process (the `mcp-testkit` binary, or a program that calls
+//! [`run`] / [`serve_stdio`]) or in-process over any `AsyncRead`/`AsyncWrite`
+//! pair with [`serve`].
+//!
+//! Well-behaved, it answers `initialize` (echoing a supported requested
+//! version, else `2025-11-25`), `ping`, `logging/setLevel`, `tools/list`
+//! (paginated with [`ServerOptions::page_size`]) and `tools/call`, handles
+//! `notifications/cancelled` (a cancelled call gets no response) and runs calls
+//! concurrently. Its tools:
+//!
+//! | tool | arguments | result |
+//! |---|---|---|
+//! | `echo` | `text` | the text |
+//! | `add` | `a`, `b` (numbers) | the sum, as text and as `structuredContent: {sum}` (with an `outputSchema`) |
+//! | `read_file` | `path`, `maxBytes?` | the file's text; confined to the workspace (no absolute paths, no `..`, no symlinks out) |
+//! | `slow` | `ms` | `done after N ms`, after sleeping |
+//! | `fail` | `message?` | `isError: true` |
+//! | `progress` | `steps`, `intervalMs?` | `notifications/progress` per step when the call has a progress token |
+//! | `get_env` | `name` | the variable's value, or `isError: true` when unset |
+//! | `bad_output` | — | `structuredContent` that violates its own `outputSchema` |
+//!
+//! Arguments that break a tool's input schema (missing, wrong type, out of
+//! range) and unknown tools get `-32602` with `data: {"field", "reason"}`;
+//! failures of the tool itself (a missing file, a refused path) are results
+//! with `isError: true`. Unknown methods get `-32601`. Bad client input never
+//! panics the server.
+//!
+//! Each [`Misbehaviour`] breaks one thing on purpose, for testing how a client
+//! copes: noise on stdout, a handshake that never completes, an unsupported
+//! protocol version, a crash, an oversized line, … (`mcp-testkit
+//! --list-misbehaviours` lists them).
+//!
+//! # Example
+//!
+//! ```
+//! use mcp_testkit::{ServerOptions, serve};
+//! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let (client, server) = tokio::io::duplex(64 * 1024);
+//! let (server_read, server_write) = tokio::io::split(server);
+//! let server = tokio::spawn(serve(ServerOptions::default(), server_read, server_write));
+//!
+//! let (client_read, mut client_write) = tokio::io::split(client);
+//! let mut lines = BufReader::new(client_read).lines();
+//! client_write.write_all(concat!(
+//!     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","#,
+//!     r#""capabilities":{},"clientInfo":{"name":"doc","version":"1"}}}"#, "\n",
+//!     r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "\n",
+//!     r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#, "\n",
+//! ).as_bytes()).await.unwrap();
+//!
+//! let init: serde_json::Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+//! assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+//! assert_eq!(init["result"]["serverInfo"]["name"], "mcp-testkit");
+//! let echo: serde_json::Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+//! assert_eq!(echo["result"]["content"][0]["text"], "hi");
+//!
+//! // Closing the input ends the server.
+//! client_write.shutdown().await.unwrap();
+//! server.await.unwrap().unwrap();
+//! # });
+//! ```
+
+use std::io::{self, Write as _};
+use std::process::ExitCode;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+mod options;
+mod server;
+mod tools;
+
+pub use options::{
+    ArgsError, DEFAULT_DRAIN_MS, DEFAULT_FLOOD_COUNT, DEFAULT_LATE_MS, DEFAULT_OVERSIZE_BYTES,
+    HELP, Misbehaviour, ServerOptions,
+};
+pub use server::{
+    BOGUS_PROTOCOL_VERSION, EXIT_IMMEDIATELY_MESSAGE, LATEST_PROTOCOL_VERSION, SERVER_NAME,
+    SUPPORTED_PROTOCOL_VERSIONS,
+};
+pub use tools::TOOL_NAMES;
+
+/// Serves MCP over any reader and writer until the reader ends.
+///
+/// Nothing is written to stderr and the process is never exited: where a
+/// misbehaviour would exit the process ([`Misbehaviour::ExitImmediately`],
+/// [`Misbehaviour::CrashMidCall`]), `serve` returns an error instead and
+/// closes the writer. With [`Misbehaviour::IgnoreStdinClose`] it never returns
+/// (drop the future to stop it). Calls still running when the input ends get
+/// [`ServerOptions::drain_ms`] to answer, then are dropped. Dropping the future
+/// stops everything it started.
+///
+/// Calls run as tasks on the current tokio runtime.
+pub async fn serve<R, W>(options: ServerOptions, reader: R, writer: W) -> io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    server::serve_on(options, reader, writer, server::Host::InMemory).await
+}
+
+/// Serves MCP over this process's stdin and stdout, logging to stderr.
+///
+/// Only protocol messages go to stdout (unless a misbehaviour says otherwise).
+/// This **exits the process** where a misbehaviour says so: with code 1 for
+/// [`Misbehaviour::ExitImmediately`], with code 101 for
+/// [`Misbehaviour::CrashMidCall`]. With [`Misbehaviour::IgnoreStdinClose`] it
+/// ignores SIGTERM and never returns.
+pub async fn serve_stdio(options: ServerOptions) -> io::Result<()> {
+    server::serve_on(
+        options,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        server::Host::Process,
+    )
+    .await
+}
+
+/// The whole `mcp-testkit` command: parses `args` (without the program name),
+/// handles `--help` and `--list-misbehaviours`, then runs [`serve_stdio`].
+///
+/// A program that wants to offer the test server (the `mcp` CLI's demo) can
+/// call this from a hidden subcommand and pass its arguments through.
+/// Bad arguments exit with code 2, a failed server with code 1.
+pub async fn run(args: impl IntoIterator<Item = String>) -> ExitCode {
+    let args: Vec<String> = args.into_iter().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        return write_out(HELP);
+    }
+    if args.iter().any(|a| a == "--list-misbehaviours") {
+        return write_out(&Misbehaviour::list());
+    }
+    match ServerOptions::from_args(args.into_iter()) {
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "mcp-testkit: error: {e}");
+            ExitCode::from(2)
+        }
+        Ok(options) => match serve_stdio(options).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                let _ = writeln!(io::stderr(), "mcp-testkit: error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn write_out(text: &str) -> ExitCode {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}

@@ -1,0 +1,472 @@
+//! Server options and their command-line form.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// The default size of the line written by [`Misbehaviour::OversizedLine`]: 17 MiB,
+/// one MiB over the usual 16 MiB frame limit.
+pub const DEFAULT_OVERSIZE_BYTES: usize = 17 * 1024 * 1024;
+/// The default delay of [`Misbehaviour::LateAnswer`], in milliseconds.
+pub const DEFAULT_LATE_MS: u64 = 3000;
+/// The default number of notifications sent by [`Misbehaviour::FloodNotifications`].
+pub const DEFAULT_FLOOD_COUNT: usize = 1000;
+/// How long calls still running when the input ends may finish, by default, in milliseconds.
+pub const DEFAULT_DRAIN_MS: u64 = 1000;
+
+/// One way the server can misbehave. Select with `--misbehave NAME` (repeatable).
+///
+/// Some misbehaviours only make full sense in a process ([`crate::serve_stdio`]):
+/// under [`crate::serve`] an exit becomes the end of `serve` with an error, and
+/// signals are left alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Misbehaviour {
+    /// `stdout-noise`: writes a few non-JSON log lines to stdout before the
+    /// handshake (as a server that logs to stdout does), then behaves.
+    StdoutNoise,
+    /// `never-answer-initialize`: reads `initialize` and never answers it (other
+    /// requests are still answered).
+    NeverAnswerInitialize,
+    /// `unsupported-version`: answers `initialize` with protocol version `1999-01-01`.
+    UnsupportedVersion,
+    /// `exit-immediately`: writes `error: required environment variable API_TOKEN
+    /// is not set` to stderr and exits with code 1 before reading anything.
+    ExitImmediately,
+    /// `crash-mid-call`: on the first `tools/call`, writes a panic message to
+    /// stderr and exits with code 101 without answering.
+    CrashMidCall,
+    /// `oversized-line`: on `tools/call`, first writes one line longer than
+    /// `--oversize-bytes` (default 17 MiB), then the normal response.
+    OversizedLine,
+    /// `invalid-utf8`: writes a line of bytes that are not UTF-8 before each response.
+    InvalidUtf8,
+    /// `noise`: writes a non-JSON line before each response.
+    Noise,
+    /// `unknown-ids`: before each response, sends a response to an id the client
+    /// never used.
+    UnknownIds,
+    /// `late-answer`: answers `tools/call` only after `--late-ms` (default 3000 ms).
+    LateAnswer,
+    /// `flood-notifications`: on `tools/call`, sends `--flood-count` (default 1000)
+    /// `notifications/message` log notifications before the result.
+    FloodNotifications,
+    /// `ignore-stdin-close`: keeps running after stdin reaches end of file and
+    /// ignores SIGTERM; only SIGKILL ends it.
+    IgnoreStdinClose,
+    /// `no-tools-capability`: `initialize` declares no `tools` capability, and
+    /// `tools/list` and `tools/call` answer `-32601` (method not found).
+    NoToolsCapability,
+    /// `require-initialized`: `tools/list` returns an empty list until the
+    /// `notifications/initialized` notification has arrived.
+    RequireInitialized,
+}
+
+impl Misbehaviour {
+    /// Every misbehaviour, in the order `--list-misbehaviours` shows them.
+    pub const ALL: &'static [Misbehaviour] = &[
+        Misbehaviour::StdoutNoise,
+        Misbehaviour::NeverAnswerInitialize,
+        Misbehaviour::UnsupportedVersion,
+        Misbehaviour::ExitImmediately,
+        Misbehaviour::CrashMidCall,
+        Misbehaviour::OversizedLine,
+        Misbehaviour::InvalidUtf8,
+        Misbehaviour::Noise,
+        Misbehaviour::UnknownIds,
+        Misbehaviour::LateAnswer,
+        Misbehaviour::FloodNotifications,
+        Misbehaviour::IgnoreStdinClose,
+        Misbehaviour::NoToolsCapability,
+        Misbehaviour::RequireInitialized,
+    ];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Misbehaviour::StdoutNoise => "stdout-noise",
+            Misbehaviour::NeverAnswerInitialize => "never-answer-initialize",
+            Misbehaviour::UnsupportedVersion => "unsupported-version",
+            Misbehaviour::ExitImmediately => "exit-immediately",
+            Misbehaviour::CrashMidCall => "crash-mid-call",
+            Misbehaviour::OversizedLine => "oversized-line",
+            Misbehaviour::InvalidUtf8 => "invalid-utf8",
+            Misbehaviour::Noise => "noise",
+            Misbehaviour::UnknownIds => "unknown-ids",
+            Misbehaviour::LateAnswer => "late-answer",
+            Misbehaviour::FloodNotifications => "flood-notifications",
+            Misbehaviour::IgnoreStdinClose => "ignore-stdin-close",
+            Misbehaviour::NoToolsCapability => "no-tools-capability",
+            Misbehaviour::RequireInitialized => "require-initialized",
+        }
+    }
+
+    /// A one-line description, as `--list-misbehaviours` shows it.
+    pub fn description(self) -> &'static str {
+        match self {
+            Misbehaviour::StdoutNoise => {
+                "logs a few non-JSON lines to stdout before the handshake, then behaves"
+            }
+            Misbehaviour::NeverAnswerInitialize => "never answers the initialize request",
+            Misbehaviour::UnsupportedVersion => {
+                "answers initialize with protocolVersion \"1999-01-01\""
+            }
+            Misbehaviour::ExitImmediately => {
+                "prints a missing API_TOKEN error to stderr and exits with code 1 at once"
+            }
+            Misbehaviour::CrashMidCall => {
+                "prints a panic to stderr and exits with code 101 on the first tools/call"
+            }
+            Misbehaviour::OversizedLine => {
+                "on tools/call, first writes a line longer than --oversize-bytes (default 17 MiB)"
+            }
+            Misbehaviour::InvalidUtf8 => "writes a line of invalid UTF-8 before each response",
+            Misbehaviour::Noise => "writes a non-JSON line before each response",
+            Misbehaviour::UnknownIds => {
+                "sends a response to an id the client never used before each response"
+            }
+            Misbehaviour::LateAnswer => {
+                "answers tools/call only after --late-ms milliseconds (default 3000)"
+            }
+            Misbehaviour::FloodNotifications => {
+                "sends --flood-count log notifications (default 1000) before each tools/call result"
+            }
+            Misbehaviour::IgnoreStdinClose => {
+                "keeps running after stdin closes and ignores SIGTERM (needs SIGKILL)"
+            }
+            Misbehaviour::NoToolsCapability => {
+                "declares no tools capability; tools/list and tools/call answer -32601"
+            }
+            Misbehaviour::RequireInitialized => {
+                "tools/list is empty until notifications/initialized arrives"
+            }
+        }
+    }
+
+    /// The `--list-misbehaviours` text: one `name  description` line each.
+    pub fn list() -> String {
+        let width = Self::ALL.iter().map(|m| m.name().len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for m in Self::ALL {
+            out.push_str(&format!("{:<width$}  {}\n", m.name(), m.description()));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Misbehaviour {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Misbehaviour {
+    type Err = ArgsError;
+
+    fn from_str(s: &str) -> Result<Self, ArgsError> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| ArgsError::UnknownMisbehaviour(s.to_owned()))
+    }
+}
+
+/// How the server behaves: the misbehaviours to show and a few knobs.
+///
+/// The default is a well-behaved server with every tool in one `tools/list` page.
+///
+/// ```
+/// use mcp_testkit::{Misbehaviour, ServerOptions};
+///
+/// let args = ["--misbehave", "late-answer", "--late-ms", "50", "--page-size", "3"];
+/// let options = ServerOptions::from_args(args.iter().map(|s| s.to_string())).unwrap();
+/// assert!(options.has(Misbehaviour::LateAnswer));
+/// assert_eq!(options.late_ms, 50);
+/// // The options survive a round trip, so a parent can pass them to a child process.
+/// let again = ServerOptions::from_args(options.to_args().into_iter()).unwrap();
+/// assert_eq!(again, options);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// The misbehaviours to show (`--misbehave NAME`, repeatable or comma-separated).
+    pub misbehaviours: Vec<Misbehaviour>,
+    /// Tools per `tools/list` page (`--page-size N`); `None`: all in one page.
+    pub page_size: Option<NonZeroUsize>,
+    /// The folder `read_file` is confined to (`--workspace DIR`); `None`: the
+    /// current directory when serving starts.
+    pub workspace: Option<PathBuf>,
+    /// A file to append `start <pid>` and `initialize <pid>` lines to
+    /// (`--instance-log FILE`).
+    pub instance_log: Option<PathBuf>,
+    /// The length of the line [`Misbehaviour::OversizedLine`] writes (`--oversize-bytes N`).
+    pub oversize_bytes: usize,
+    /// The delay of [`Misbehaviour::LateAnswer`] in milliseconds (`--late-ms N`).
+    pub late_ms: u64,
+    /// How many notifications [`Misbehaviour::FloodNotifications`] sends (`--flood-count N`).
+    pub flood_count: usize,
+    /// When the input ends, how long calls still running may finish and answer
+    /// before they are dropped, in milliseconds (`--drain-ms N`). This lets
+    /// `printf '…' | mcp-testkit` see every answer without a slow call keeping
+    /// the server alive.
+    pub drain_ms: u64,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            misbehaviours: Vec::new(),
+            page_size: None,
+            workspace: None,
+            instance_log: None,
+            oversize_bytes: DEFAULT_OVERSIZE_BYTES,
+            late_ms: DEFAULT_LATE_MS,
+            flood_count: DEFAULT_FLOOD_COUNT,
+            drain_ms: DEFAULT_DRAIN_MS,
+        }
+    }
+}
+
+/// A command line the server cannot run with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgsError {
+    /// An argument that is not a known flag.
+    #[error("unknown argument {0:?}; run with --help for the flags")]
+    UnknownArgument(String),
+    /// A flag given without its value.
+    #[error("{0} needs a value; run with --help for the flags")]
+    MissingValue(&'static str),
+    /// A flag value that does not parse.
+    #[error("invalid value {value:?} for {flag}: {reason}")]
+    InvalidValue {
+        /// The flag.
+        flag: &'static str,
+        /// The value given.
+        value: String,
+        /// What was expected.
+        reason: &'static str,
+    },
+    /// A misbehaviour name that does not exist.
+    #[error("unknown misbehaviour {0:?}; run with --list-misbehaviours for the names")]
+    UnknownMisbehaviour(String),
+}
+
+/// The `--help` text of the `mcp-testkit` binary.
+pub const HELP: &str = "\
+mcp-testkit: an MCP test server over stdio (newline-delimited JSON-RPC)
+
+Usage: mcp-testkit [OPTIONS]
+
+Options:
+  --misbehave NAME        misbehave in one way (repeatable, or comma-separated names)
+  --list-misbehaviours    list the misbehaviours and exit
+  --page-size N           tools per tools/list page (default: all in one page)
+  --workspace DIR         the folder read_file is confined to (default: the current dir)
+  --instance-log FILE     append `start <pid>` and `initialize <pid>` lines to FILE
+  --oversize-bytes N      line length for oversized-line (default 17825792)
+  --late-ms N             delay for late-answer in milliseconds (default 3000)
+  --flood-count N         notifications for flood-notifications (default 1000)
+  --drain-ms N            when stdin ends, let running calls finish for N ms (default 1000)
+  -h, --help              show this help and exit
+
+Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output.
+";
+
+fn number<T: FromStr>(flag: &'static str, value: String) -> Result<T, ArgsError> {
+    value.parse().map_err(|_| ArgsError::InvalidValue {
+        flag,
+        value,
+        reason: "expected a non-negative integer",
+    })
+}
+
+impl ServerOptions {
+    /// Options for a server with one misbehaviour and default knobs.
+    pub fn misbehaving(misbehaviour: Misbehaviour) -> Self {
+        ServerOptions {
+            misbehaviours: vec![misbehaviour],
+            ..Self::default()
+        }
+    }
+
+    /// Whether a misbehaviour is selected.
+    pub fn has(&self, misbehaviour: Misbehaviour) -> bool {
+        self.misbehaviours.contains(&misbehaviour)
+    }
+
+    /// Parses command-line arguments (without the program name).
+    ///
+    /// Flags take their value as the next argument or after `=`
+    /// (`--page-size 2`, `--page-size=2`). `--help` and `--list-misbehaviours`
+    /// are not options: [`crate::run`] handles them.
+    pub fn from_args(args: impl Iterator<Item = String>) -> Result<Self, ArgsError> {
+        let mut options = ServerOptions::default();
+        let mut args = args;
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) if flag.starts_with("--") => {
+                    (flag.to_owned(), Some(value.to_owned()))
+                }
+                _ => (arg.clone(), None),
+            };
+            let flag: &'static str = match flag.as_str() {
+                "--misbehave" => "--misbehave",
+                "--page-size" => "--page-size",
+                "--workspace" => "--workspace",
+                "--instance-log" => "--instance-log",
+                "--oversize-bytes" => "--oversize-bytes",
+                "--late-ms" => "--late-ms",
+                "--flood-count" => "--flood-count",
+                "--drain-ms" => "--drain-ms",
+                _ => return Err(ArgsError::UnknownArgument(arg)),
+            };
+            let value = match inline {
+                Some(v) => v,
+                None => args.next().ok_or(ArgsError::MissingValue(flag))?,
+            };
+            match flag {
+                "--misbehave" => {
+                    for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                        let m: Misbehaviour = name.parse()?;
+                        if !options.has(m) {
+                            options.misbehaviours.push(m);
+                        }
+                    }
+                }
+                "--page-size" => {
+                    let n: usize = number(flag, value.clone())?;
+                    options.page_size =
+                        Some(NonZeroUsize::new(n).ok_or(ArgsError::InvalidValue {
+                            flag,
+                            value,
+                            reason: "the page size must be at least 1",
+                        })?);
+                }
+                "--workspace" => options.workspace = Some(PathBuf::from(value)),
+                "--instance-log" => options.instance_log = Some(PathBuf::from(value)),
+                "--oversize-bytes" => options.oversize_bytes = number(flag, value)?,
+                "--late-ms" => options.late_ms = number(flag, value)?,
+                "--flood-count" => options.flood_count = number(flag, value)?,
+                "--drain-ms" => options.drain_ms = number(flag, value)?,
+                _ => return Err(ArgsError::UnknownArgument(arg)),
+            }
+        }
+        Ok(options)
+    }
+
+    /// The command-line arguments that [`ServerOptions::from_args`] turns back
+    /// into these options. Paths that are not UTF-8 are converted lossily.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for m in &self.misbehaviours {
+            args.extend(["--misbehave".to_owned(), m.name().to_owned()]);
+        }
+        if let Some(n) = self.page_size {
+            args.extend(["--page-size".to_owned(), n.to_string()]);
+        }
+        if let Some(dir) = &self.workspace {
+            args.extend(["--workspace".to_owned(), dir.to_string_lossy().into_owned()]);
+        }
+        if let Some(file) = &self.instance_log {
+            args.extend([
+                "--instance-log".to_owned(),
+                file.to_string_lossy().into_owned(),
+            ]);
+        }
+        if self.oversize_bytes != DEFAULT_OVERSIZE_BYTES {
+            args.extend([
+                "--oversize-bytes".to_owned(),
+                self.oversize_bytes.to_string(),
+            ]);
+        }
+        if self.late_ms != DEFAULT_LATE_MS {
+            args.extend(["--late-ms".to_owned(), self.late_ms.to_string()]);
+        }
+        if self.flood_count != DEFAULT_FLOOD_COUNT {
+            args.extend(["--flood-count".to_owned(), self.flood_count.to_string()]);
+        }
+        if self.drain_ms != DEFAULT_DRAIN_MS {
+            args.extend(["--drain-ms".to_owned(), self.drain_ms.to_string()]);
+        }
+        args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ServerOptions, ArgsError> {
+        ServerOptions::from_args(args.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for m in Misbehaviour::ALL {
+            assert_eq!(m.name().parse::<Misbehaviour>().unwrap(), *m);
+            assert!(seen.insert(m.name()));
+            assert!(Misbehaviour::list().contains(m.name()));
+        }
+    }
+
+    #[test]
+    fn parses_flags() {
+        let o = parse(&[
+            "--misbehave=noise,unknown-ids",
+            "--misbehave",
+            "noise",
+            "--page-size",
+            "2",
+            "--workspace",
+            "/tmp/w",
+            "--flood-count=5",
+            "--drain-ms",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(
+            o.misbehaviours,
+            vec![Misbehaviour::Noise, Misbehaviour::UnknownIds]
+        );
+        assert_eq!(o.page_size.map(NonZeroUsize::get), Some(2));
+        assert_eq!(o.workspace, Some(PathBuf::from("/tmp/w")));
+        assert_eq!(o.flood_count, 5);
+        assert_eq!(o.drain_ms, 0);
+        assert_eq!(
+            parse(&o.to_args().iter().map(String::as_str).collect::<Vec<_>>()),
+            Ok(o)
+        );
+    }
+
+    #[test]
+    fn rejects_bad_args() {
+        assert_eq!(
+            parse(&["--page-size"]),
+            Err(ArgsError::MissingValue("--page-size"))
+        );
+        assert!(matches!(
+            parse(&["--page-size", "0"]),
+            Err(ArgsError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            parse(&["--late-ms", "-1"]),
+            Err(ArgsError::InvalidValue { .. })
+        ));
+        assert_eq!(
+            parse(&["--misbehave", "explode"]),
+            Err(ArgsError::UnknownMisbehaviour("explode".into()))
+        );
+        assert_eq!(
+            parse(&["serve"]),
+            Err(ArgsError::UnknownArgument("serve".into()))
+        );
+        assert_eq!(
+            parse(&["--help"]),
+            Err(ArgsError::UnknownArgument("--help".into()))
+        );
+    }
+}

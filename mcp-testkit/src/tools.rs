@@ -1,0 +1,466 @@
+//! The tools: their definitions (`tools/list`) and what they do (`tools/call`).
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncReadExt;
+
+use crate::server::{Outbox, ProtocolError};
+
+/// The names of the tools, in `tools/list` order.
+pub const TOOL_NAMES: &[&str] = &[
+    "echo",
+    "add",
+    "read_file",
+    "slow",
+    "fail",
+    "progress",
+    "get_env",
+    "bad_output",
+];
+
+/// The largest `maxBytes` `read_file` accepts: 8 MiB, well inside a 16 MiB frame.
+const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
+/// `read_file`'s default `maxBytes`: 1 MiB.
+const DEFAULT_READ_BYTES: u64 = 1024 * 1024;
+/// The longest `slow` sleeps: one day.
+const MAX_SLOW_MS: u64 = 24 * 60 * 60 * 1000;
+/// The most steps `progress` takes.
+const MAX_STEPS: u64 = 10_000;
+/// The longest interval between `progress` steps: one minute.
+const MAX_INTERVAL_MS: u64 = 60_000;
+
+fn read_only() -> Value {
+    json!({
+        "readOnlyHint": true,
+        "destructiveHint": false,
+        "idempotentHint": true,
+        "openWorldHint": false
+    })
+}
+
+/// The `tools/list` entries, in order.
+pub(crate) static DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
+    vec![
+        json!({
+            "name": "echo",
+            "title": "Echo",
+            "description": "Returns the given text unchanged.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"text": {"type": "string", "description": "The text to echo."}},
+                "required": ["text"]
+            },
+            "annotations": read_only(),
+        }),
+        json!({
+            "name": "add",
+            "title": "Add",
+            "description": "Adds two numbers; the sum is also returned as structured content.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "number", "description": "The first addend."},
+                    "b": {"type": "number", "description": "The second addend."}
+                },
+                "required": ["a", "b"]
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"sum": {"type": "number"}},
+                "required": ["sum"]
+            },
+            "annotations": read_only(),
+        }),
+        json!({
+            "name": "read_file",
+            "title": "Read file",
+            "description": "Reads a text file inside the server's workspace folder. \
+                Absolute paths, `..` and symlinks leading out of the workspace are refused.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "A path relative to the workspace."},
+                    "maxBytes": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": MAX_READ_BYTES,
+                        "description": "Read at most this many bytes (default 1 MiB)."
+                    }
+                },
+                "required": ["path"]
+            },
+            "annotations": read_only(),
+        }),
+        json!({
+            "name": "slow",
+            "title": "Slow",
+            "description": "Sleeps for the given number of milliseconds, then answers.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS,
+                           "description": "How long to sleep."}
+                },
+                "required": ["ms"]
+            },
+            "annotations": read_only(),
+        }),
+        json!({
+            "name": "fail",
+            "title": "Fail",
+            "description": "Always fails: returns a result with isError: true.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "The error message to return."}
+                }
+            },
+            "annotations": read_only(),
+        }),
+        json!({
+            "name": "progress",
+            "title": "Progress",
+            "description": "Counts through steps, sending notifications/progress for each \
+                when the request carries a progress token.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "steps": {"type": "integer", "minimum": 0, "maximum": MAX_STEPS},
+                    "intervalMs": {"type": "integer", "minimum": 0, "maximum": MAX_INTERVAL_MS,
+                                   "description": "Pause between steps (default 10 ms)."}
+                },
+                "required": ["steps"]
+            },
+            "annotations": read_only(),
+        }),
+        json!({
+            "name": "get_env",
+            "title": "Get environment variable",
+            "description": "Returns the value of one of the server's environment variables.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "description": "The variable name."}},
+                "required": ["name"]
+            },
+            "annotations": read_only(),
+        }),
+        json!({
+            "name": "bad_output",
+            "title": "Bad output",
+            "description": "Returns structured content that violates its own outputSchema \
+                (for testing client-side output validation).",
+            "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {
+                "type": "object",
+                "properties": {"count": {"type": "integer"}},
+                "required": ["count"]
+            },
+            "annotations": read_only(),
+        }),
+    ]
+});
+
+/// What a tool needs besides its arguments.
+pub(crate) struct CallContext {
+    /// The folder `read_file` is confined to.
+    pub(crate) workspace: PathBuf,
+    /// Where progress notifications go.
+    pub(crate) outbox: Outbox,
+    /// The request's `_meta.progressToken`, when it has one.
+    pub(crate) progress_token: Option<Value>,
+}
+
+fn text_result(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}]})
+}
+
+fn error_result(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
+}
+
+/// The arguments of a call, with accessors that name the field on failure.
+struct Args<'a>(&'a Map<String, Value>);
+
+impl<'a> Args<'a> {
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        self.0.get(name).filter(|v| !v.is_null())
+    }
+
+    fn required(&self, name: &str) -> Result<&'a Value, ProtocolError> {
+        self.get(name)
+            .ok_or_else(|| ProtocolError::invalid_field(format!("arguments.{name}"), "required"))
+    }
+
+    fn string(&self, name: &str) -> Result<&'a str, ProtocolError> {
+        self.required(name)?.as_str().ok_or_else(|| {
+            ProtocolError::invalid_field(format!("arguments.{name}"), "expected a string")
+        })
+    }
+
+    fn opt_string(&self, name: &str) -> Result<Option<&'a str>, ProtocolError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => v.as_str().map(Some).ok_or_else(|| {
+                ProtocolError::invalid_field(format!("arguments.{name}"), "expected a string")
+            }),
+        }
+    }
+
+    fn number(&self, name: &str) -> Result<&'a serde_json::Number, ProtocolError> {
+        match self.required(name)? {
+            Value::Number(n) => Ok(n),
+            _ => Err(ProtocolError::invalid_field(
+                format!("arguments.{name}"),
+                "expected a number",
+            )),
+        }
+    }
+
+    fn opt_integer(&self, name: &str, max: u64) -> Result<Option<u64>, ProtocolError> {
+        let Some(value) = self.get(name) else {
+            return Ok(None);
+        };
+        let n = value.as_u64().or_else(|| {
+            // JSON Schema's "integer" includes 5.0.
+            value
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= u64::MAX as f64)
+                .map(|f| f as u64)
+        });
+        match n {
+            Some(n) if n <= max => Ok(Some(n)),
+            Some(_) => Err(ProtocolError::invalid_field(
+                format!("arguments.{name}"),
+                format!("must be at most {max}"),
+            )),
+            None => Err(ProtocolError::invalid_field(
+                format!("arguments.{name}"),
+                "expected a non-negative integer",
+            )),
+        }
+    }
+
+    fn integer(&self, name: &str, max: u64) -> Result<u64, ProtocolError> {
+        self.required(name)?;
+        self.opt_integer(name, max).map(|n| n.unwrap_or_default())
+    }
+}
+
+/// Runs one tool. `Ok` is a `CallToolResult` (possibly with `isError: true`);
+/// `Err` is a protocol error (unknown tool, arguments that break the schema).
+pub(crate) async fn call(
+    name: &str,
+    arguments: &Map<String, Value>,
+    ctx: CallContext,
+) -> Result<Value, ProtocolError> {
+    let args = Args(arguments);
+    match name {
+        "echo" => Ok(text_result(args.string("text")?)),
+        "add" => add(&args),
+        "read_file" => {
+            let path = args.string("path")?;
+            let max = args
+                .opt_integer("maxBytes", MAX_READ_BYTES)?
+                .unwrap_or(DEFAULT_READ_BYTES);
+            Ok(match read_file(&ctx.workspace, path, max).await {
+                Ok(text) => text_result(text),
+                Err(message) => error_result(message),
+            })
+        }
+        "slow" => {
+            let ms = args.integer("ms", MAX_SLOW_MS)?;
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(text_result(format!("done after {ms} ms")))
+        }
+        "fail" => {
+            let message = args
+                .opt_string("message")?
+                .unwrap_or("the fail tool always fails");
+            Ok(error_result(message))
+        }
+        "progress" => progress(&args, &ctx).await,
+        "get_env" => Ok(get_env(args.string("name")?)),
+        "bad_output" => Ok(json!({
+            "content": [{"type": "text", "text": "{\"count\":\"three\"}"}],
+            "structuredContent": {"count": "three"}
+        })),
+        _ => Err(ProtocolError::invalid_field(
+            "name",
+            format!("unknown tool {name:?}; tools/list shows the tools"),
+        )),
+    }
+}
+
+fn add(args: &Args<'_>) -> Result<Value, ProtocolError> {
+    let (a, b) = (args.number("a")?, args.number("b")?);
+    let sum: serde_json::Number = match (a.as_i64(), b.as_i64()) {
+        (Some(a), Some(b)) if a.checked_add(b).is_some() => a.saturating_add(b).into(),
+        _ => {
+            let sum = a.as_f64().unwrap_or(f64::NAN) + b.as_f64().unwrap_or(f64::NAN);
+            serde_json::Number::from_f64(sum).ok_or_else(|| {
+                ProtocolError::invalid_field("arguments", "the sum is not a finite number")
+            })?
+        }
+    };
+    Ok(json!({
+        "content": [{"type": "text", "text": sum.to_string()}],
+        "structuredContent": {"sum": sum}
+    }))
+}
+
+/// Resolves `path` inside `workspace`, refusing escapes; the error is a message
+/// for an `isError` result.
+pub(crate) async fn resolve_in_workspace(workspace: &Path, path: &str) -> Result<PathBuf, String> {
+    if path.is_empty() {
+        return Err("the path is empty".to_owned());
+    }
+    let relative = Path::new(path);
+    for component in relative.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => {
+                return Err(format!(
+                    "refused {path:?}: absolute paths are not allowed; give a path relative to the workspace"
+                ));
+            }
+            Component::ParentDir => {
+                return Err(format!(
+                    "refused {path:?}: `..` is not allowed; the path must stay inside the workspace"
+                ));
+            }
+            Component::CurDir | Component::Normal(_) => {}
+        }
+    }
+    let root = tokio::fs::canonicalize(workspace)
+        .await
+        .map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
+    let full = tokio::fs::canonicalize(root.join(relative))
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("no such file in the workspace: {path}"),
+            _ => format!("cannot open {path}: {e}"),
+        })?;
+    if !full.starts_with(&root) {
+        return Err(format!(
+            "refused {path:?}: it leads outside the workspace (through a symlink)"
+        ));
+    }
+    Ok(full)
+}
+
+async fn read_file(workspace: &Path, path: &str, max: u64) -> Result<String, String> {
+    let full = resolve_in_workspace(workspace, path).await?;
+    let file = tokio::fs::File::open(&full)
+        .await
+        .map_err(|e| format!("cannot open {path}: {e}"))?;
+    let is_file = file
+        .metadata()
+        .await
+        .map(|m| m.is_file())
+        .map_err(|e| format!("cannot open {path}: {e}"))?;
+    if !is_file {
+        return Err(format!("{path} is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+async fn progress(args: &Args<'_>, ctx: &CallContext) -> Result<Value, ProtocolError> {
+    let steps = args.integer("steps", MAX_STEPS)?;
+    let interval = args
+        .opt_integer("intervalMs", MAX_INTERVAL_MS)?
+        .unwrap_or(10);
+    for i in 1..=steps {
+        tokio::time::sleep(Duration::from_millis(interval)).await;
+        if let Some(token) = &ctx.progress_token {
+            ctx.outbox
+                .notify(
+                    "notifications/progress",
+                    json!({
+                        "progressToken": token,
+                        "progress": i,
+                        "total": steps,
+                        "message": format!("step {i} of {steps}"),
+                    }),
+                )
+                .await;
+        }
+    }
+    Ok(text_result(format!("completed {steps} steps")))
+}
+
+fn get_env(name: &str) -> Value {
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return error_result(format!("{name:?} is not a valid environment variable name"));
+    }
+    match std::env::var(name) {
+        Ok(value) => text_result(value),
+        Err(std::env::VarError::NotPresent) => {
+            error_result(format!("environment variable {name} is not set"))
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            error_result(format!("environment variable {name} is not valid UTF-8"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_match_names() {
+        let names: Vec<&str> = DEFINITIONS
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, TOOL_NAMES);
+        for d in DEFINITIONS.iter() {
+            assert_eq!(d["inputSchema"]["type"], "object", "{d}");
+        }
+    }
+
+    #[test]
+    fn integers_accept_integral_floats_only() {
+        let map = json!({"a": 5.0, "b": 5.5, "c": -1, "d": "5", "e": 7})
+            .as_object()
+            .unwrap()
+            .clone();
+        let args = Args(&map);
+        assert_eq!(args.opt_integer("a", 10).unwrap(), Some(5));
+        assert!(args.opt_integer("b", 10).is_err());
+        assert!(args.opt_integer("c", 10).is_err());
+        assert!(args.opt_integer("d", 10).is_err());
+        assert!(args.opt_integer("e", 6).is_err());
+        assert_eq!(args.opt_integer("missing", 6).unwrap(), None);
+        assert!(args.integer("missing", 6).is_err());
+    }
+
+    #[test]
+    fn add_keeps_integers_and_handles_overflow() {
+        let map = json!({"a": 2, "b": 3}).as_object().unwrap().clone();
+        assert_eq!(
+            add(&Args(&map)).unwrap()["structuredContent"]["sum"],
+            json!(5)
+        );
+        let map = json!({"a": 0.5, "b": 0.25}).as_object().unwrap().clone();
+        assert_eq!(
+            add(&Args(&map)).unwrap()["structuredContent"]["sum"],
+            json!(0.75)
+        );
+        let map = json!({"a": i64::MAX, "b": 1}).as_object().unwrap().clone();
+        assert!(add(&Args(&map)).unwrap()["structuredContent"]["sum"].is_f64());
+    }
+
+    #[test]
+    fn env_names_are_checked() {
+        assert_eq!(get_env("A=B")["isError"], true);
+        assert_eq!(get_env("")["isError"], true);
+    }
+}
