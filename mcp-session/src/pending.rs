@@ -167,10 +167,16 @@ mod tests {
         let mut t = PendingTable::default();
         let mut a = t.insert(Id::from(1), None).unwrap();
         let mut b = t.insert(Id::from("1"), None).unwrap();
-        assert_eq!(t.complete(&Id::from("1"), Outcome::Result(raw("2"))), Delivery::Delivered);
+        assert_eq!(
+            t.complete(&Id::from("1"), Outcome::Result(raw("2"))),
+            Delivery::Delivered
+        );
         assert!(a.try_recv().is_err(), "1 and \"1\" are different ids");
         assert!(matches!(b.try_recv(), Ok(Outcome::Result(r)) if r.get() == "2"));
-        assert_eq!(t.complete(&Id::from(9), Outcome::Result(raw("0"))), Delivery::Unknown);
+        assert_eq!(
+            t.complete(&Id::from(9), Outcome::Result(raw("0"))),
+            Delivery::Unknown
+        );
         assert_eq!(t.unknown_responses, 1);
         assert_eq!(t.in_flight(), 1);
     }
@@ -180,7 +186,10 @@ mod tests {
         let mut t = PendingTable::default();
         let _rx = t.insert(Id::from(5), None).unwrap();
         assert!(t.remove(&Id::from(5)));
-        assert_eq!(t.complete(&Id::from(5), Outcome::Result(raw("1"))), Delivery::Unknown);
+        assert_eq!(
+            t.complete(&Id::from(5), Outcome::Result(raw("1"))),
+            Delivery::Unknown
+        );
         assert_eq!(t.unknown_responses, 1);
     }
 
@@ -188,7 +197,10 @@ mod tests {
     fn abandoned_receiver_counts_as_unknown() {
         let mut t = PendingTable::default();
         drop(t.insert(Id::from(5), None).unwrap());
-        assert_eq!(t.complete(&Id::from(5), Outcome::Result(raw("1"))), Delivery::Unknown);
+        assert_eq!(
+            t.complete(&Id::from(5), Outcome::Result(raw("1"))),
+            Delivery::Unknown
+        );
     }
 
     #[test]
@@ -214,7 +226,10 @@ mod tests {
             message: None,
         };
         assert!(t.progress(p(json!(3))));
-        assert!(!t.progress(p(json!(4))), "request 4 did not ask for progress");
+        assert!(
+            !t.progress(p(json!(4))),
+            "request 4 did not ask for progress"
+        );
         assert!(!t.progress(p(json!("3"))), "a string token is another id");
         assert!(!t.progress(p(json!(1.5))));
         assert_eq!(rx.try_recv().unwrap().progress_token, json!(3));

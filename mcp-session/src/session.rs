@@ -267,7 +267,10 @@ async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>) {
                     ),
                 };
                 tracing::debug!(server = %shared.server_name, reason = %info.0, "connection closed");
-                *shared.closed_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(info);
+                *shared
+                    .closed_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(info);
                 shared.lock_pending().close();
                 return;
             }
@@ -290,7 +293,10 @@ fn dispatch(transport: &Arc<dyn Transport>, shared: &Arc<Shared>, message: Messa
         Message::Response(Response { id, result }) => {
             deliver(shared, &id, Outcome::Result(result));
         }
-        Message::Error(ErrorResponse { id: Some(id), error }) => {
+        Message::Error(ErrorResponse {
+            id: Some(id),
+            error,
+        }) => {
             deliver(shared, &id, Outcome::Error(error));
         }
         Message::Error(ErrorResponse { id: None, error }) => {
@@ -324,7 +330,9 @@ async fn answer_request(shared: &Shared, request: &Request) -> Message {
     let outcome = if request.method == "ping" {
         Some(Ok(json!({})))
     } else if let Some(handler) = &shared.handler {
-        handler.handle(&request.method, request.params.as_deref()).await
+        handler
+            .handle(&request.method, request.params.as_deref())
+            .await
     } else {
         None
     };
@@ -433,7 +441,8 @@ impl Drop for InFlight<'_> {
             let params = json!({"requestId": self.id, "reason": "the client stopped waiting"});
             let transport = Arc::clone(&self.session.transport);
             if let Ok(raw) = mcp_jsonrpc::to_raw(&params) {
-                let note = Message::Notification(Notification::new("notifications/cancelled", Some(raw)));
+                let note =
+                    Message::Notification(Notification::new("notifications/cancelled", Some(raw)));
                 // Drop cannot await; a runtime is present wherever requests run.
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
                     handle.spawn(async move {
@@ -475,7 +484,11 @@ impl Inner {
             method,
             done: false,
         };
-        let message = Message::Request(Request { id, method: method.to_string(), params });
+        let message = Message::Request(Request {
+            id,
+            method: method.to_string(),
+            params,
+        });
         self.transport.send(&message).await?;
 
         let mut deadline = Deadline::new(Instant::now(), timeout, self.config.max_total_timeout);
@@ -523,7 +536,9 @@ impl Inner {
     ) -> Result<R, SessionError> {
         let raw = to_raw_params(method, params)?;
         let id = self.next_id();
-        let result = self.request_raw(id, method, Some(raw), timeout, None).await?;
+        let result = self
+            .request_raw(id, method, Some(raw), timeout, None)
+            .await?;
         parse_result(method, &result)
     }
 }
@@ -683,7 +698,11 @@ impl Session {
     /// a diagnostic, and no request is sent.
     pub async fn list_tools(&self) -> Result<Arc<ToolCatalog>, SessionError> {
         let mut cached = self.inner.catalog.lock().await;
-        let stale = self.inner.shared.catalog_stale.swap(false, Ordering::AcqRel);
+        let stale = self
+            .inner
+            .shared
+            .catalog_stale
+            .swap(false, Ordering::AcqRel);
         if let (Some(c), false) = (cached.as_ref(), stale) {
             return Ok(Arc::clone(c));
         }
@@ -694,7 +713,10 @@ impl Session {
 
     /// Fetches the catalog again, whatever the cache holds.
     pub async fn refresh_tools(&self) -> Result<Arc<ToolCatalog>, SessionError> {
-        self.inner.shared.catalog_stale.store(true, Ordering::Release);
+        self.inner
+            .shared
+            .catalog_stale
+            .store(true, Ordering::Release);
         self.list_tools().await
     }
 
@@ -703,7 +725,7 @@ impl Session {
             return Ok(ToolCatalog::new(
                 Vec::new(),
                 vec![
-                    "the server did not declare the `tools` capability in initialize, so it offers no tools"
+                    "tools/list is empty: the server did not declare the `tools` capability in initialize, so it offers no tools"
                         .to_string(),
                 ],
             ));
@@ -726,7 +748,9 @@ impl Session {
                     if !seen.insert(next.clone()) {
                         return Err(SessionError::InvalidResponse {
                             method: method.into(),
-                            reason: format!("the server repeated the cursor {next:?}; stopped paging"),
+                            reason: format!(
+                                "the server repeated the cursor {next:?}; stopped paging"
+                            ),
                         });
                     }
                     cursor = Some(next);
@@ -791,7 +815,9 @@ impl Session {
         };
         let id = self.inner.next_id();
         let params = match options.on_progress {
-            Some(_) => json!({"name": name, "arguments": arguments, "_meta": {"progressToken": id}}),
+            Some(_) => {
+                json!({"name": name, "arguments": arguments, "_meta": {"progressToken": id}})
+            }
             None => json!({"name": name, "arguments": arguments}),
         };
         let method = "tools/call";
@@ -846,7 +872,12 @@ impl Session {
         self.inner.transport.close().await;
         let mut pending = self.inner.shared.lock_pending();
         if !pending.is_closed() {
-            let mut err = self.inner.shared.closed_error.lock().unwrap_or_else(|p| p.into_inner());
+            let mut err = self
+                .inner
+                .shared
+                .closed_error
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             if err.is_none() {
                 *err = Some(("closed by the client".into(), None, Vec::new()));
             }

@@ -197,7 +197,9 @@ mod tests {
     use serde_json::json;
 
     fn tool(schema: Value) -> CatalogTool {
-        CatalogTool::new(serde_json::from_value(json!({"name": "t", "inputSchema": schema})).unwrap())
+        CatalogTool::new(
+            serde_json::from_value(json!({"name": "t", "inputSchema": schema})).unwrap(),
+        )
     }
 
     #[test]
@@ -207,17 +209,33 @@ mod tests {
             "properties": {"path": {"type": "string"}, "n": {"type": "integer"}},
             "required": ["path"]
         }));
-        assert_eq!(t.check_arguments(&json!({"path": "a", "n": 2})), Checked::Valid);
-        let Checked::Invalid(p) = t.check_arguments(&json!({"n": 1.5})) else { panic!() };
-        assert!(p.iter().any(|p| p.path.is_empty() && p.message.contains("\"path\" is a required")), "{p:?}");
-        assert!(p.iter().any(|p| p.path == "/n" && p.message.contains("integer")), "{p:?}");
+        assert_eq!(
+            t.check_arguments(&json!({"path": "a", "n": 2})),
+            Checked::Valid
+        );
+        let Checked::Invalid(p) = t.check_arguments(&json!({"n": 1.5})) else {
+            panic!()
+        };
+        assert!(
+            p.iter()
+                .any(|p| p.path.is_empty() && p.message.contains("\"path\" is a required")),
+            "{p:?}"
+        );
+        assert!(
+            p.iter()
+                .any(|p| p.path == "/n" && p.message.contains("integer")),
+            "{p:?}"
+        );
     }
 
     #[test]
     fn default_draft_is_2020_12_and_draft_07_is_honoured() {
         // `prefixItems` exists in 2020-12 only.
         let schema = json!({"type": "array", "prefixItems": [{"type": "string"}]});
-        assert!(matches!(tool(schema.clone()).check_arguments(&json!([1])), Checked::Invalid(_)));
+        assert!(matches!(
+            tool(schema.clone()).check_arguments(&json!([1])),
+            Checked::Invalid(_)
+        ));
         let mut d7 = schema;
         d7["$schema"] = json!("http://json-schema.org/draft-07/schema#");
         assert_eq!(tool(d7).check_arguments(&json!([1])), Checked::Valid);
@@ -226,16 +244,23 @@ mod tests {
     #[test]
     fn remote_refs_are_not_fetched() {
         let t = tool(json!({"$ref": "https://example.invalid/schema.json"}));
-        assert!(matches!(t.check_arguments(&json!({})), Checked::Unchecked(_)));
+        assert!(matches!(
+            t.check_arguments(&json!({})),
+            Checked::Unchecked(_)
+        ));
     }
 
     #[test]
     fn duplicate_names_keep_the_first() {
         let a: Tool = serde_json::from_value(json!({"name": "x", "description": "first"})).unwrap();
-        let b: Tool = serde_json::from_value(json!({"name": "x", "description": "second"})).unwrap();
+        let b: Tool =
+            serde_json::from_value(json!({"name": "x", "description": "second"})).unwrap();
         let c = ToolCatalog::new(vec![a, b], vec![]);
         assert_eq!(c.len(), 1);
-        assert_eq!(c.get("x").unwrap().tool().description.as_deref(), Some("first"));
+        assert_eq!(
+            c.get("x").unwrap().tool().description.as_deref(),
+            Some("first")
+        );
         assert_eq!(c.diagnostics().len(), 1);
     }
 }

@@ -318,7 +318,10 @@ pub struct TaggedFields {
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(d)?;
-        let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         // A known type with the wrong fields is kept as unknown rather than
         // failing the whole result.
         let parsed = match kind {
@@ -328,7 +331,9 @@ impl<'de> Deserialize<'de> for Content {
             "resource_link" => TaggedFields::deserialize(&value)
                 .ok()
                 .map(Content::ResourceLink),
-            "resource" => TaggedFields::deserialize(&value).ok().map(Content::Resource),
+            "resource" => TaggedFields::deserialize(&value)
+                .ok()
+                .map(Content::Resource),
             _ => None,
         };
         Ok(parsed.unwrap_or(Content::Unknown(value)))
@@ -418,13 +423,29 @@ mod tests {
         }))
         .unwrap();
         let kinds: Vec<_> = r.content.iter().map(Content::kind).collect();
-        assert_eq!(kinds, ["text", "hologram", "image", "resource_link", "resource", "text"]);
+        assert_eq!(
+            kinds,
+            [
+                "text",
+                "hologram",
+                "image",
+                "resource_link",
+                "resource",
+                "text"
+            ]
+        );
         assert!(matches!(r.content[1], Content::Unknown(_)));
-        assert!(matches!(r.content[5], Content::Unknown(_)), "text without text is kept raw");
+        assert!(
+            matches!(r.content[5], Content::Unknown(_)),
+            "text without text is kept raw"
+        );
         assert_eq!(r.extra["futureField"], json!(true));
         let back = serde_json::to_value(&r).unwrap();
         assert_eq!(back["content"][1], json!({"type": "hologram", "frames": 3}));
-        assert_eq!(back["content"][0]["annotations"], json!({"audience": ["user"]}));
+        assert_eq!(
+            back["content"][0]["annotations"],
+            json!({"audience": ["user"]})
+        );
         assert_eq!(back["futureField"], json!(true));
     }
 
@@ -440,7 +461,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(t.annotations.as_ref().unwrap().read_only_hint, Some(true));
-        assert_eq!(t.icons.as_ref().unwrap()[0].sizes.as_deref(), Some(&["48x48".to_string()][..]));
+        assert_eq!(
+            t.icons.as_ref().unwrap()[0].sizes.as_deref(),
+            Some(&["48x48".to_string()][..])
+        );
         assert!(t.extra.contains_key("execution"));
         let no_schema: Tool = serde_json::from_value(json!({"name": "x"})).unwrap();
         assert_eq!(no_schema.input_schema, json!({"type": "object"}));

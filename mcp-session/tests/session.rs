@@ -4,7 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, to_raw};
+use mcp_jsonrpc::{
+    ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, to_raw,
+};
 use mcp_session::{CallOptions, ProtocolVersion, Session, SessionConfig, SessionError};
 use mcp_transport::{InvalidFrame, Received, Transport, memory};
 use serde_json::{Value, json};
@@ -59,7 +61,10 @@ fn start(script: Script) -> (Arc<memory::MemoryTransport>, Fake) {
             match script(&r) {
                 Reply::Ok(v) => s.send(&send(v, r.id)).await.unwrap(),
                 Reply::Err(code, msg) => s
-                    .send(&Message::from(ErrorResponse::new(Some(r.id), ErrorObject::new(code, msg))))
+                    .send(&Message::from(ErrorResponse::new(
+                        Some(r.id),
+                        ErrorObject::new(code, msg),
+                    )))
                     .await
                     .unwrap(),
                 Reply::Silence => {}
@@ -88,7 +93,10 @@ fn tools_server(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'stati
             return reply;
         }
         match r.method.as_str() {
-            "initialize" => Reply::Ok(init_result("2025-11-25", json!({"tools": {"listChanged": true}}))),
+            "initialize" => Reply::Ok(init_result(
+                "2025-11-25",
+                json!({"tools": {"listChanged": true}}),
+            )),
             "ping" => Reply::Ok(json!({})),
             "tools/list" => Reply::Ok(json!({"tools": [
                 {"name": "echo", "inputSchema": {"type": "object",
@@ -100,10 +108,15 @@ fn tools_server(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'stati
             "tools/call" => {
                 let p: Value = serde_json::from_str(r.params.as_ref().unwrap().get()).unwrap();
                 match p["name"].as_str() {
-                    Some("echo") => Reply::Ok(json!({"content": [{"type": "text", "text": p["arguments"]["text"]}]})),
+                    Some("echo") => Reply::Ok(
+                        json!({"content": [{"type": "text", "text": p["arguments"]["text"]}]}),
+                    ),
                     Some("add") => {
-                        let sum = p["arguments"]["a"].as_f64().unwrap() + p["arguments"]["b"].as_f64().unwrap();
-                        Reply::Ok(json!({"content": [{"type": "text", "text": sum.to_string()}], "structuredContent": {"sum": sum}}))
+                        let sum = p["arguments"]["a"].as_f64().unwrap()
+                            + p["arguments"]["b"].as_f64().unwrap();
+                        Reply::Ok(
+                            json!({"content": [{"type": "text", "text": sum.to_string()}], "structuredContent": {"sum": sum}}),
+                        )
                     }
                     _ => Reply::Err(-32602, "unknown tool"),
                 }
@@ -123,15 +136,21 @@ fn config() -> SessionConfig {
 #[tokio::test]
 async fn handshake_sends_initialize_then_initialized() {
     let (t, fake) = start(tools_server(|r| {
-        (r.method == "initialize").then(|| Reply::Ok(init_result("2025-06-18", json!({"tools": {}}))))
+        (r.method == "initialize")
+            .then(|| Reply::Ok(init_result("2025-06-18", json!({"tools": {}}))))
     }));
     let s = Session::connect_shared(t, config()).await.unwrap();
     assert_eq!(s.protocol_version(), ProtocolVersion::V2025_06_18);
     assert_eq!(s.server().server_info.name, "fake");
     assert_eq!(s.server().instructions.as_deref(), Some("be nice"));
     s.ping().await.unwrap();
-    assert_eq!(fake.methods(), ["initialize", "notifications/initialized", "ping"]);
-    let Message::Request(init) = &fake.seen.lock().unwrap()[0] else { panic!() };
+    assert_eq!(
+        fake.methods(),
+        ["initialize", "notifications/initialized", "ping"]
+    );
+    let Message::Request(init) = &fake.seen.lock().unwrap()[0] else {
+        panic!()
+    };
     let p: Value = serde_json::from_str(init.params.as_ref().unwrap().get()).unwrap();
     assert_eq!(p["protocolVersion"], "2025-11-25");
     assert_eq!(p["clientInfo"]["name"], "mcp-client-rs");
@@ -156,13 +175,27 @@ async fn unknown_version_is_a_clear_error_and_closes() {
         "initialize" => Reply::Ok(init_result("1999-01-01", json!({}))),
         _ => Reply::Silence,
     }));
-    let err = Session::connect_shared(Arc::clone(&t) as Arc<dyn Transport>, config()).await.unwrap_err();
-    let SessionError::VersionMismatch { offered, received, .. } = &err else { panic!("{err}") };
-    assert_eq!((offered.as_str(), received.as_str()), ("2025-11-25", "1999-01-01"));
+    let err = Session::connect_shared(Arc::clone(&t) as Arc<dyn Transport>, config())
+        .await
+        .unwrap_err();
+    let SessionError::VersionMismatch {
+        offered, received, ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        (offered.as_str(), received.as_str()),
+        ("2025-11-25", "1999-01-01")
+    );
     assert!(err.to_string().contains("1999-01-01"));
     // The client closed its side: the server sees the end.
     assert!(fake.server.recv().await.unwrap_err().is_closed());
-    assert_eq!(fake.methods(), ["initialize"], "no initialized after a mismatch");
+    assert_eq!(
+        fake.methods(),
+        ["initialize"],
+        "no initialized after a mismatch"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -177,7 +210,11 @@ async fn handshake_timeout_is_bounded_and_not_cancelled() {
     assert!(err.is_timeout(), "{err}");
     assert_eq!(started.elapsed(), Duration::from_secs(5));
     tokio::task::yield_now().await;
-    assert_eq!(fake.methods(), ["initialize"], "initialize is never cancelled");
+    assert_eq!(
+        fake.methods(),
+        ["initialize"],
+        "initialize is never cancelled"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -186,31 +223,52 @@ async fn request_timeout_cancels_and_drops_the_late_answer() {
         (r.method == "slow").then(|| Reply::After(Duration::from_secs(10), json!({"late": true})))
     }));
     let s = Session::connect_shared(t, config()).await.unwrap();
-    let err = s.request("slow", None, Some(Duration::from_secs(2))).await.unwrap_err();
-    let SessionError::Timeout { method, after } = &err else { panic!("{err}") };
+    let err = s
+        .request("slow", None, Some(Duration::from_secs(2)))
+        .await
+        .unwrap_err();
+    let SessionError::Timeout { method, after } = &err else {
+        panic!("{err}")
+    };
     assert_eq!((method.as_str(), *after), ("slow", Duration::from_secs(2)));
     assert_eq!(s.in_flight(), 0);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let seen = fake.seen.lock().unwrap().clone();
-    let cancel = seen.iter().find(|m| m.method() == Some("notifications/cancelled")).expect("cancelled sent");
-    let Message::Notification(n) = cancel else { panic!() };
+    let cancel = seen
+        .iter()
+        .find(|m| m.method() == Some("notifications/cancelled"))
+        .expect("cancelled sent");
+    let Message::Notification(n) = cancel else {
+        panic!()
+    };
     let p: Value = serde_json::from_str(n.params.as_ref().unwrap().get()).unwrap();
-    let Message::Request(slow) = seen.iter().find(|m| m.method() == Some("slow")).unwrap() else { panic!() };
+    let Message::Request(slow) = seen.iter().find(|m| m.method() == Some("slow")).unwrap() else {
+        panic!()
+    };
     assert_eq!(serde_json::to_value(&slow.id).unwrap(), p["requestId"]);
-    assert_eq!(s.diagnostics().unknown_responses, 1, "the late answer was dropped");
+    assert_eq!(
+        s.diagnostics().unknown_responses,
+        1,
+        "the late answer was dropped"
+    );
     // The connection still works.
     s.ping().await.unwrap();
 }
 
 #[tokio::test(start_paused = true)]
 async fn dropping_a_request_future_cancels_it() {
-    let (t, fake) = start(tools_server(|r| (r.method == "slow").then_some(Reply::Silence)));
+    let (t, fake) = start(tools_server(|r| {
+        (r.method == "slow").then_some(Reply::Silence)
+    }));
     let s = Session::connect_shared(t, config()).await.unwrap();
     let r = tokio::time::timeout(Duration::from_millis(50), s.request("slow", None, None)).await;
     assert!(r.is_err());
     tokio::time::sleep(Duration::from_millis(10)).await;
     assert_eq!(s.in_flight(), 0);
-    assert!(fake.methods().contains(&"notifications/cancelled".to_string()));
+    assert!(
+        fake.methods()
+            .contains(&"notifications/cancelled".to_string())
+    );
 }
 
 #[tokio::test]
@@ -226,7 +284,12 @@ async fn concurrent_requests_are_matched_by_id() {
     let s = Session::connect_shared(t, config()).await.unwrap();
     let calls = (0..8u64).map(|n| {
         let s = s.clone();
-        async move { (n, s.request(&format!("wait/{n}"), None, None).await.unwrap()) }
+        async move {
+            (
+                n,
+                s.request(&format!("wait/{n}"), None, None).await.unwrap(),
+            )
+        }
     });
     for (n, raw) in futures_join(calls).await {
         let v: Value = serde_json::from_str(raw.get()).unwrap();
@@ -234,7 +297,9 @@ async fn concurrent_requests_are_matched_by_id() {
     }
 }
 
-async fn futures_join<F: std::future::Future + Send + 'static>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
+async fn futures_join<F: std::future::Future + Send + 'static>(
+    fs: impl Iterator<Item = F>,
+) -> Vec<F::Output>
 where
     F::Output: Send + 'static,
 {
@@ -250,8 +315,18 @@ where
 async fn server_requests_are_answered() {
     let (t, fake) = start(tools_server(|_| None));
     let _s = Session::connect_shared(t, config()).await.unwrap();
-    fake.server.send(&Message::from(Request::new("p1", "ping", None))).await.unwrap();
-    fake.server.send(&Message::from(Request::new(9, "sampling/createMessage", None))).await.unwrap();
+    fake.server
+        .send(&Message::from(Request::new("p1", "ping", None)))
+        .await
+        .unwrap();
+    fake.server
+        .send(&Message::from(Request::new(
+            9,
+            "sampling/createMessage",
+            None,
+        )))
+        .await
+        .unwrap();
     // The fake's loop records what the client sends back.
     let answers = loop {
         let seen = fake.seen.lock().unwrap().clone();
@@ -261,11 +336,21 @@ async fn server_requests_are_answered() {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    let ping = answers.iter().find(|m| m.id() == Some(&Id::from("p1"))).unwrap();
-    let Message::Response(r) = ping else { panic!("{ping:?}") };
+    let ping = answers
+        .iter()
+        .find(|m| m.id() == Some(&Id::from("p1")))
+        .unwrap();
+    let Message::Response(r) = ping else {
+        panic!("{ping:?}")
+    };
     assert_eq!(r.result.get(), "{}");
-    let other = answers.iter().find(|m| m.id() == Some(&Id::from(9))).unwrap();
-    let Message::Error(e) = other else { panic!("{other:?}") };
+    let other = answers
+        .iter()
+        .find(|m| m.id() == Some(&Id::from(9)))
+        .unwrap();
+    let Message::Error(e) = other else {
+        panic!("{other:?}")
+    };
     assert_eq!(e.error.code, -32601);
 }
 
@@ -290,7 +375,10 @@ async fn tools_list_follows_cursors_and_guards_repeats() {
     assert_eq!(names, ["a", "b", "c"]);
     // Cached: no second round of tools/list.
     s.list_tools().await.unwrap();
-    assert_eq!(fake.methods().iter().filter(|m| *m == "tools/list").count(), 3);
+    assert_eq!(
+        fake.methods().iter().filter(|m| *m == "tools/list").count(),
+        3
+    );
 
     let (t, _fake) = start(tools_server(|r| {
         (r.method == "tools/list").then(|| Reply::Ok(json!({"tools": [], "nextCursor": "same"})))
@@ -315,7 +403,10 @@ async fn list_changed_marks_the_catalog_stale() {
     s.list_tools().await.unwrap();
     assert_eq!(*count.lock().unwrap(), 1);
     fake.server
-        .send(&Message::from(Notification::new("notifications/tools/list_changed", None)))
+        .send(&Message::from(Notification::new(
+            "notifications/tools/list_changed",
+            None,
+        )))
         .await
         .unwrap();
     // The notification is read by the session's reader; a ping round trip
@@ -343,13 +434,25 @@ async fn invalid_arguments_are_caught_before_sending() {
     let (t, fake) = start(tools_server(|_| None));
     let s = Session::connect_shared(t, config()).await.unwrap();
     let err = s.call_tool("echo", json!({"text": 5})).await.unwrap_err();
-    let SessionError::InvalidArguments { tool, problems } = &err else { panic!("{err}") };
+    let SessionError::InvalidArguments { tool, problems } = &err else {
+        panic!("{err}")
+    };
     assert_eq!(tool, "echo");
     assert_eq!(problems[0].path, "/text");
-    assert!(problems[0].message.contains("string"), "{}", problems[0].message);
+    assert!(
+        problems[0].message.contains("string"),
+        "{}",
+        problems[0].message
+    );
     let err = s.call_tool("echo", json!({})).await.unwrap_err();
-    assert!(err.to_string().contains("\"text\" is a required property"), "{err}");
-    assert!(!fake.methods().contains(&"tools/call".to_string()), "nothing was sent");
+    assert!(
+        err.to_string().contains("\"text\" is a required property"),
+        "{err}"
+    );
+    assert!(
+        !fake.methods().contains(&"tools/call".to_string()),
+        "nothing was sent"
+    );
 
     let r = s.call_tool("echo", json!({"text": "hi"})).await.unwrap();
     assert_eq!(r.text(), "hi");
@@ -361,9 +464,15 @@ async fn invalid_arguments_are_caught_before_sending() {
 #[tokio::test]
 async fn is_error_is_a_successful_call_and_protocol_errors_are_errors() {
     let (t, _fake) = start(tools_server(|r| {
-        let p: Value = r.params.as_ref().map(|p| serde_json::from_str(p.get()).unwrap()).unwrap_or_default();
+        let p: Value = r
+            .params
+            .as_ref()
+            .map(|p| serde_json::from_str(p.get()).unwrap())
+            .unwrap_or_default();
         match (r.method.as_str(), p["arguments"]["text"].as_str()) {
-            ("tools/call", Some("fail")) => Some(Reply::Ok(json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}))),
+            ("tools/call", Some("fail")) => Some(Reply::Ok(
+                json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}),
+            )),
             ("tools/call", Some("proto")) => Some(Reply::Err(-32602, "bad path")),
             _ => None,
         }
@@ -372,22 +481,34 @@ async fn is_error_is_a_successful_call_and_protocol_errors_are_errors() {
     let r = s.call_tool("echo", json!({"text": "fail"})).await.unwrap();
     assert!(r.is_error());
     assert_eq!(r.text(), "no such file");
-    let err = s.call_tool("echo", json!({"text": "proto"})).await.unwrap_err();
+    let err = s
+        .call_tool("echo", json!({"text": "proto"}))
+        .await
+        .unwrap_err();
     assert_eq!(err.protocol_error().unwrap().code, -32602);
 }
 
 #[tokio::test]
 async fn structured_content_is_checked_against_output_schema() {
     let (t, _fake) = start(tools_server(|r| {
-        let p: Value = r.params.as_ref().map(|p| serde_json::from_str(p.get()).unwrap()).unwrap_or_default();
+        let p: Value = r
+            .params
+            .as_ref()
+            .map(|p| serde_json::from_str(p.get()).unwrap())
+            .unwrap_or_default();
         (r.method == "tools/call" && p["arguments"]["a"] == 0)
             .then(|| Reply::Ok(json!({"content": [], "structuredContent": {"sum": "zero"}})))
     }));
     let s = Session::connect_shared(t, config()).await.unwrap();
     let ok = s.call_tool("add", json!({"a": 1, "b": 2})).await.unwrap();
     assert_eq!(ok.structured_content, Some(json!({"sum": 3.0})));
-    let err = s.call_tool("add", json!({"a": 0, "b": 2})).await.unwrap_err();
-    let SessionError::InvalidOutput { problems, .. } = &err else { panic!("{err}") };
+    let err = s
+        .call_tool("add", json!({"a": 0, "b": 2}))
+        .await
+        .unwrap_err();
+    let SessionError::InvalidOutput { problems, .. } = &err else {
+        panic!("{err}")
+    };
     assert_eq!(problems[0].path, "/sum");
 }
 
@@ -417,7 +538,9 @@ fn progress_server() -> (Arc<memory::MemoryTransport>, Fake) {
             }
             tokio::time::sleep(Duration::from_millis(800)).await;
             let result = json!({"content": [{"type": "text", "text": "done"}]});
-            let _ = server.send(&Message::from(Response::new(id, to_raw(&result).unwrap()))).await;
+            let _ = server
+                .send(&Message::from(Response::new(id, to_raw(&result).unwrap())))
+                .await;
         });
         Some(Reply::Silence)
     }));
@@ -435,25 +558,45 @@ async fn progress_extends_the_timeout_up_to_the_cap() {
     };
     // 3.2 s in all, never more than 0.8 s without progress: within a 1 s timeout.
     let (t, _fake) = progress_server();
-    let cfg = SessionConfig { max_total_timeout: Duration::from_secs(10), ..config() };
+    let cfg = SessionConfig {
+        max_total_timeout: Duration::from_secs(10),
+        ..config()
+    };
     let s = Session::connect_shared(t, cfg).await.unwrap();
-    let r = s.call_tool_with("echo", json!({"text": "x"}), opts.clone()).await.unwrap();
+    let r = s
+        .call_tool_with("echo", json!({"text": "x"}), opts.clone())
+        .await
+        .unwrap();
     assert_eq!(r.text(), "done");
     assert_eq!(*seen.lock().unwrap(), [1.0, 2.0, 3.0]);
 
     // With a 2 s cap, the same call times out at the cap.
     let (t, _fake) = progress_server();
-    let cfg = SessionConfig { max_total_timeout: Duration::from_secs(2), ..config() };
+    let cfg = SessionConfig {
+        max_total_timeout: Duration::from_secs(2),
+        ..config()
+    };
     let s = Session::connect_shared(t, cfg).await.unwrap();
-    let err = s.call_tool_with("echo", json!({"text": "x"}), opts.clone()).await.unwrap_err();
-    let SessionError::Timeout { after, .. } = err else { panic!("{err}") };
+    let err = s
+        .call_tool_with("echo", json!({"text": "x"}), opts.clone())
+        .await
+        .unwrap_err();
+    let SessionError::Timeout { after, .. } = err else {
+        panic!("{err}")
+    };
     assert_eq!(after, Duration::from_secs(2));
 
     // Without a progress listener, no token is sent and the 1 s timeout holds.
     let (t, _fake) = progress_server();
     let s = Session::connect_shared(t, config()).await.unwrap();
-    let opts = CallOptions { timeout: Some(Duration::from_secs(1)), on_progress: None };
-    let err = s.call_tool_with("echo", json!({"text": "x"}), opts).await.unwrap_err();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_secs(1)),
+        on_progress: None,
+    };
+    let err = s
+        .call_tool_with("echo", json!({"text": "x"}), opts)
+        .await
+        .unwrap_err();
     assert!(err.is_timeout());
 }
 
@@ -475,7 +618,10 @@ async fn serial_tool_calls_run_one_at_a_time_in_order() {
             tokio::time::sleep(Duration::from_millis(20)).await;
             a3.lock().unwrap().0 -= 1;
         });
-        Some(Reply::After(Duration::from_millis(25), json!({"content": [{"type": "text", "text": text}]})))
+        Some(Reply::After(
+            Duration::from_millis(25),
+            json!({"content": [{"type": "text", "text": text}]}),
+        ))
     }));
     let cfg = SessionConfig {
         supports_parallel_tool_calls: false,
@@ -485,7 +631,12 @@ async fn serial_tool_calls_run_one_at_a_time_in_order() {
     s.list_tools().await.unwrap();
     let calls = (0..4).map(|i| {
         let s = s.clone();
-        async move { s.call_tool("echo", json!({"text": i.to_string()})).await.unwrap().text() }
+        async move {
+            s.call_tool("echo", json!({"text": i.to_string()}))
+                .await
+                .unwrap()
+                .text()
+        }
     });
     let mut handles = Vec::new();
     for c in calls {
@@ -514,7 +665,9 @@ async fn serial_tool_calls_run_one_at_a_time_in_order() {
 
 #[tokio::test]
 async fn a_closed_connection_fails_requests_in_flight_and_later() {
-    let (t, fake) = start(tools_server(|r| (r.method == "slow").then_some(Reply::Silence)));
+    let (t, fake) = start(tools_server(|r| {
+        (r.method == "slow").then_some(Reply::Silence)
+    }));
     let s = Session::connect_shared(t, config()).await.unwrap();
     let s2 = s.clone();
     let call = tokio::spawn(async move { s2.request("slow", None, None).await });
@@ -531,7 +684,9 @@ async fn invalid_frames_are_counted_not_fatal() {
     let (t, fake) = start(tools_server(|_| None));
     let s = Session::connect_shared(t, config()).await.unwrap();
     fake.server
-        .send_invalid(InvalidFrame::BatchElement(mcp_jsonrpc::MessageError::MissingVersion))
+        .send_invalid(InvalidFrame::BatchElement(
+            mcp_jsonrpc::MessageError::MissingVersion,
+        ))
         .unwrap();
     s.ping().await.unwrap();
     let d = s.diagnostics();
@@ -545,13 +700,22 @@ async fn notifications_are_dispatched_to_the_listener() {
         Message::from(Notification::new(method, Some(to_raw(&params).unwrap())))
     };
     let before = vec![
-        note("notifications/message", json!({"level": "info", "logger": "t", "data": "hello"})),
-        note("notifications/cancelled", json!({"requestId": 77, "reason": "gone"})),
+        note(
+            "notifications/message",
+            json!({"level": "info", "logger": "t", "data": "hello"}),
+        ),
+        note(
+            "notifications/cancelled",
+            json!({"requestId": 77, "reason": "gone"}),
+        ),
         note("notifications/custom/thing", json!({"x": 1})),
     ];
     let (t, _fake) = start(tools_server(move |r| {
         (r.method == "tools/call").then(|| {
-            Reply::Then(before.clone(), json!({"content": [{"type": "text", "text": "ok"}]}))
+            Reply::Then(
+                before.clone(),
+                json!({"content": [{"type": "text", "text": "ok"}]}),
+            )
         })
     }));
     let events = Arc::new(Mutex::new(Vec::new()));

@@ -1,0 +1,255 @@
+//! `mcp`: probe MCP servers, list and call their tools, check config files,
+//! and show every message on the wire.
+//!
+//! ```text
+//! mcp probe                              # the built-in demo server
+//! mcp probe --stdio 'npx -y @modelcontextprotocol/server-everything' --trace
+//! mcp probe --config settings.json --server local-fs
+//! mcp tools --stdio 'python server.py'
+//! mcp call --stdio 'python server.py' echo --args '{"text": "hi"}'
+//! mcp config check settings.json
+//! ```
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+mod output;
+mod probe;
+mod target;
+mod trace;
+mod words;
+
+use output::Style;
+
+/// Probe MCP servers, list and call their tools, check configs.
+#[derive(Debug, Parser)]
+#[command(name = "mcp", version, about, long_about = None)]
+struct Cli {
+    /// Log what the client does (to stderr).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run initialize → initialized → tools/list → tools/call against a server and
+    /// report each step; with no target, the built-in demo server.
+    Probe(ProbeArgs),
+    /// List a server's tools.
+    Tools(ToolsArgs),
+    /// Call one tool.
+    Call(CallArgs),
+    /// Check or show a config file.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Run the built-in demo server on stdin/stdout (what `mcp probe` starts).
+    #[command(name = "demo-server", hide = true)]
+    DemoServer {
+        /// Arguments for the test server (see `mcp demo-server --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+/// Which server(s) to talk to. With none of these: the built-in demo server.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct TargetArgs {
+    /// A stdio server: the command line, split like a shell would (quotes
+    /// work) but run directly, never through a shell.
+    #[arg(long, value_name = "'CMD ARGS…'", conflicts_with = "config")]
+    pub(crate) stdio: Option<String>,
+    /// A config file (or a folder holding one): OpenClaw settings.json or
+    /// config.toml, Claude Desktop, Cursor, VS Code, Codex.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// With --config: only this server.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) server: Option<String>,
+    /// Environment for a --stdio server, on top of the allowlist (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub(crate) env: Vec<String>,
+    /// Per-request timeout in milliseconds (default 60000, or the config's).
+    #[arg(long, value_name = "MS")]
+    pub(crate) timeout: Option<u64>,
+    /// Handshake timeout in milliseconds (default 30000, or the config's).
+    #[arg(long, value_name = "MS")]
+    pub(crate) handshake_timeout: Option<u64>,
+}
+
+/// How to show things.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub(crate) struct ShowArgs {
+    /// Print every JSON-RPC message in both directions, and the server's stderr.
+    #[arg(long)]
+    pub(crate) trace: bool,
+    /// Print a machine-readable JSON report instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Do not summarise long outputs (tool lists, results, traced messages).
+    #[arg(long)]
+    pub(crate) full: bool,
+}
+
+#[derive(Debug, Args)]
+struct ProbeArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    #[command(flatten)]
+    show: ShowArgs,
+    /// The tool to call in the tools/call step (default: a safe one, when the
+    /// server has one).
+    #[arg(long, value_name = "TOOL")]
+    call: Option<String>,
+    /// Arguments for --call, as JSON.
+    #[arg(long, value_name = "JSON", requires = "call")]
+    args: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ToolsArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    #[command(flatten)]
+    show: ShowArgs,
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    #[command(flatten)]
+    show: ShowArgs,
+    /// The tool's name.
+    tool: String,
+    /// Arguments as a JSON object.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    args: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Validate a config file: every problem, with its path. Exit status 1 on errors.
+    Check {
+        /// The file, or a folder holding one.
+        file: PathBuf,
+        /// Unknown keys are errors, not warnings.
+        #[arg(long)]
+        strict: bool,
+        /// The format, when detection is not wanted (openclaw-json,
+        /// openclaw-toml, claude-desktop, cursor, vscode, codex).
+        #[arg(long)]
+        format: Option<String>,
+    },
+    /// Show the resolved servers (secrets redacted) with their fingerprints.
+    Show {
+        /// The file, or a folder holding one.
+        file: PathBuf,
+        /// The format, when detection is not wanted.
+        #[arg(long)]
+        format: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::DemoServer { args } = cli.command {
+        return run_async(mcp_testkit::run(args));
+    }
+    if cli.verbose {
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let style = Style::detect();
+    match cli.command {
+        Command::Probe(a) => run_async(probe::probe(
+            a.target,
+            a.show,
+            style,
+            probe::SampleCall::from_args(a.call, a.args),
+        )),
+        Command::Tools(a) => run_async(probe::tools(a.target, a.show, style)),
+        Command::Call(a) => run_async(probe::call(a.target, a.show, style, a.tool, a.args)),
+        Command::Config(c) => config(c, style),
+        Command::DemoServer { .. } => ExitCode::SUCCESS,
+    }
+}
+
+fn run_async(f: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(f),
+        Err(e) => {
+            eprintln!("mcp: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn config_options(format: Option<String>, strict: bool) -> Result<mcp_config::Options, ExitCode> {
+    let mut options = mcp_config::Options::new().strict(strict);
+    if let Some(f) = format {
+        match f.parse::<mcp_config::Format>() {
+            Ok(f) => options = options.format(f),
+            Err(e) => {
+                eprintln!("mcp: {e}");
+                return Err(ExitCode::from(2));
+            }
+        }
+    }
+    Ok(options)
+}
+
+fn config(c: ConfigCommand, style: Style) -> ExitCode {
+    match c {
+        ConfigCommand::Check {
+            file,
+            strict,
+            format,
+        } => {
+            let options = match config_options(format, strict) {
+                Ok(o) => o,
+                Err(code) => return code,
+            };
+            let report = mcp_config::check_path(&file, &options, Some(&mcp_config::process_env));
+            let lines = report.lines();
+            if lines.is_empty() {
+                println!("{} {}: no problems", style.ok("✓"), file.display());
+            }
+            for line in lines {
+                println!("{line}");
+            }
+            if report.has_errors() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        ConfigCommand::Show { file, format } => {
+            let options = match config_options(format, false) {
+                Ok(o) => o,
+                Err(code) => return code,
+            };
+            match mcp_config::show_path(&file, &options, &mcp_config::process_env) {
+                Ok(lines) => {
+                    for line in lines {
+                        println!("{line}");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{} {e}", style.fail("✗"));
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Output for people: marks, colour only on a terminal and without `NO_COLOR`,
+//! and summaries of long text.
+
+use std::io::IsTerminal;
+
+/// Whether to colour output.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    color: bool,
+}
+
+impl Style {
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset (or empty).
+    pub(crate) fn detect() -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Style {
+            color: !no_color && std::io::stdout().is_terminal(),
+        }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    pub(crate) fn ok(self, text: &str) -> String {
+        self.paint("32", text)
+    }
+
+    pub(crate) fn fail(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+
+    pub(crate) fn warn(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
+    pub(crate) fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    pub(crate) fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+}
+
+/// Cuts text to `max` characters, saying how much was left out.
+pub(crate) fn summarize(text: &str, max: usize, full: bool) -> String {
+    if full || text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!(
+        "{cut}… ({} bytes in all; --full shows everything)",
+        text.len()
+    )
+}
+
+/// Replaces control characters so server text cannot drive the terminal.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '�'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// A duration in ms or s, for step timings.
+pub(crate) fn ms(d: std::time::Duration) -> String {
+    mcp_session::describe_duration(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_cut_and_say_so() {
+        assert_eq!(summarize("abc", 5, false), "abc");
+        assert!(summarize("abcdef", 3, false).starts_with("abc… (6 bytes"));
+        assert_eq!(summarize("abcdef", 3, true), "abcdef");
+    }
+
+    #[test]
+    fn no_escape_sequences_reach_the_terminal() {
+        assert_eq!(printable("a\x1b[2Jb"), "a�[2Jb");
+    }
+}

@@ -1,0 +1,118 @@
+//! A transport wrapper that shows every message (`--trace`) and remembers
+//! what was not a message, for the diagnosis when a step fails.
+
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+
+use mcp_jsonrpc::Message;
+use mcp_transport::{BoxFuture, ExitInfo, Received, Transport, TransportError, TransportKind};
+
+use crate::output::{Style, printable, summarize};
+
+/// Where traced lines go and how long they may be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TraceOptions {
+    pub(crate) enabled: bool,
+    /// To stderr (when stdout carries a JSON report) instead of stdout.
+    pub(crate) to_stderr: bool,
+    pub(crate) full: bool,
+    pub(crate) style: Style,
+}
+
+impl TraceOptions {
+    pub(crate) fn line(&self, text: &str) {
+        if !self.enabled {
+            return;
+        }
+        if self.to_stderr {
+            let _ = writeln!(std::io::stderr(), "{text}");
+        } else {
+            let _ = writeln!(std::io::stdout(), "{text}");
+        }
+    }
+}
+
+/// Non-messages seen on the wire.
+#[derive(Debug, Default)]
+pub(crate) struct Noise {
+    pub(crate) count: u64,
+    pub(crate) examples: Vec<String>,
+}
+
+/// Wraps a transport: traces what passes, records noise.
+#[derive(Debug)]
+pub(crate) struct Traced {
+    inner: Arc<dyn Transport>,
+    options: TraceOptions,
+    pub(crate) noise: Arc<Mutex<Noise>>,
+}
+
+impl Traced {
+    pub(crate) fn new(inner: Arc<dyn Transport>, options: TraceOptions) -> Self {
+        Traced {
+            inner,
+            options,
+            noise: Arc::default(),
+        }
+    }
+
+    fn show(&self, arrow: &str, message: &Message) {
+        if !self.options.enabled {
+            return;
+        }
+        let text = serde_json::to_string(message).unwrap_or_else(|e| format!("<{e}>"));
+        let text = summarize(&printable(&text), 64 * 1024, self.options.full);
+        let arrow = self.options.style.dim(arrow);
+        self.options.line(&format!("{arrow} {text}"));
+    }
+}
+
+impl Transport for Traced {
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.show("→", message);
+        self.inner.send(message)
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
+        Box::pin(async move {
+            let item = self.inner.recv().await?;
+            match &item {
+                Received::Message(m) => self.show("←", m),
+                Received::Invalid(frame) => {
+                    let text = printable(&frame.to_string());
+                    if let Ok(mut noise) = self.noise.lock() {
+                        noise.count += 1;
+                        if noise.examples.len() < 3 {
+                            noise.examples.push(text.clone());
+                        }
+                    }
+                    let mark = self.options.style.warn("!");
+                    self.options
+                        .line(&format!("{mark} not a JSON-RPC message: {text}"));
+                }
+                _ => {}
+            }
+            Ok(item)
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+
+    fn kind(&self) -> TransportKind {
+        self.inner.kind()
+    }
+
+    fn stderr_tail(&self) -> Vec<String> {
+        self.inner.stderr_tail()
+    }
+
+    fn exit_info(&self) -> Option<ExitInfo> {
+        self.inner.exit_info()
+    }
+
+    fn detach_stderr(&self) {
+        self.inner.detach_stderr()
+    }
+}
