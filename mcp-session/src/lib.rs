@@ -55,6 +55,7 @@
 //! See the crate's tests for complete exchanges.
 
 mod error;
+pub mod modern;
 mod pending;
 mod session;
 mod tools;

@@ -221,9 +221,10 @@ mod tests {
         let _b = t.insert(Id::from(4), None).unwrap();
         let p = |token| ProgressParams {
             progress_token: token,
-            progress: 1.0,
-            total: None,
+            progress_value: 1.into(),
+            total_value: None,
             message: None,
+            extra: Default::default(),
         };
         assert!(t.progress(p(json!(3))));
         assert!(

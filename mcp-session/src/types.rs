@@ -362,19 +362,40 @@ impl Content {
 }
 
 /// `notifications/progress` parameters.
+///
+/// The numbers are kept as the server wrote them (`50` stays `50`); use
+/// [`progress`](Self::progress) and [`total`](Self::total) for arithmetic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressParams {
     /// The token the request carried in `_meta.progressToken`.
     pub progress_token: Value,
     /// Progress so far; increases with each notification.
-    pub progress: f64,
+    #[serde(rename = "progress")]
+    pub progress_value: serde_json::Number,
     /// The total, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total: Option<f64>,
+    #[serde(rename = "total", default, skip_serializing_if = "Option::is_none")]
+    pub total_value: Option<serde_json::Number>,
     /// A message for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Other fields (`_meta` …).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl ProgressParams {
+    /// Progress so far.
+    pub fn progress(&self) -> f64 {
+        self.progress_value.as_f64().unwrap_or(0.0)
+    }
+
+    /// The total, when known.
+    pub fn total(&self) -> Option<f64> {
+        self.total_value
+            .as_ref()
+            .and_then(serde_json::Number::as_f64)
+    }
 }
 
 /// `notifications/message` parameters: a log message from the server.

@@ -554,7 +554,7 @@ async fn progress_extends_the_timeout_up_to_the_cap() {
     let seen2 = Arc::clone(&seen);
     let opts = CallOptions {
         timeout: Some(Duration::from_secs(1)),
-        on_progress: Some(Arc::new(move |p| seen2.lock().unwrap().push(p.progress))),
+        on_progress: Some(Arc::new(move |p| seen2.lock().unwrap().push(p.progress()))),
     };
     // 3.2 s in all, never more than 0.8 s without progress: within a 1 s timeout.
     let (t, _fake) = progress_server();
