@@ -54,7 +54,7 @@ pub enum SessionError {
         after: Duration,
     },
     /// The server answered with a JSON-RPC error.
-    #[error("{method} failed: {error}")]
+    #[error("{method} failed: {error}{}", explain(.error))]
     Protocol {
         /// The request's method.
         method: String,
@@ -107,12 +107,61 @@ pub enum SessionError {
         /// The versions this client speaks.
         supported: Vec<String>,
     },
+    /// A modern-only session met a legacy server.
+    #[error(
+        "the server speaks only the initialize handshake (2025-11-25 or older): {reason}; \
+         use the legacy or auto protocol mode"
+    )]
+    LegacyServer {
+        /// What gave it away.
+        reason: String,
+    },
+    /// The server asked for input (elicitation, sampling, roots) that could
+    /// not be given.
+    #[error("the server asked for {method}, which could not be answered: {reason}")]
+    InputRequest {
+        /// The input request's method.
+        method: String,
+        /// Why.
+        reason: String,
+    },
     /// The server does not offer this feature (it did not declare the capability).
     #[error("the server does not support {0} (capability not declared)")]
     NotSupported(&'static str),
     /// The session was closed by this client.
     #[error("the session is closed")]
     Closed,
+}
+
+/// What the 2026-07-28 error codes mean for the user.
+fn explain(error: &ErrorObject) -> String {
+    let data: Option<serde_json::Value> = error.data_as().and_then(Result::ok);
+    match error.code {
+        mcp_jsonrpc::codes::UNSUPPORTED_PROTOCOL_VERSION => {
+            let supported = data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "not said".into());
+            format!(
+                "; the server does not speak the requested protocol version (it supports: {supported})"
+            )
+        }
+        mcp_jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            let required = data
+                .as_ref()
+                .and_then(|d| d.get("requiredCapabilities"))
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "not said".into());
+            format!(
+                "; the server needs a client capability this client did not declare: {required}"
+            )
+        }
+        mcp_jsonrpc::codes::HEADER_MISMATCH => {
+            "; the HTTP headers did not match the request body (a proxy rewriting headers?)".into()
+        }
+        _ => String::new(),
+    }
 }
 
 fn known_tools(known: &[String]) -> String {

@@ -134,6 +134,11 @@ pub struct CacheHints {
 impl CacheHints {
     /// Reads `ttlMs` and `cacheScope` from a result object.
     pub fn of(result: &Value) -> CacheHints {
+        result.as_object().map(Self::of_map).unwrap_or_default()
+    }
+
+    /// Reads `ttlMs` and `cacheScope` from a result's fields.
+    pub fn of_map(result: &Map<String, Value>) -> CacheHints {
         let ttl = result
             .get("ttlMs")
             .and_then(Value::as_i64)

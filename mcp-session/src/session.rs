@@ -19,13 +19,17 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{SessionError, fmt_duration};
+use crate::modern::{
+    CacheHints, DiscoverResult, InputRequest, InputRequiredResult, ProbeOutcome, RequestMeta,
+    classify_probe,
+};
 use crate::pending::{Deadline, Delivery, Outcome, PendingTable};
 use crate::tools::{Checked, ToolCatalog};
 use crate::types::{
     CallToolResult, CancelledParams, ClientCapabilities, Implementation, InitializeParams,
     InitializeResult, ListToolsResult, LoggingMessageParams, ProgressParams,
 };
-use crate::version::ProtocolVersion;
+use crate::version::{ProtocolMode, ProtocolVersion};
 
 /// Answers requests the server sends to the client (sampling, elicitation,
 /// roots). `ping` is answered by the session itself.
@@ -78,8 +82,21 @@ pub struct SessionConfig {
     pub client_info: Implementation,
     /// Capabilities to declare (merged with the handler's).
     pub capabilities: ClientCapabilities,
-    /// The version offered in `initialize`. Default: 2025-11-25.
+    /// The version offered in `initialize`. Default: 2025-11-25. A modern
+    /// version here (2026-07-28) means [`ProtocolMode::Modern`].
     pub protocol_version: ProtocolVersion,
+    /// Which lifecycle to use: the handshake (default), 2026-07-28's
+    /// `server/discover`, or a probe that picks one.
+    pub mode: ProtocolMode,
+    /// In [`ProtocolMode::Auto`], how long a silent `server/discover` probe
+    /// waits before the server is taken for a legacy one. Default: 3 s.
+    pub probe_timeout: Duration,
+    /// For modern servers: the log level to ask for in each request's
+    /// `_meta` (servers send no log messages without one). Default: none.
+    pub log_level: Option<String>,
+    /// Most multi-round-trip rounds (`input_required` results) one call may
+    /// take. Default: 8.
+    pub max_input_rounds: usize,
     /// The server's name in the config, for logs.
     pub server_name: String,
     /// Bound on each request without progress. Default: 60 s.
@@ -104,6 +121,7 @@ impl fmt::Debug for SessionConfig {
         f.debug_struct("SessionConfig")
             .field("client_info", &self.client_info)
             .field("protocol_version", &self.protocol_version)
+            .field("mode", &self.mode)
             .field("server_name", &self.server_name)
             .field("request_timeout", &self.request_timeout)
             .field("handshake_timeout", &self.handshake_timeout)
@@ -124,6 +142,10 @@ impl Default for SessionConfig {
             client_info: Implementation::new("mcp-client-rs", env!("CARGO_PKG_VERSION")),
             capabilities: ClientCapabilities::default(),
             protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
+            mode: ProtocolMode::Legacy,
+            probe_timeout: Duration::from_secs(3),
+            log_level: None,
+            max_input_rounds: 8,
             server_name: "server".into(),
             request_timeout: Duration::from_secs(60),
             handshake_timeout: Duration::from_secs(30),
@@ -207,6 +229,14 @@ impl Shared {
     }
 }
 
+/// The catalog and how long it stays fresh.
+struct CachedCatalog {
+    catalog: Arc<ToolCatalog>,
+    /// `None`: until the server says the list changed (legacy servers send
+    /// no TTL). `Some`: the modern server's `ttlMs` from the fetch.
+    fresh_until: Option<Instant>,
+}
+
 /// The session handle's state. Dropping the last handle stops the reader
 /// task, which drops the transport (a stdio transport then kills its child).
 struct Inner {
@@ -217,7 +247,9 @@ struct Inner {
     config: SessionConfig,
     init: InitializeResult,
     version: ProtocolVersion,
-    catalog: tokio::sync::Mutex<Option<Arc<ToolCatalog>>>,
+    /// Per-request metadata, for a modern session.
+    meta: Option<RequestMeta>,
+    catalog: tokio::sync::Mutex<Option<CachedCatalog>>,
     call_gate: tokio::sync::Mutex<()>,
 }
 
@@ -415,6 +447,20 @@ fn log_server_message(server: &str, m: &LoggingMessageParams) {
     }
 }
 
+/// `tools/call` parameters, serialized straight from borrowed parts.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallParams<'a> {
+    name: &'a str,
+    arguments: &'a Value,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_responses: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_state: Option<&'a str>,
+}
+
 /// Removes a request from the table if its caller stops waiting (timeout,
 /// or the caller's future was dropped), and tells the server to stop.
 struct InFlight<'a> {
@@ -436,8 +482,9 @@ impl Drop for InFlight<'_> {
             return;
         }
         let still_waiting = self.session.shared.lock_pending().remove(&self.id);
-        // The spec forbids cancelling `initialize`.
-        if still_waiting && self.method != "initialize" {
+        // The spec forbids cancelling `initialize`; a `server/discover` probe
+        // may go to a legacy server that knows no cancellation yet.
+        if still_waiting && !matches!(self.method, "initialize" | "server/discover") {
             let params = json!({"requestId": self.id, "reason": "the client stopped waiting"});
             let transport = Arc::clone(&self.session.transport);
             if let Ok(raw) = mcp_jsonrpc::to_raw(&params) {
@@ -534,12 +581,173 @@ impl Inner {
         params: &P,
         timeout: Duration,
     ) -> Result<R, SessionError> {
-        let raw = to_raw_params(method, params)?;
+        let raw = self.params(method, params)?;
         let id = self.next_id();
         let result = self
             .request_raw(id, method, Some(raw), timeout, None)
             .await?;
         parse_result(method, &result)
+    }
+
+    /// Encodes request parameters, adding the per-request `_meta` of a
+    /// modern session.
+    fn params<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<RawJson, SessionError> {
+        match &self.meta {
+            None => to_raw_params(method, params),
+            Some(meta) => {
+                let mut value =
+                    serde_json::to_value(params).map_err(|e| SessionError::InvalidResponse {
+                        method: method.to_string(),
+                        reason: format!("cannot encode the request: {e}"),
+                    })?;
+                meta.apply(&mut value);
+                to_raw_params(method, &value)
+            }
+        }
+    }
+
+    /// The `initialize` handshake, offering `offered`.
+    async fn handshake(
+        &mut self,
+        offered: ProtocolVersion,
+        capabilities: &ClientCapabilities,
+    ) -> Result<(), SessionError> {
+        let params = InitializeParams {
+            protocol_version: offered.as_str().to_string(),
+            capabilities: capabilities.clone(),
+            client_info: self.config.client_info.clone(),
+        };
+        let timeout = self.config.handshake_timeout;
+        let init: InitializeResult = self.request("initialize", &params, timeout).await?;
+        let version = init
+            .protocol_version
+            .parse::<ProtocolVersion>()
+            .ok()
+            .filter(|v| !v.is_modern());
+        let Some(version) = version else {
+            return Err(SessionError::VersionMismatch {
+                offered: params.protocol_version,
+                received: init.protocol_version,
+                supported: ProtocolVersion::HANDSHAKE
+                    .iter()
+                    .map(|v| v.as_str().to_string())
+                    .collect(),
+            });
+        };
+        self.version = version;
+        self.init = init;
+        Ok(())
+    }
+
+    /// `server/discover`: the modern lifecycle, or (with `fallback`) the
+    /// stdio probe that falls back to the handshake for a legacy server.
+    async fn discover(
+        &mut self,
+        capabilities: &ClientCapabilities,
+        fallback: bool,
+    ) -> Result<(), SessionError> {
+        let modern = ProtocolVersion::V2026_07_28;
+        let mut meta = RequestMeta::new(modern.as_str(), &self.config.client_info, capabilities);
+        if let Some(level) = &self.config.log_level {
+            meta = meta.with_log_level(level);
+        }
+        let mut params = json!({});
+        meta.apply(&mut params);
+        let method = "server/discover";
+        let raw = to_raw_params(method, &params)?;
+        let timeout = if fallback {
+            self.config.probe_timeout.min(self.config.handshake_timeout)
+        } else {
+            self.config.handshake_timeout
+        };
+        let id = self.next_id();
+        let ours = [modern.as_str()];
+        let outcome =
+            match self.request_raw(id, method, Some(raw), timeout, None).await {
+                Ok(raw) => {
+                    let value: Value = parse_result(method, &raw)?;
+                    match classify_probe(Ok(&value), &ours) {
+                        ProbeOutcome::Modern(_) => {
+                            let discovered: DiscoverResult = serde_json::from_value(value)
+                                .map_err(|e| SessionError::InvalidResponse {
+                                    method: method.into(),
+                                    reason: e.to_string(),
+                                })?;
+                            self.become_modern(discovered, meta);
+                            return Ok(());
+                        }
+                        other => other,
+                    }
+                }
+                Err(SessionError::Protocol { error, .. }) => {
+                    let data: Option<Value> = error.data_as().and_then(Result::ok);
+                    match classify_probe(Err((error.code, data.as_ref())), &ours) {
+                        ProbeOutcome::Legacy if !fallback => {
+                            return Err(SessionError::LegacyServer {
+                                reason: format!("it answered server/discover with {error}"),
+                            });
+                        }
+                        other => other,
+                    }
+                }
+                Err(e) if e.is_timeout() && fallback => ProbeOutcome::Legacy,
+                Err(e) => return Err(e),
+            };
+        match outcome {
+            ProbeOutcome::Legacy => {
+                tracing::debug!(server = %self.config.server_name, "legacy server: falling back to initialize");
+                self.handshake(ProtocolVersion::LATEST_HANDSHAKE, capabilities)
+                    .await
+            }
+            ProbeOutcome::ModernUnsupported(supported) => {
+                // A server that names a handshake version it supports gets
+                // the handshake with that version.
+                let legacy = ProtocolVersion::HANDSHAKE
+                    .into_iter()
+                    .find(|v| supported.iter().any(|s| s == v.as_str()));
+                match legacy {
+                    Some(v) => self.handshake(v, capabilities).await,
+                    None => Err(SessionError::VersionMismatch {
+                        offered: modern.as_str().into(),
+                        received: supported.join(", "),
+                        supported: ProtocolVersion::ALL
+                            .iter()
+                            .map(|v| v.as_str().to_string())
+                            .collect(),
+                    }),
+                }
+            }
+            // A recognised modern error naming our version: modern after all.
+            ProbeOutcome::Modern(_) => Err(SessionError::InvalidResponse {
+                method: method.into(),
+                reason: "the server refused server/discover while naming 2026-07-28 as supported"
+                    .into(),
+            }),
+        }
+    }
+
+    fn become_modern(&mut self, discovered: DiscoverResult, meta: RequestMeta) {
+        let server_info = discovered
+            .server_info()
+            .unwrap_or_else(|| Implementation::new("(unnamed server)", ""));
+        let mut extra = discovered.extra;
+        extra.insert(
+            "supportedVersions".into(),
+            Value::from(discovered.supported_versions),
+        );
+        self.version = ProtocolVersion::V2026_07_28;
+        self.meta = Some(meta);
+        self.init = InitializeResult {
+            protocol_version: ProtocolVersion::V2026_07_28.as_str().into(),
+            capabilities: discovered.capabilities,
+            server_info,
+            instructions: discovered.instructions,
+            extra,
+        };
     }
 }
 
@@ -593,12 +801,12 @@ impl Session {
         if let Some(h) = &config.handler {
             merge_capabilities(&mut capabilities, h.capabilities());
         }
-        let params = InitializeParams {
-            protocol_version: config.protocol_version.as_str().to_string(),
-            capabilities,
-            client_info: config.client_info.clone(),
+        let mode = if config.protocol_version.is_modern() {
+            ProtocolMode::Modern
+        } else {
+            config.mode
         };
-        // The handshake runs on a provisional handle so it uses the same
+        // The lifecycle runs on a provisional handle so it uses the same
         // request path as everything else.
         let mut inner = Inner {
             transport: Arc::clone(&transport),
@@ -606,6 +814,7 @@ impl Session {
             reader,
             next_id: AtomicI64::new(0),
             version: config.protocol_version,
+            meta: None,
             init: InitializeResult {
                 protocol_version: String::new(),
                 capabilities: Default::default(),
@@ -617,32 +826,26 @@ impl Session {
             call_gate: tokio::sync::Mutex::new(()),
             config,
         };
-        let timeout = inner.config.handshake_timeout;
-        let init: InitializeResult = match inner.request("initialize", &params, timeout).await {
-            Ok(init) => init,
-            Err(e) => {
-                transport.close().await;
-                return Err(e);
+        let started = match mode {
+            ProtocolMode::Modern => inner.discover(&capabilities, false).await,
+            ProtocolMode::Auto => inner.discover(&capabilities, true).await,
+            _ => {
+                let offered = inner.config.protocol_version;
+                inner.handshake(offered, &capabilities).await
             }
         };
-        let Ok(version) = init.protocol_version.parse::<ProtocolVersion>() else {
+        if let Err(e) = started {
             transport.close().await;
-            return Err(SessionError::VersionMismatch {
-                offered: params.protocol_version,
-                received: init.protocol_version,
-                supported: ProtocolVersion::HANDSHAKE
-                    .iter()
-                    .map(|v| v.as_str().to_string())
-                    .collect(),
-            });
-        };
-        inner.version = version;
-        inner.init = init;
+            return Err(e);
+        }
+        let version = inner.version;
         let session = Session {
             inner: Arc::new(inner),
         };
-        session.notify("notifications/initialized", None).await?;
-        tracing::debug!(server = %session.inner.config.server_name, %version, "initialized");
+        if !version.is_modern() {
+            session.notify("notifications/initialized", None).await?;
+        }
+        tracing::debug!(server = %session.inner.config.server_name, %version, "connected");
         Ok(session)
     }
 
@@ -673,7 +876,11 @@ impl Session {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<RawJson, SessionError> {
-        let raw = params.map(|p| to_raw_params(method, &p)).transpose()?;
+        let raw = match (params, &self.inner.meta) {
+            (Some(p), _) => Some(self.inner.params(method, &p)?),
+            (None, Some(_)) => Some(self.inner.params(method, &json!({}))?),
+            (None, None) => None,
+        };
         let id = self.inner.next_id();
         let timeout = timeout.unwrap_or(self.inner.config.request_timeout);
         self.inner.request_raw(id, method, raw, timeout, None).await
@@ -686,9 +893,15 @@ impl Session {
         Ok(self.inner.transport.send(&message).await?)
     }
 
-    /// `ping`: checks the server answers.
+    /// Checks the server answers: `ping`, or `server/discover` for a modern
+    /// server (2026-07-28 has no `ping`).
     pub async fn ping(&self) -> Result<(), SessionError> {
-        self.request("ping", None, None).await.map(|_| ())
+        let method = if self.inner.version.is_modern() {
+            "server/discover"
+        } else {
+            "ping"
+        };
+        self.request(method, None, None).await.map(|_| ())
     }
 
     /// The tool catalog: cached, fetched (every page) when missing or marked
@@ -697,17 +910,33 @@ impl Session {
     /// A server without the `tools` capability yields an empty catalog with
     /// a diagnostic, and no request is sent.
     pub async fn list_tools(&self) -> Result<Arc<ToolCatalog>, SessionError> {
+        self.catalog(true).await
+    }
+
+    /// The catalog, fetched when missing or invalidated by
+    /// `notifications/tools/list_changed`; when `honour_ttl`, also when a
+    /// modern server's `ttlMs` has run out. (A call only needs the schemas to
+    /// check its arguments, so it uses a catalog past its TTL rather than
+    /// fetching before every call.)
+    async fn catalog(&self, honour_ttl: bool) -> Result<Arc<ToolCatalog>, SessionError> {
         let mut cached = self.inner.catalog.lock().await;
-        let stale = self
+        let invalidated = self
             .inner
             .shared
             .catalog_stale
             .swap(false, Ordering::AcqRel);
-        if let (Some(c), false) = (cached.as_ref(), stale) {
-            return Ok(Arc::clone(c));
+        if let Some(c) = cached.as_ref() {
+            let expired = honour_ttl && c.fresh_until.is_some_and(|t| Instant::now() >= t);
+            if !invalidated && !expired {
+                return Ok(Arc::clone(&c.catalog));
+            }
         }
-        let catalog = Arc::new(self.fetch_tools().await?);
-        *cached = Some(Arc::clone(&catalog));
+        let (catalog, ttl) = self.fetch_tools().await?;
+        let catalog = Arc::new(catalog);
+        *cached = Some(CachedCatalog {
+            catalog: Arc::clone(&catalog),
+            fresh_until: ttl.map(|ttl| Instant::now() + ttl),
+        });
         Ok(catalog)
     }
 
@@ -720,20 +949,19 @@ impl Session {
         self.list_tools().await
     }
 
-    async fn fetch_tools(&self) -> Result<ToolCatalog, SessionError> {
+    /// Every page of `tools/list`, and (for a modern server) how long the
+    /// result stays fresh: the shortest `ttlMs` of its pages, 0 when absent.
+    async fn fetch_tools(&self) -> Result<(ToolCatalog, Option<Duration>), SessionError> {
+        let modern = self.inner.version.is_modern();
         if self.inner.init.capabilities.tools.is_none() {
-            return Ok(ToolCatalog::new(
-                Vec::new(),
-                vec![
-                    "tools/list is empty: the server did not declare the `tools` capability in initialize, so it offers no tools"
-                        .to_string(),
-                ],
-            ));
+            let why = "tools/list is empty: the server did not declare the `tools` capability, so it offers no tools";
+            return Ok((ToolCatalog::new(Vec::new(), vec![why.to_string()]), None));
         }
         let method = "tools/list";
         let mut tools = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut cursor: Option<String> = None;
+        let mut ttl: Option<Duration> = None;
         let timeout = self.inner.config.request_timeout;
         for _ in 0..self.inner.config.max_list_pages {
             let params = match &cursor {
@@ -741,9 +969,13 @@ impl Session {
                 None => json!({}),
             };
             let page: ListToolsResult = self.inner.request(method, &params, timeout).await?;
+            if modern {
+                let page_ttl = CacheHints::of_map(&page.extra).ttl;
+                ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
+            }
             tools.extend(page.tools);
             match page.next_cursor {
-                None => return Ok(ToolCatalog::new(tools, Vec::new())),
+                None => return Ok((ToolCatalog::new(tools, Vec::new()), ttl)),
                 Some(next) => {
                     if !seen.insert(next.clone()) {
                         return Err(SessionError::InvalidResponse {
@@ -788,7 +1020,11 @@ impl Session {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, SessionError> {
-        let catalog = self.list_tools().await?;
+        let mut catalog = self.catalog(false).await?;
+        if catalog.get(name).is_none() {
+            // The server may have added the tool since the catalog was fetched.
+            catalog = self.refresh_tools().await?;
+        }
         let Some(entry) = catalog.get(name) else {
             return Err(SessionError::UnknownTool {
                 name: name.to_string(),
@@ -813,30 +1049,95 @@ impl Session {
         } else {
             Some(self.inner.call_gate.lock().await)
         };
-        let id = self.inner.next_id();
-        let params = match options.on_progress {
-            Some(_) => {
-                json!({"name": name, "arguments": arguments, "_meta": {"progressToken": id}})
-            }
-            None => json!({"name": name, "arguments": arguments}),
-        };
         let method = "tools/call";
-        let raw = to_raw_params(method, &params)?;
         let timeout = options.timeout.unwrap_or(self.inner.config.request_timeout);
-        let result = self
-            .inner
-            .request_raw(id, method, Some(raw), timeout, options.on_progress.as_ref())
-            .await?;
-        let result: CallToolResult = parse_result(method, &result)?;
-        if let (Some(structured), false) = (&result.structured_content, result.is_error())
-            && let Checked::Invalid(problems) = entry.check_output(structured)
-        {
-            return Err(SessionError::InvalidOutput {
-                tool: name.to_string(),
-                problems,
-            });
+        let mut input: Option<(serde_json::Map<String, Value>, Option<String>)> = None;
+        let mut rounds = 0usize;
+        loop {
+            let id = self.inner.next_id();
+            let mut meta = serde_json::Map::new();
+            if let Some(m) = &self.inner.meta {
+                let mut holder = Value::Object(serde_json::Map::new());
+                m.apply(&mut holder);
+                if let Some(Value::Object(entries)) = holder.get_mut("_meta").map(Value::take) {
+                    meta = entries;
+                }
+            }
+            if options.on_progress.is_some() {
+                meta.insert(
+                    "progressToken".into(),
+                    serde_json::to_value(&id).unwrap_or_default(),
+                );
+            }
+            let params = CallParams {
+                name,
+                arguments: &arguments,
+                meta: (!meta.is_empty()).then_some(&meta),
+                input_responses: input.as_ref().map(|(r, _)| r),
+                request_state: input.as_ref().and_then(|(_, s)| s.as_deref()),
+            };
+            let raw = to_raw_params(method, &params)?;
+            let result = self
+                .inner
+                .request_raw(id, method, Some(raw), timeout, options.on_progress.as_ref())
+                .await?;
+            let parsed: CallToolResult = parse_result(method, &result)?;
+            if parsed.extra.get("resultType").and_then(Value::as_str) == Some("input_required") {
+                rounds += 1;
+                if rounds > self.inner.config.max_input_rounds {
+                    return Err(SessionError::InvalidResponse {
+                        method: method.into(),
+                        reason: format!(
+                            "the server still asked for input after {} rounds; gave up",
+                            self.inner.config.max_input_rounds
+                        ),
+                    });
+                }
+                let asked: InputRequiredResult = parse_result(method, &result)?;
+                let mut responses = serde_json::Map::new();
+                for (key, request) in asked.input_requests.iter().flatten() {
+                    responses.insert(key.clone(), self.answer_input(request).await?);
+                }
+                // `requestState` goes back exactly as it came, or not at all.
+                input = Some((responses, asked.request_state));
+                continue;
+            }
+            if let (Some(structured), false) = (&parsed.structured_content, parsed.is_error())
+                && let Checked::Invalid(problems) = entry.check_output(structured)
+            {
+                return Err(SessionError::InvalidOutput {
+                    tool: name.to_string(),
+                    problems,
+                });
+            }
+            return Ok(parsed);
         }
-        Ok(result)
+    }
+
+    /// Answers one of a server's input requests (multi-round-trip results)
+    /// through the handler. Without a handler, elicitation is declined and
+    /// anything else is an error.
+    async fn answer_input(&self, request: &InputRequest) -> Result<Value, SessionError> {
+        let params = match &request.params {
+            Some(p) => Some(to_raw_params(&request.method, p)?),
+            None => None,
+        };
+        let answer = match &self.inner.config.handler {
+            Some(h) => h.handle(&request.method, params.as_deref()).await,
+            None => None,
+        };
+        match answer {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(error)) => Err(SessionError::InputRequest {
+                method: request.method.clone(),
+                reason: error.to_string(),
+            }),
+            None if request.method == "elicitation/create" => Ok(json!({"action": "decline"})),
+            None => Err(SessionError::InputRequest {
+                method: request.method.clone(),
+                reason: "this client has no handler for it".into(),
+            }),
+        }
     }
 
     /// What the session has seen: frames that were not messages, responses

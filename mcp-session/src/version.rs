@@ -15,6 +15,9 @@ pub enum ProtocolVersion {
     V2025_06_18,
     /// 2025-11-25: icons, URL elicitation, tasks.
     V2025_11_25,
+    /// 2026-07-28: no handshake; `server/discover`, per-request `_meta`,
+    /// multi-round-trip results, cache hints.
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
@@ -29,6 +32,23 @@ impl ProtocolVersion {
     /// The newest revision with the `initialize` handshake.
     pub const LATEST_HANDSHAKE: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
+    /// Every modern revision (no handshake), newest first.
+    pub const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
+    /// Every revision this client speaks, newest first.
+    pub const ALL: [ProtocolVersion; 5] = [
+        ProtocolVersion::V2026_07_28,
+        ProtocolVersion::V2025_11_25,
+        ProtocolVersion::V2025_06_18,
+        ProtocolVersion::V2025_03_26,
+        ProtocolVersion::V2024_11_05,
+    ];
+
+    /// A modern revision: per-request metadata instead of a handshake.
+    pub fn is_modern(self) -> bool {
+        self >= ProtocolVersion::V2026_07_28
+    }
+
     /// The revision's date string.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -36,6 +56,7 @@ impl ProtocolVersion {
             ProtocolVersion::V2025_03_26 => "2025-03-26",
             ProtocolVersion::V2025_06_18 => "2025-06-18",
             ProtocolVersion::V2025_11_25 => "2025-11-25",
+            ProtocolVersion::V2026_07_28 => "2026-07-28",
         }
     }
 }
@@ -43,6 +64,35 @@ impl ProtocolVersion {
 impl fmt::Display for ProtocolVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Which lifecycle a session uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProtocolMode {
+    /// The `initialize` handshake only, offering the configured version.
+    #[default]
+    Legacy,
+    /// 2026-07-28 only: `server/discover`, then per-request metadata.
+    Modern,
+    /// Probe with `server/discover` and fall back to the handshake for a
+    /// legacy server (an error that is not a recognised modern one, or no
+    /// answer within the probe timeout).
+    Auto,
+}
+
+impl FromStr for ProtocolMode {
+    type Err = UnknownVersion;
+
+    /// `legacy`, `modern`, `auto`.
+    fn from_str(s: &str) -> Result<Self, UnknownVersion> {
+        match s {
+            "legacy" => Ok(ProtocolMode::Legacy),
+            "modern" => Ok(ProtocolMode::Modern),
+            "auto" => Ok(ProtocolMode::Auto),
+            other => Err(UnknownVersion(other.to_string())),
+        }
     }
 }
 
@@ -55,7 +105,7 @@ impl FromStr for ProtocolVersion {
     type Err = UnknownVersion;
 
     fn from_str(s: &str) -> Result<Self, UnknownVersion> {
-        ProtocolVersion::HANDSHAKE
+        ProtocolVersion::ALL
             .into_iter()
             .find(|v| v.as_str() == s)
             .ok_or_else(|| UnknownVersion(s.to_string()))

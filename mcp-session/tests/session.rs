@@ -1,91 +1,17 @@
 //! The session against a scripted in-memory peer: no processes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{
-    ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, to_raw,
-};
+use mcp_jsonrpc::{Id, Message, Notification, Request, Response, to_raw};
 use mcp_session::{CallOptions, ProtocolVersion, Session, SessionConfig, SessionError};
-use mcp_transport::{InvalidFrame, Received, Transport, memory};
+use mcp_transport::{InvalidFrame, Transport, memory};
 use serde_json::{Value, json};
 
-/// What the scripted server does with one request.
-enum Reply {
-    Ok(Value),
-    Err(i64, &'static str),
-    /// Send nothing.
-    Silence,
-    /// Send these messages, then the result.
-    Then(Vec<Message>, Value),
-    /// Wait, then answer.
-    After(Duration, Value),
-}
-
-type Script = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
-
-/// A scripted server: records every message it receives.
-struct Fake {
-    seen: Arc<Mutex<Vec<Message>>>,
-    server: Arc<memory::MemoryTransport>,
-}
-
-impl Fake {
-    fn methods(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|m| m.method().map(str::to_string))
-            .collect()
-    }
-}
-
-fn init_result(version: &str, caps: Value) -> Value {
-    json!({"protocolVersion": version, "capabilities": caps,
-           "serverInfo": {"name": "fake", "version": "0.0.1"}, "instructions": "be nice"})
-}
-
-fn start(script: Script) -> (Arc<memory::MemoryTransport>, Fake) {
-    let (client, server) = memory::pair();
-    let server = Arc::new(server);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let (s, log) = (Arc::clone(&server), Arc::clone(&seen));
-    tokio::spawn(async move {
-        while let Ok(item) = s.recv().await {
-            let Received::Message(m) = item else { continue };
-            log.lock().unwrap().push(m.clone());
-            let Message::Request(r) = m else { continue };
-            let send = |v: Value, id: Id| Message::from(Response::new(id, to_raw(&v).unwrap()));
-            match script(&r) {
-                Reply::Ok(v) => s.send(&send(v, r.id)).await.unwrap(),
-                Reply::Err(code, msg) => s
-                    .send(&Message::from(ErrorResponse::new(
-                        Some(r.id),
-                        ErrorObject::new(code, msg),
-                    )))
-                    .await
-                    .unwrap(),
-                Reply::Silence => {}
-                Reply::Then(before, v) => {
-                    for m in before {
-                        s.send(&m).await.unwrap();
-                    }
-                    s.send(&send(v, r.id)).await.unwrap();
-                }
-                Reply::After(d, v) => {
-                    let s = Arc::clone(&s);
-                    tokio::spawn(async move {
-                        tokio::time::sleep(d).await;
-                        let _ = s.send(&send(v, r.id)).await;
-                    });
-                }
-            }
-        }
-    });
-    (Arc::new(client), Fake { seen, server })
-}
+use common::{Fake, Reply, Script, init_result, start};
 
 fn tools_server(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'static) -> Script {
     Arc::new(move |r: &Request| {

@@ -1,0 +1,399 @@
+//! The 2026-07-28 lifecycle against scripted peers: discover, the stdio
+//! probe and its fallback, per-request `_meta`, multi-round-trip results,
+//! cache hints.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_jsonrpc::{ErrorObject, Message, RawValue, Request};
+use mcp_session::modern::{META_CLIENT_INFO, META_PROTOCOL_VERSION};
+use mcp_session::{
+    ClientHandler, ProtocolMode, ProtocolVersion, Session, SessionConfig, SessionError,
+};
+use mcp_transport::{BoxFuture, Transport};
+use serde_json::{Value, json};
+
+use common::{Reply, init_result, params, start};
+
+fn discover_result(ttl: Option<u64>) -> Value {
+    let mut r = json!({
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern-fake", "version": "2.0"}},
+        "instructions": "modern"
+    });
+    if let Some(ttl) = ttl {
+        r["ttlMs"] = json!(ttl);
+    }
+    r
+}
+
+fn echo_tools(ttl: Option<u64>) -> Value {
+    let mut r = json!({"resultType": "complete", "tools": [{"name": "echo", "inputSchema": {
+        "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]});
+    if let Some(ttl) = ttl {
+        r["ttlMs"] = json!(ttl);
+        r["cacheScope"] = json!("public");
+    }
+    r
+}
+
+/// A modern-only server: every request must carry `_meta`.
+fn modern_server(
+    list_ttl: Option<u64>,
+    call: impl Fn(&Value) -> Reply + Send + Sync + 'static,
+) -> common::Script {
+    Arc::new(move |r: &Request| {
+        let p = params(r);
+        if p["_meta"][META_PROTOCOL_VERSION] != "2026-07-28" {
+            return Reply::Err(-32022, "Unsupported protocol version");
+        }
+        match r.method.as_str() {
+            "server/discover" => Reply::Ok(discover_result(Some(60_000))),
+            "tools/list" => Reply::Ok(echo_tools(list_ttl)),
+            "tools/call" => call(&p),
+            _ => Reply::Err(-32601, "method not found"),
+        }
+    })
+}
+
+fn config(mode: ProtocolMode) -> SessionConfig {
+    SessionConfig {
+        mode,
+        server_name: "fake".into(),
+        ..SessionConfig::default()
+    }
+}
+
+fn echo_reply(p: &Value) -> Reply {
+    Reply::Ok(json!({"resultType": "complete",
+        "content": [{"type": "text", "text": p["arguments"]["text"]}]}))
+}
+
+#[tokio::test]
+async fn modern_session_discovers_and_sends_meta_on_every_request() {
+    let (t, fake) = start(modern_server(None, echo_reply));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    assert_eq!(s.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(s.server().server_info.name, "modern-fake");
+    assert_eq!(s.server().instructions.as_deref(), Some("modern"));
+    let r = s.call_tool("echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(r.text(), "hi");
+    s.ping().await.unwrap();
+    assert_eq!(
+        fake.methods(),
+        [
+            "server/discover",
+            "tools/list",
+            "tools/call",
+            "server/discover"
+        ],
+        "no initialize, no initialized, no ping"
+    );
+    for m in fake.seen.lock().unwrap().iter() {
+        let Message::Request(r) = m else {
+            panic!("{m:?}")
+        };
+        let p = params(r);
+        assert_eq!(
+            p["_meta"][META_PROTOCOL_VERSION], "2026-07-28",
+            "{}",
+            r.method
+        );
+        assert_eq!(p["_meta"][META_CLIENT_INFO]["name"], "mcp-client-rs");
+        assert!(p["_meta"]["io.modelcontextprotocol/clientCapabilities"].is_object());
+    }
+}
+
+#[tokio::test]
+async fn auto_mode_falls_back_on_a_legacy_error() {
+    let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
+        "initialize" => Reply::Ok(init_result("2025-06-18", json!({"tools": {}}))),
+        "tools/list" => Reply::Ok(json!({"tools": []})),
+        // What a legacy server says to an unknown method before initialize.
+        _ => Reply::Err(-32601, "Method not found"),
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Auto))
+        .await
+        .unwrap();
+    assert_eq!(s.protocol_version(), ProtocolVersion::V2025_06_18);
+    s.list_tools().await.unwrap();
+    assert_eq!(
+        fake.methods(),
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/list"
+        ]
+    );
+    let seen = fake.seen.lock().unwrap().clone();
+    let Message::Request(list) = &seen[3] else {
+        panic!()
+    };
+    assert!(
+        params(list).get("_meta").is_none(),
+        "no modern _meta on a legacy session"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn auto_mode_falls_back_when_the_probe_goes_unanswered() {
+    let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
+        "initialize" => Reply::Ok(init_result("2025-11-25", json!({}))),
+        _ => Reply::Silence,
+    }));
+    let started = tokio::time::Instant::now();
+    let s = Session::connect_shared(t, config(ProtocolMode::Auto))
+        .await
+        .unwrap();
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(3),
+        "the probe timeout"
+    );
+    assert_eq!(s.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert!(
+        !fake
+            .methods()
+            .contains(&"notifications/cancelled".to_string())
+    );
+}
+
+#[tokio::test]
+async fn auto_mode_stays_modern_with_a_modern_server() {
+    let (t, fake) = start(modern_server(None, echo_reply));
+    let s = Session::connect_shared(t, config(ProtocolMode::Auto))
+        .await
+        .unwrap();
+    assert!(s.protocol_version().is_modern());
+    assert_eq!(fake.methods(), ["server/discover"]);
+}
+
+#[tokio::test]
+async fn unsupported_version_error_picks_a_listed_handshake_version() {
+    let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
+        "server/discover" => Reply::ErrData(
+            -32022,
+            "Unsupported protocol version",
+            json!({"supported": ["2025-06-18"], "requested": "2026-07-28"}),
+        ),
+        "initialize" => {
+            assert_eq!(params(r)["protocolVersion"], "2025-06-18");
+            Reply::Ok(init_result("2025-06-18", json!({})))
+        }
+        _ => Reply::Silence,
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Auto))
+        .await
+        .unwrap();
+    assert_eq!(s.protocol_version(), ProtocolVersion::V2025_06_18);
+    assert_eq!(fake.methods()[..2], ["server/discover", "initialize"]);
+
+    // Nothing in common: a clear mismatch, no handshake.
+    let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
+        "server/discover" => {
+            Reply::ErrData(-32022, "Unsupported", json!({"supported": ["2099-01-01"]}))
+        }
+        _ => Reply::Silence,
+    }));
+    let err = Session::connect_shared(t, config(ProtocolMode::Auto))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SessionError::VersionMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("2099-01-01"));
+    assert_eq!(fake.methods(), ["server/discover"]);
+}
+
+#[tokio::test]
+async fn modern_only_refuses_a_legacy_server_clearly() {
+    let (t, fake) = start(Arc::new(|_: &Request| {
+        Reply::Err(-32601, "Method not found")
+    }));
+    let err = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SessionError::LegacyServer { .. }), "{err}");
+    assert!(err.to_string().contains("legacy or auto"), "{err}");
+    assert_eq!(fake.methods(), ["server/discover"]);
+}
+
+/// Answers elicitation with a fixed name, and counts what it was asked.
+struct Answers(Mutex<Vec<String>>);
+
+impl ClientHandler for Answers {
+    fn handle<'a>(
+        &'a self,
+        method: &'a str,
+        _params: Option<&'a RawValue>,
+    ) -> BoxFuture<'a, Option<Result<Value, ErrorObject>>> {
+        self.0.lock().unwrap().push(method.to_string());
+        Box::pin(async move {
+            (method == "elicitation/create")
+                .then(|| Ok(json!({"action": "accept", "content": {"name": "octocat"}})))
+        })
+    }
+}
+
+#[tokio::test]
+async fn input_required_results_are_answered_and_retried() {
+    let (t, fake) = start(modern_server(None, |p| {
+        if p.get("inputResponses").is_none() {
+            return Reply::Ok(json!({
+                "resultType": "input_required",
+                "inputRequests": {"login": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "who?", "requestedSchema": {"type": "object"}}}},
+                "requestState": "opaque-🔒-state"
+            }));
+        }
+        let name = p["inputResponses"]["login"]["content"]["name"]
+            .as_str()
+            .unwrap_or("?");
+        Reply::Ok(
+            json!({"resultType": "complete", "content": [{"type": "text", "text": format!("hello {name}")}]}),
+        )
+    }));
+    let handler = Arc::new(Answers(Mutex::new(Vec::new())));
+    let cfg = SessionConfig {
+        handler: Some(handler.clone()),
+        ..config(ProtocolMode::Modern)
+    };
+    let s = Session::connect_shared(t, cfg).await.unwrap();
+    let r = s.call_tool("echo", json!({"text": "x"})).await.unwrap();
+    assert_eq!(r.text(), "hello octocat");
+    assert_eq!(*handler.0.lock().unwrap(), ["elicitation/create"]);
+
+    let seen = fake.seen.lock().unwrap().clone();
+    let calls: Vec<&Request> = seen
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) if r.method == "tools/call" => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_ne!(calls[0].id, calls[1].id, "the retry has a new id");
+    let (first, retry) = (params(calls[0]), params(calls[1]));
+    assert_eq!(first["name"], retry["name"]);
+    assert_eq!(
+        first["arguments"], retry["arguments"],
+        "the original params"
+    );
+    assert_eq!(retry["requestState"], "opaque-🔒-state", "echoed unchanged");
+    assert!(first.get("requestState").is_none());
+    assert_eq!(retry["_meta"][META_PROTOCOL_VERSION], "2026-07-28");
+}
+
+#[tokio::test]
+async fn without_a_handler_elicitation_is_declined_and_rounds_are_bounded() {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let a2 = Arc::clone(&asked);
+    let (t, _fake) = start(modern_server(None, move |p| {
+        a2.lock().unwrap().push(p.get("inputResponses").cloned());
+        // Never satisfied, and no requestState: the client must not invent one.
+        assert!(p.get("requestState").is_none());
+        Reply::Ok(
+            json!({"resultType": "input_required", "inputRequests": {"q": {
+            "method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}}}),
+        )
+    }));
+    let cfg = SessionConfig {
+        max_input_rounds: 3,
+        ..config(ProtocolMode::Modern)
+    };
+    let s = Session::connect_shared(t, cfg).await.unwrap();
+    let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+    assert!(err.to_string().contains("after 3 rounds"), "{err}");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 4, "the first call and three retries");
+    assert_eq!(asked[1], Some(json!({"q": {"action": "decline"}})));
+}
+
+#[tokio::test]
+async fn sampling_without_a_handler_is_an_error_not_a_guess() {
+    let (t, _fake) = start(modern_server(None, |_| {
+        Reply::Ok(
+            json!({"resultType": "input_required", "inputRequests": {"s": {
+            "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}}}),
+        )
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+    assert!(matches!(err, SessionError::InputRequest { .. }), "{err}");
+    assert!(err.to_string().contains("sampling/createMessage"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_ttl_drives_the_catalog_cache() {
+    let (t, fake) = start(modern_server(Some(1_000), echo_reply));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    let lists = || fake.methods().iter().filter(|m| *m == "tools/list").count();
+    s.list_tools().await.unwrap();
+    s.list_tools().await.unwrap();
+    assert_eq!(lists(), 1, "fresh for 1 s");
+    tokio::time::sleep(Duration::from_millis(1_001)).await;
+    // A call only needs the schemas: it does not refetch a catalog past its TTL.
+    s.call_tool("echo", json!({"text": "x"})).await.unwrap();
+    assert_eq!(lists(), 1);
+    s.list_tools().await.unwrap();
+    assert_eq!(lists(), 2, "stale after the TTL");
+}
+
+#[tokio::test]
+async fn missing_ttl_means_immediately_stale_for_modern_servers() {
+    let (t, fake) = start(modern_server(None, echo_reply));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    s.list_tools().await.unwrap();
+    s.list_tools().await.unwrap();
+    assert_eq!(
+        fake.methods().iter().filter(|m| *m == "tools/list").count(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn modern_error_codes_are_explained() {
+    let (t, _fake) = start(modern_server(None, |_| {
+        Reply::ErrData(
+            -32021,
+            "Server requires the elicitation capability",
+            json!({"requiredCapabilities": {"elicitation": {}}}),
+        )
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("client capability") && text.contains("elicitation"),
+        "{text}"
+    );
+    assert_eq!(err.protocol_error().unwrap().code, -32021);
+}
+
+#[tokio::test]
+async fn a_pinned_modern_version_means_modern_mode() {
+    let (t, fake) = start(modern_server(None, echo_reply));
+    let cfg = SessionConfig {
+        protocol_version: ProtocolVersion::V2026_07_28,
+        ..config(ProtocolMode::Legacy)
+    };
+    let s = Session::connect_shared(t as Arc<dyn Transport>, cfg)
+        .await
+        .unwrap();
+    assert!(s.protocol_version().is_modern());
+    assert_eq!(fake.methods(), ["server/discover"]);
+}
