@@ -55,6 +55,7 @@
 //! See the crate's tests for complete exchanges.
 
 mod error;
+pub mod handlers;
 pub mod modern;
 mod pending;
 mod session;
@@ -63,9 +64,10 @@ pub mod types;
 mod version;
 
 pub use error::{SchemaProblem, SessionError};
+pub use handlers::DefaultsElicitationHandler;
 pub use session::{
     CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
     ServerNotification, Session, SessionConfig, describe_duration,
 };
 pub use tools::{CatalogTool, ToolCatalog};
-pub use version::{ProtocolVersion, UnknownVersion};
+pub use version::{ProtocolMode, ProtocolVersion, UnknownVersion};
