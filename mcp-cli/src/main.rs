@@ -61,8 +61,19 @@ enum Command {
 pub(crate) struct TargetArgs {
     /// A stdio server: the command line, split like a shell would (quotes
     /// work) but run directly, never through a shell.
-    #[arg(long, value_name = "'CMD ARGS…'", conflicts_with = "config")]
+    #[arg(long, value_name = "'CMD ARGS…'", conflicts_with_all = ["config", "url"])]
     pub(crate) stdio: Option<String>,
+    /// An HTTP server: its MCP endpoint (streamable HTTP) or SSE URL.
+    #[arg(long, value_name = "URL", conflicts_with = "config")]
+    pub(crate) url: Option<String>,
+    /// A header for a --url server, `'Name: value'` (repeatable). Values are
+    /// never shown in traces or errors.
+    #[arg(long = "header", value_name = "'NAME: VALUE'", requires = "url")]
+    pub(crate) header: Vec<String>,
+    /// The HTTP transport for --url: streamable-http, sse, or auto (streamable
+    /// HTTP, falling back to SSE on 400/404/405).
+    #[arg(long, value_name = "KIND", default_value = "auto", requires = "url")]
+    pub(crate) transport: String,
     /// A config file (or a folder holding one): OpenClaw settings.json or
     /// config.toml, Claude Desktop, Cursor, VS Code, Codex.
     #[arg(long, value_name = "FILE")]

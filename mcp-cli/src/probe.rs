@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use mcp_session::types::{CallToolResult, Content, InitializeResult};
 use mcp_session::{Session, SessionError, ToolCatalog};
+use mcp_transport::http::{SseTransport, StreamableHttpTransport, auto};
 use mcp_transport::stdio::StdioTransport;
 use mcp_transport::{Transport, TransportError};
 use serde_json::{Value, json};
 
 use crate::output::{Style, ms, printable, summarize};
-use crate::target::{Connect, Target, targets};
+use crate::target::{Connect, HttpChoice, Target, targets};
 use crate::trace::{TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};
 
@@ -185,7 +186,7 @@ fn trace_options(show: ShowArgs, style: Style) -> TraceOptions {
 }
 
 /// Starts the server; on failure, records the step and the diagnosis.
-fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Option<Probed> {
+async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Option<Probed> {
     let t0 = Instant::now();
     match &target.connect {
         Connect::Stdio(config) => match StdioTransport::spawn(config.clone()) {
@@ -202,10 +203,93 @@ fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Option<Pr
                 None
             }
         },
+        Connect::Http { url, options, kind } => {
+            let connected: Result<Arc<dyn Transport>, TransportError> = match kind {
+                HttpChoice::StreamableHttp => {
+                    StreamableHttpTransport::connect(url, options.clone())
+                        .await
+                        .map(|t| Arc::new(t) as Arc<dyn Transport>)
+                }
+                HttpChoice::Sse => SseTransport::connect(url, options.clone())
+                    .await
+                    .map(|t| Arc::new(t) as Arc<dyn Transport>),
+                HttpChoice::Auto => {
+                    auto::connect(url, options.clone(), &auto::TransportCache::new())
+                        .await
+                        .map(|t| Arc::new(t) as Arc<dyn Transport>)
+                }
+            };
+            let shown = mcp_config::redact_url(url);
+            match connected {
+                Ok(transport) => {
+                    let how = match kind {
+                        HttpChoice::StreamableHttp => "streamable HTTP",
+                        HttpChoice::Sse => "HTTP+SSE",
+                        HttpChoice::Auto => "streamable HTTP, SSE fallback",
+                    };
+                    report.step(
+                        "start",
+                        Status::Pass,
+                        Some(t0.elapsed()),
+                        format!("{shown} · {how}"),
+                    );
+                    let traced = Arc::new(Traced::new(Arc::clone(&transport), trace));
+                    Some(Probed { transport, traced })
+                }
+                Err(e) => {
+                    report.step("start", Status::Fail, Some(t0.elapsed()), e.to_string());
+                    if let Some(d) = http_diagnosis(&e) {
+                        report.diagnosis.push(d);
+                    }
+                    None
+                }
+            }
+        }
         Connect::Unsupported(why) => {
             report.step("start", Status::Skip, None, why.clone());
             None
         }
+    }
+}
+
+/// Explains an HTTP failure: status codes, TLS, connection refused.
+fn http_diagnosis(e: &TransportError) -> Option<String> {
+    match e.http_status() {
+        Some(401) => Some(
+            "HTTP 401 Unauthorized: check the Authorization header format — `Bearer <token>` \
+             with one space — and whether the token expired"
+                .into(),
+        ),
+        Some(403) => Some(
+            "HTTP 403 Forbidden: the credentials were accepted but lack access; check the \
+             token's scopes (or the server's Origin checks)"
+                .into(),
+        ),
+        Some(404) => Some(
+            "HTTP 404: check the URL path (often /mcp for streamable HTTP, /sse for the old \
+             HTTP+SSE transport)"
+                .into(),
+        ),
+        Some(s @ (400 | 405)) => Some(format!(
+            "HTTP {s}: the server may speak the other HTTP transport; try --transport sse \
+             (or streamable-http)"
+        )),
+        Some(s) if s >= 500 => Some(format!(
+            "HTTP {s}: the server failed; its logs should say why"
+        )),
+        Some(_) => None,
+        None => match e {
+            TransportError::Http { message, .. } if message.contains("certificate") => Some(
+                "the TLS certificate is not trusted: is the URL right? for a private CA, \
+                 trust its certificate"
+                    .into(),
+            ),
+            TransportError::Http { message, .. } if message.contains("refused") => Some(
+                "nothing is listening there: is the server running, and the port right?".into(),
+            ),
+            TransportError::InvalidConfig(m) => Some(format!("fix the settings: {m}")),
+            _ => None,
+        },
     }
 }
 
@@ -259,6 +343,10 @@ fn describe_init(init: &InitializeResult, version: &str) -> String {
 fn handshake_diagnosis(e: &SessionError, probed: &Probed, report: &mut Report) {
     let (noise, examples) = probed.noise();
     let exit = probed.transport.exit_info();
+    if let Some(d) = e.transport_error().and_then(http_diagnosis) {
+        report.diagnosis.push(d);
+        return;
+    }
     match e {
         SessionError::Timeout { after, .. } => {
             report.diagnosis.push(format!(
@@ -385,7 +473,7 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
         target: target.label.clone(),
         ..Report::default()
     };
-    let Some(probed) = start(target, trace, &mut report) else {
+    let Some(probed) = start(target, trace, &mut report).await else {
         return report;
     };
     let t0 = Instant::now();
@@ -622,7 +710,7 @@ async fn connect_one(
         report.print(style);
         ExitCode::FAILURE
     };
-    let Some(probed) = start(&target, trace_options(show, style), &mut report) else {
+    let Some(probed) = start(&target, trace_options(show, style), &mut report).await else {
         return Err(failed(report));
     };
     match Session::connect_shared(

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use mcp_session::SessionConfig;
+use mcp_transport::http::{HttpOptions, HttpTrace};
 use mcp_transport::stdio::StdioConfig;
 
 use crate::TargetArgs;
@@ -14,8 +15,85 @@ use crate::words;
 #[derive(Debug)]
 pub(crate) enum Connect {
     Stdio(StdioConfig),
+    /// An HTTP server.
+    Http {
+        url: String,
+        options: HttpOptions,
+        kind: HttpChoice,
+    },
     /// A server this build cannot reach yet, and why.
     Unsupported(String),
+}
+
+/// Which HTTP transport to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HttpChoice {
+    StreamableHttp,
+    Sse,
+    /// Streamable HTTP, falling back to SSE.
+    Auto,
+}
+
+impl HttpChoice {
+    fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "streamable-http" | "streamable_http" | "streamableHttp" | "http" => {
+                Ok(HttpChoice::StreamableHttp)
+            }
+            "sse" => Ok(HttpChoice::Sse),
+            "auto" => Ok(HttpChoice::Auto),
+            other => Err(format!(
+                "--transport {other:?}: expected streamable-http, sse or auto"
+            )),
+        }
+    }
+}
+
+/// HTTP options with the trace hook (and the CLI's timeouts).
+fn http_options(name: &str, args: &TargetArgs, trace: TraceOptions) -> HttpOptions {
+    let mut options = HttpOptions::new().server_name(name);
+    if let Some(t) = millis(args.timeout) {
+        options = options.request_timeout(t);
+    }
+    if trace.enabled {
+        options = options.observer(move |event| {
+            let mark = trace.style.dim("http│");
+            let line = match event {
+                HttpTrace::Request {
+                    method,
+                    url,
+                    headers,
+                } => format!("{mark} → {method} {url}{}", show_headers(headers)),
+                HttpTrace::Response {
+                    method,
+                    url,
+                    status,
+                    headers,
+                } => format!(
+                    "{mark} ← {status} ({method} {url}){}",
+                    show_headers(headers)
+                ),
+                HttpTrace::Failed { method, url, error } => {
+                    format!("{mark} ✗ {method} {url}: {}", printable(error))
+                }
+                HttpTrace::Note(note) => format!("{mark} {}", printable(note)),
+                _ => return,
+            };
+            trace.line(&line);
+        });
+    }
+    options
+}
+
+fn show_headers(headers: &[(String, String)]) -> String {
+    if headers.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", printable(v)))
+        .collect();
+    format!("  [{}]", parts.join("; "))
 }
 
 /// One server to probe.
@@ -78,6 +156,34 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
             label: format!("stdio: {}", printable(line)),
             connect: Connect::Stdio(with_stderr(config, trace)),
             session: session_config(program, args),
+            is_demo: false,
+        }]);
+    }
+    if let Some(url) = &args.url {
+        let kind = HttpChoice::parse(&args.transport)?;
+        let mut options = http_options("http", args, trace);
+        for header in &args.header {
+            let Some((name, value)) = header.split_once(':') else {
+                return Err(format!(
+                    "--header: expected 'Name: value' (got a header without a colon, {})",
+                    header
+                        .split_whitespace()
+                        .next()
+                        .map(printable)
+                        .unwrap_or_default()
+                ));
+            };
+            options = options.header(name.trim(), value.trim());
+        }
+        let shown = mcp_config::redact_url(url);
+        return Ok(vec![Target {
+            label: format!("http: {shown}"),
+            connect: Connect::Http {
+                url: url.clone(),
+                options,
+                kind,
+            },
+            session: session_config("http", args),
             is_demo: false,
         }]);
     }
@@ -147,10 +253,27 @@ fn config_targets(
                 }
                 Connect::Stdio(with_stderr(c, trace))
             }
-            mcp_config::TransportConfig::Http { url, .. } => Connect::Unsupported(format!(
-                "{} is an HTTP server; this build probes stdio servers only",
-                mcp_config::redact_url(url)
-            )),
+            mcp_config::TransportConfig::Http { url, headers, kind } => {
+                let mut options = http_options(name, args, trace);
+                if millis(args.timeout).is_none() {
+                    options = options.request_timeout(server.request_timeout);
+                }
+                let options = options.headers(
+                    headers
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.expose().to_string())),
+                );
+                let kind = match kind {
+                    mcp_config::HttpKind::StreamableHttp => HttpChoice::StreamableHttp,
+                    mcp_config::HttpKind::Sse => HttpChoice::Sse,
+                    _ => HttpChoice::Auto,
+                };
+                Connect::Http {
+                    url: url.clone(),
+                    options,
+                    kind,
+                }
+            }
             _ => Connect::Unsupported("a transport this build does not know".into()),
         };
         out.push(Target {

@@ -71,6 +71,8 @@ use std::process::ExitCode;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+#[cfg(feature = "http")]
+pub mod http;
 mod options;
 mod server;
 mod tools;
@@ -135,6 +137,13 @@ pub async fn run(args: impl IntoIterator<Item = String>) -> ExitCode {
     if args.iter().any(|a| a == "--list-misbehaviours") {
         return write_out(&Misbehaviour::list());
     }
+    #[cfg(feature = "http")]
+    if args
+        .iter()
+        .any(|a| a == "--http" || a.starts_with("--http="))
+    {
+        return run_http(args).await;
+    }
     match ServerOptions::from_args(args.into_iter()) {
         Err(e) => {
             let _ = writeln!(io::stderr(), "mcp-testkit: error: {e}");
@@ -147,6 +156,84 @@ pub async fn run(args: impl IntoIterator<Item = String>) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// `--http ADDR [--legacy-sse|--both] [--stateless] [--json-response]
+/// [--no-get-stream] [--http-misbehave NAME] [--require-header 'K: V']` plus
+/// the usual server options: serves HTTP until interrupted, printing the
+/// URL to stderr.
+#[cfg(feature = "http")]
+async fn run_http(args: Vec<String>) -> ExitCode {
+    let fail = |e: String| {
+        let _ = writeln!(io::stderr(), "mcp-testkit: error: {e}");
+        ExitCode::from(2)
+    };
+    let mut options = http::HttpServerOptions::default();
+    let mut addr = None;
+    let mut rest = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let value = |it: &mut std::vec::IntoIter<String>| inline.clone().or_else(|| it.next());
+        match flag.as_str() {
+            "--http" => addr = value(&mut it),
+            "--legacy-sse" => options.mode = http::HttpMode::LegacySse,
+            "--both" => options.mode = http::HttpMode::Both,
+            "--stateless" => options.stateless = true,
+            "--json-response" => options.json_response = true,
+            "--no-get-stream" => options.get_stream = false,
+            "--http-misbehave" => {
+                let Some(name) = value(&mut it) else {
+                    return fail("--http-misbehave needs a value".into());
+                };
+                match http::HttpMisbehaviour::from_name(&name) {
+                    Some(m) => options.misbehaviours.push(m),
+                    None => return fail(format!("unknown HTTP misbehaviour {name:?}")),
+                }
+            }
+            "--require-header" => {
+                let Some(kv) = value(&mut it) else {
+                    return fail("--require-header needs 'Name: value'".into());
+                };
+                let Some((k, v)) = kv.split_once(':') else {
+                    return fail("--require-header needs 'Name: value'".into());
+                };
+                options.require_header = Some((k.trim().to_owned(), v.trim().to_owned()));
+            }
+            _ => rest.push(arg),
+        }
+    }
+    let Some(addr) = addr else {
+        return fail("--http needs an address, e.g. 127.0.0.1:0".into());
+    };
+    let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
+        return fail(format!(
+            "--http {addr:?}: expected IP:PORT, e.g. 127.0.0.1:0"
+        ));
+    };
+    match ServerOptions::from_args(rest.into_iter()) {
+        Err(e) => fail(e.to_string()),
+        Ok(server) => {
+            options.server = server;
+            let server = match http::HttpServer::bind(addr, options).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = writeln!(
+                        io::stderr(),
+                        "mcp-testkit: error: cannot listen on {addr}: {e}"
+                    );
+                    return ExitCode::FAILURE;
+                }
+            };
+            let _ = writeln!(io::stderr(), "mcp-testkit: listening on {}", server.url());
+            let _ = tokio::signal::ctrl_c().await;
+            server.shutdown().await;
+            ExitCode::SUCCESS
+        }
     }
 }
 

@@ -62,6 +62,58 @@ pub enum TransportError {
     /// An IO error while reading or writing.
     #[error("transport IO error: {0}")]
     Io(#[from] io::Error),
+    /// The server answered an HTTP request with an error status.
+    #[error("HTTP {status} from {url}{}{}", body_part(.body), status_hint(*.status))]
+    HttpStatus {
+        /// The status code.
+        status: u16,
+        /// The method and URL, without query or user info (`POST https://host/mcp`).
+        url: String,
+        /// The start of the response body, control characters escaped.
+        body: String,
+    },
+    /// An HTTP exchange failed without a status: connection refused, TLS,
+    /// an answer that breaks the transport's rules.
+    #[error("HTTP error ({url}): {message}")]
+    Http {
+        /// The method and URL, without query or user info.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// Something took longer than its bound.
+    #[error("timed out after {} ms: {what}", .after.as_millis())]
+    Timeout {
+        /// What was being waited for.
+        what: String,
+        /// The bound.
+        after: std::time::Duration,
+    },
+    /// The transport's settings cannot work (a bad URL, a header value with a
+    /// line break, an unreadable CA file). Values of headers are never shown.
+    #[error("invalid transport settings: {0}")]
+    InvalidConfig(String),
+}
+
+fn body_part(body: &str) -> String {
+    if body.is_empty() {
+        String::new()
+    } else {
+        format!(": {body}")
+    }
+}
+
+fn status_hint(status: u16) -> &'static str {
+    match status {
+        401 => {
+            " (check the Authorization header format, `Bearer <token>` with one space, \
+             and whether the token expired)"
+        }
+        403 => " (the credentials were accepted but are not allowed here)",
+        404 => " (check the URL path, e.g. /mcp or /sse)",
+        405 => " (the server does not take this method here; try the other HTTP transport)",
+        _ => "",
+    }
 }
 
 fn spawn_hint(e: &io::Error) -> &'static str {
@@ -101,6 +153,19 @@ impl TransportError {
     /// The server could not be started at all.
     pub fn is_spawn(&self) -> bool {
         matches!(self, TransportError::Spawn { .. })
+    }
+
+    /// The HTTP status, when the server answered with an error status.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            TransportError::HttpStatus { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// Something took longer than its bound.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, TransportError::Timeout { .. })
     }
 
     /// How the server process ended, when known.

@@ -6,6 +6,12 @@
 //!
 //! * [`memory`]: an in-memory pair, for tests of the layers above.
 //! * [`stdio`]: a server started as a child process, one JSON message per line.
+//! * [`stream`]: one JSON message per line over any `AsyncRead`/`AsyncWrite` pair.
+//! * `http` (cargo feature `http`, on by default): streamable HTTP, the legacy
+//!   HTTP+SSE transport of 2024-11-05, and automatic fallback between them,
+//!   on hyper and rustls. Build with `default-features = false` for a
+//!   stdio-only client that compiles neither.
+//! * [`sse`]: the Server-Sent Events parser the HTTP transports use.
 //!
 //! # Example
 //!
@@ -30,8 +36,12 @@ use std::pin::Pin;
 pub use mcp_jsonrpc::{Malformed, Message, MessageError, Oversized, Truncated};
 
 mod error;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod memory;
+pub mod sse;
 pub mod stdio;
+pub mod stream;
 
 pub use error::{ExitInfo, TransportError};
 
@@ -81,6 +91,10 @@ pub enum TransportKind {
     Stdio,
     /// An in-memory pair.
     Memory,
+    /// Streamable HTTP (protocol revisions 2025-03-26 and later).
+    StreamableHttp,
+    /// The HTTP+SSE transport of protocol revision 2024-11-05.
+    Sse,
 }
 
 impl fmt::Display for TransportKind {
@@ -88,6 +102,8 @@ impl fmt::Display for TransportKind {
         f.write_str(match self {
             TransportKind::Stdio => "stdio",
             TransportKind::Memory => "memory",
+            TransportKind::StreamableHttp => "streamable-http",
+            TransportKind::Sse => "sse",
         })
     }
 }

@@ -23,7 +23,10 @@ pub struct MemoryTransport {
 pub fn pair() -> (MemoryTransport, MemoryTransport) {
     let (a_tx, b_rx) = mpsc::unbounded_channel();
     let (b_tx, a_rx) = mpsc::unbounded_channel();
-    (MemoryTransport::new(a_tx, a_rx), MemoryTransport::new(b_tx, b_rx))
+    (
+        MemoryTransport::new(a_tx, a_rx),
+        MemoryTransport::new(b_tx, b_rx),
+    )
 }
 
 impl MemoryTransport {

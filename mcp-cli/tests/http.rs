@@ -1,0 +1,137 @@
+//! `mcp probe` against the testkit HTTP servers (`mcp demo-server --http`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+
+/// An HTTP demo server on 127.0.0.1, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(MCP)
+            .args(["demo-server", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the demo server");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let line = lines.next().unwrap().unwrap();
+        let url = line
+            .strip_prefix("mcp-testkit: listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+            .to_owned();
+        Server { child, url }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn mcp(args: &[&str]) -> Output {
+    Command::new(MCP)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run mcp")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn probe_url_streamable_http_with_trace_redacts_headers() {
+    let server = Server::start(&["--require-header", "Authorization: Bearer s3cret-token"]);
+    let out = mcp(&[
+        "probe",
+        "--url",
+        &server.url,
+        "--header",
+        "Authorization: Bearer s3cret-token",
+        "--transport",
+        "streamable-http",
+        "--trace",
+    ]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("PASS"), "{t}");
+    assert!(t.contains("→ POST http://127.0.0.1:"), "{t}");
+    assert!(t.contains("Mcp-Session-Id: testkit-session-"), "{t}");
+    assert!(t.contains("MCP-Protocol-Version: 2025-11-25"), "{t}");
+    assert!(t.contains("Authorization: <redacted>"), "{t}");
+    assert!(t.contains("DELETE"), "{t}");
+    assert!(!t.contains("s3cret-token"), "the token leaked: {t}");
+}
+
+#[test]
+fn probe_url_falls_back_to_legacy_sse() {
+    let server = Server::start(&["--legacy-sse"]);
+    let out = mcp(&["probe", "--url", &server.url]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("tools/call"), "{t}");
+    let out = mcp(&["probe", "--url", &server.url, "--transport", "sse"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn a_401_gets_the_authorization_diagnosis() {
+    let server = Server::start(&["--require-header", "Authorization: Bearer good"]);
+    let out = mcp(&[
+        "probe",
+        "--url",
+        &server.url,
+        "--header",
+        "Authorization: Bearer  expired",
+    ]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("HTTP 401"), "{t}");
+    assert!(t.contains("`Bearer <token>` with one space"), "{t}");
+    assert!(!t.contains("expired\""), "{t}");
+}
+
+#[test]
+fn http_servers_from_a_config_are_probed_with_their_headers() {
+    let server = Server::start(&["--require-header", "X-Api-Key: k3y-from-env"]);
+    let dir = std::env::temp_dir().join(format!("mcp-cli-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("settings.json");
+    let body = serde_json::json!({
+        "mcpServers": {
+            "remote": {
+                "type": "streamable-http",
+                "url": server.url,
+                "headers": {"X-Api-Key": "${MCP_CLI_TEST_KEY}"}
+            }
+        }
+    });
+    std::fs::write(&config, body.to_string()).unwrap();
+    let out = Command::new(MCP)
+        .args(["probe", "--config", config.to_str().unwrap(), "--trace"])
+        .env("NO_COLOR", "1")
+        .env("MCP_CLI_TEST_KEY", "k3y-from-env")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("X-Api-Key: <redacted>"), "{t}");
+    assert!(!t.contains("k3y-from-env"), "{t}");
+}

@@ -1,0 +1,338 @@
+//! The pooled hyper client, TLS, and the helpers every HTTP transport uses.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, Uri};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use rustls::RootCertStore;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+use super::{HttpOptions, HttpTrace, redact_url};
+use crate::TransportError;
+
+/// Headers that traces show (values of configured headers and of
+/// `Authorization` are redacted).
+const SHOWN: &[&str] = &[
+    "content-type",
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "location",
+    "www-authenticate",
+    "authorization",
+];
+
+/// A pooled keep-alive client with TLS: concurrent requests go out on
+/// separate connections, idle ones are reused.
+#[derive(Clone)]
+pub(crate) struct HttpClient {
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    options: Arc<HttpOptions>,
+    /// The configured headers, checked.
+    headers: HeaderMap,
+}
+
+impl std::fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn tls_config(options: &HttpOptions) -> Result<rustls::ClientConfig, TransportError> {
+    let mut roots = RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut extra: Vec<CertificateDer<'static>> = Vec::new();
+    if let Some(path) = &options.extra_ca_file {
+        let certs = CertificateDer::pem_file_iter(path)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| {
+                TransportError::InvalidConfig(format!(
+                    "cannot read CA certificates from {}: {e}",
+                    path.display()
+                ))
+            })?;
+        if certs.is_empty() {
+            return Err(TransportError::InvalidConfig(format!(
+                "{} holds no PEM certificate",
+                path.display()
+            )));
+        }
+        extra.extend(certs);
+    }
+    if let Some(pem) = &options.extra_ca_pem {
+        let certs = CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                TransportError::InvalidConfig(format!("cannot read CA certificates: {e}"))
+            })?;
+        extra.extend(certs);
+    }
+    for cert in extra {
+        roots.add(cert).map_err(|e| {
+            TransportError::InvalidConfig(format!("a CA certificate cannot be used: {e}"))
+        })?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TransportError::InvalidConfig(format!("TLS setup: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(config)
+}
+
+impl HttpClient {
+    pub(crate) fn new(options: HttpOptions) -> Result<Self, TransportError> {
+        let headers = options.header_map()?;
+        let tls = tls_config(&options)?;
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(options.connect_timeout));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(https);
+        Ok(HttpClient {
+            client,
+            options: Arc::new(options),
+            headers,
+        })
+    }
+
+    pub(crate) fn options(&self) -> &HttpOptions {
+        &self.options
+    }
+
+    /// A request with the configured headers; `extra` headers are added after them.
+    pub(crate) fn build(
+        &self,
+        method: Method,
+        uri: &Uri,
+        extra: HeaderMap,
+        body: Option<Bytes>,
+    ) -> Result<Request<Full<Bytes>>, TransportError> {
+        let mut builder = Request::builder().method(method.clone()).uri(uri.clone());
+        if let Some(headers) = builder.headers_mut() {
+            headers.extend(self.headers.clone());
+            headers.extend(extra);
+            if body.is_some() {
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+            }
+        }
+        builder
+            .body(Full::new(body.unwrap_or_default()))
+            .map_err(|e| TransportError::Http {
+                url: format!("{method} {}", redact_url(uri)),
+                message: format!("cannot build the request: {e}"),
+            })
+    }
+
+    /// Sends a request and waits (bounded by the request timeout) for the
+    /// head of the answer, tracing both.
+    pub(crate) async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, TransportError> {
+        let method = request.method().to_string();
+        let uri = request.uri().clone();
+        let what = format!("{method} {}", redact_url(&uri));
+        self.options.observe(HttpTrace::Request {
+            method: method.clone(),
+            url: redact_url(&uri),
+            headers: self.shown(request.headers()),
+        });
+        let timeout = self.options.request_timeout;
+        let result = match tokio::time::timeout(timeout, self.client.request(request)).await {
+            Err(_) => Err(TransportError::Timeout {
+                what: format!("the answer to {what}"),
+                after: timeout,
+            }),
+            Ok(Err(e)) => Err(TransportError::Http {
+                url: what.clone(),
+                message: describe_client_error(&e),
+            }),
+            Ok(Ok(response)) => Ok(response),
+        };
+        match &result {
+            Ok(response) => self.options.observe(HttpTrace::Response {
+                method,
+                url: redact_url(&uri),
+                status: response.status().as_u16(),
+                headers: self.shown(response.headers()),
+            }),
+            Err(e) => self.options.observe(HttpTrace::Failed {
+                method,
+                url: redact_url(&uri),
+                error: e.to_string(),
+            }),
+        }
+        result
+    }
+
+    fn shown(&self, headers: &HeaderMap) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (name, value) in headers {
+            let n = name.as_str();
+            let configured = self.headers.contains_key(name);
+            if !configured && !SHOWN.contains(&n) {
+                continue;
+            }
+            let value = if configured || n == "authorization" || value.is_sensitive() {
+                "<redacted>".to_owned()
+            } else {
+                String::from_utf8_lossy(value.as_bytes()).into_owned()
+            };
+            out.push((canonical(n), value));
+        }
+        out
+    }
+}
+
+/// `mcp-session-id` → `Mcp-Session-Id`.
+fn canonical(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+        .replace("Mcp-Protocol", "MCP-Protocol")
+        .replace("Www-", "WWW-")
+}
+
+fn describe_client_error(e: &hyper_util::client::legacy::Error) -> String {
+    use std::error::Error as _;
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    if message.contains("certificate") {
+        message.push_str(
+            " (the server's certificate is not trusted: add its CA with an extra CA file)",
+        );
+    }
+    message
+}
+
+/// Reads a whole body, bounded in size and time.
+pub(crate) async fn read_body(
+    body: Incoming,
+    limit: usize,
+    timeout: Duration,
+    what: &str,
+) -> Result<Bytes, TransportError> {
+    let read = async {
+        let mut body = body;
+        let mut out = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| TransportError::Http {
+                url: what.to_owned(),
+                message: format!("reading the body: {e}"),
+            })?;
+            if let Ok(data) = frame.into_data() {
+                if out.len().saturating_add(data.len()) > limit {
+                    return Err(TransportError::Http {
+                        url: what.to_owned(),
+                        message: format!("the body is larger than the {limit}-byte limit"),
+                    });
+                }
+                out.extend_from_slice(&data);
+            }
+        }
+        Ok(Bytes::from(out))
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| TransportError::Timeout {
+            what: format!("the body of {what}"),
+            after: timeout,
+        })?
+}
+
+/// The error for an answer with an error status: the status and the start of the body.
+pub(crate) async fn status_error(response: Response<Incoming>, what: &str) -> TransportError {
+    let status = response.status().as_u16();
+    let location = if response.headers().contains_key(header::LOCATION) {
+        " (a redirect; redirects are not followed)"
+    } else {
+        ""
+    };
+    let body = read_body(
+        response.into_body(),
+        64 * 1024,
+        Duration::from_secs(2),
+        what,
+    )
+    .await
+    .map(|b| mcp_jsonrpc::excerpt(&b))
+    .unwrap_or_default();
+    TransportError::HttpStatus {
+        status,
+        url: what.to_owned(),
+        body: format!("{body}{location}").trim().to_owned(),
+    }
+}
+
+/// The media type of an answer, lowercased, without parameters.
+pub(crate) fn content_type(response: &Response<Incoming>) -> String {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_names() {
+        assert_eq!(canonical("mcp-session-id"), "Mcp-Session-Id");
+        assert_eq!(canonical("mcp-protocol-version"), "MCP-Protocol-Version");
+        assert_eq!(canonical("last-event-id"), "Last-Event-Id");
+    }
+
+    #[test]
+    fn configured_and_authorization_values_are_redacted() {
+        let client = HttpClient::new(HttpOptions::new().header("X-Api-Key", "k3y")).unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("x-api-key", HeaderValue::from_static("k3y"));
+        h.insert("authorization", HeaderValue::from_static("Bearer t0ken"));
+        h.insert("mcp-session-id", HeaderValue::from_static("abc"));
+        h.insert("cookie", HeaderValue::from_static("c"));
+        let shown = client.shown(&h);
+        let text = format!("{shown:?}");
+        assert!(!text.contains("k3y") && !text.contains("t0ken") && !text.contains("cookie"));
+        assert!(text.contains("abc"));
+    }
+}

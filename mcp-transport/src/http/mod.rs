@@ -1,0 +1,439 @@
+//! MCP over HTTP: streamable HTTP, the legacy HTTP+SSE transport, and
+//! automatic fallback between them (cargo feature `http`, on by default).
+//!
+//! * [`StreamableHttpTransport`]: the transport of protocol revisions
+//!   2025-03-26 and later. Every message is a POST; answers come as JSON or
+//!   as an SSE stream; sessions (`Mcp-Session-Id`), the GET stream,
+//!   resumption with `Last-Event-ID`, transparent re-initialization when the
+//!   session expires, DELETE on close.
+//! * [`SseTransport`]: the HTTP+SSE transport of 2024-11-05. A GET opens the
+//!   event stream, whose `endpoint` event says where to POST.
+//! * [`auto::connect`]: tries streamable HTTP and falls back to SSE on 400,
+//!   404 or 405, remembering the choice in a [`auto::TransportCache`].
+//!
+//! All three share [`HttpOptions`]: extra headers (values never logged or
+//! shown, CR/LF rejected), connect and request timeouts, the SSE event bound,
+//! TLS roots (webpki roots plus an optional extra CA file; verification is
+//! always on), and an observer that sees each HTTP exchange (for `--trace`).
+//!
+//! Redirects are never followed: a 3xx answer is an error naming the status,
+//! so headers are never sent to another origin.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
+//!
+//! # async fn demo() -> Result<(), mcp_transport::TransportError> {
+//! let options = HttpOptions::new()
+//!     .header("Authorization", "Bearer secret-token")
+//!     .request_timeout(std::time::Duration::from_secs(30));
+//! let transport = StreamableHttpTransport::connect("https://example.com/mcp", options).await?;
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::Uri;
+use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_payload};
+
+use crate::{InvalidFrame, Received, TransportError};
+
+pub mod auto;
+mod client;
+mod legacy_sse;
+mod streamable;
+
+pub use legacy_sse::SseTransport;
+pub use streamable::StreamableHttpTransport;
+
+/// Default bound on establishing a TCP (and TLS) connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default bound on waiting for an HTTP answer's head (and a JSON body).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default wait before reconnecting a dropped SSE stream when the server gave no `retry`.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Default number of reconnection attempts for one dropped SSE stream.
+pub const DEFAULT_MAX_RECONNECTS: u32 = 5;
+/// Default bound on the `DELETE` that ends a session at close.
+pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default time `send` waits for the head of a request's answer before
+/// returning (the answer then arrives through `recv` all the same).
+pub const DEFAULT_ACCEPT_WAIT: Duration = Duration::from_secs(1);
+
+/// What an [`HttpObserver`] sees: one line of an HTTP exchange, redacted.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum HttpTrace {
+    /// A request is going out.
+    Request {
+        /// `POST`, `GET`, `DELETE`.
+        method: String,
+        /// The URL without query or user info.
+        url: String,
+        /// The relevant headers; values of `Authorization` and of every
+        /// configured header are `<redacted>`.
+        headers: Vec<(String, String)>,
+    },
+    /// The head of an answer arrived.
+    Response {
+        /// The method of the request it answers.
+        method: String,
+        /// The URL without query or user info.
+        url: String,
+        /// The status code.
+        status: u16,
+        /// The relevant headers (`Content-Type`, `Mcp-Session-Id`, …).
+        headers: Vec<(String, String)>,
+    },
+    /// A request failed without an answer.
+    Failed {
+        /// The method.
+        method: String,
+        /// The URL without query or user info.
+        url: String,
+        /// Why.
+        error: String,
+    },
+    /// Something the transport did on its own (resume, re-initialize, fall back).
+    Note(String),
+}
+
+/// Sees every HTTP exchange of a transport, redacted (for tracing).
+pub type HttpObserver = Arc<dyn Fn(&HttpTrace) + Send + Sync>;
+
+/// Settings shared by the HTTP transports. `HttpOptions::new()` gives the
+/// documented defaults.
+///
+/// ```
+/// use mcp_transport::http::HttpOptions;
+/// let options = HttpOptions::new().header("Authorization", "Bearer s3cret");
+/// assert!(!format!("{options:?}").contains("s3cret"));
+/// ```
+#[derive(Clone)]
+pub struct HttpOptions {
+    headers: Vec<(String, String)>,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    accept_wait: Duration,
+    max_event_size: usize,
+    extra_ca_file: Option<PathBuf>,
+    extra_ca_pem: Option<Vec<u8>>,
+    default_retry: Duration,
+    max_reconnects: u32,
+    close_timeout: Duration,
+    get_stream: bool,
+    observer: Option<HttpObserver>,
+    server_name: Option<String>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, _)| (k.as_str(), "<redacted>"))
+            .collect();
+        f.debug_struct("HttpOptions")
+            .field("headers", &headers)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("accept_wait", &self.accept_wait)
+            .field("max_event_size", &self.max_event_size)
+            .field("extra_ca_file", &self.extra_ca_file)
+            .field("extra_ca_pem", &self.extra_ca_pem.as_ref().map(Vec::len))
+            .field("default_retry", &self.default_retry)
+            .field("max_reconnects", &self.max_reconnects)
+            .field("close_timeout", &self.close_timeout)
+            .field("get_stream", &self.get_stream)
+            .field("observer", &self.observer.as_ref().map(|_| "<fn>"))
+            .field("server_name", &self.server_name)
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// The defaults: no extra headers, 10 s connect timeout, 60 s request
+    /// timeout, 16 MiB events, webpki roots, 1 s default retry, 5 reconnects,
+    /// a GET stream when the server offers one.
+    pub fn new() -> Self {
+        HttpOptions {
+            headers: Vec::new(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            accept_wait: DEFAULT_ACCEPT_WAIT,
+            max_event_size: crate::sse::DEFAULT_MAX_EVENT_SIZE,
+            extra_ca_file: None,
+            extra_ca_pem: None,
+            default_retry: DEFAULT_RETRY,
+            max_reconnects: DEFAULT_MAX_RECONNECTS,
+            close_timeout: DEFAULT_CLOSE_TIMEOUT,
+            get_stream: true,
+            observer: None,
+            server_name: None,
+        }
+    }
+
+    /// Adds a header sent with every request (an `Authorization` token, say).
+    /// Its value is never logged, traced or shown in errors; a value with CR,
+    /// LF or NUL makes `connect` fail.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds headers (see [`header`](Self::header)).
+    pub fn headers<I, K, V>(mut self, headers: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.headers
+            .extend(headers.into_iter().map(|(k, v)| (k.into(), v.into())));
+        self
+    }
+
+    /// Bound on establishing a connection, TCP and TLS (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Bound on waiting for an answer's head, a JSON body, or a 202 (default 60 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long `send` of a request (other than `initialize`) waits for the
+    /// head of the answer before returning (default 1 s). Errors that come
+    /// later arrive through `recv` as an error response to that request, so
+    /// the caller's own request timeout starts on time and nothing hangs.
+    pub fn accept_wait(mut self, wait: Duration) -> Self {
+        self.accept_wait = wait;
+        self
+    }
+
+    /// Bound on one SSE event or JSON body, in bytes (default 16 MiB).
+    pub fn max_event_size(mut self, bytes: usize) -> Self {
+        self.max_event_size = bytes;
+        self
+    }
+
+    /// Trusts the CA certificates in this PEM file too (on top of the webpki roots).
+    pub fn extra_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.extra_ca_file = Some(path.into());
+        self
+    }
+
+    /// Trusts the CA certificates in this PEM text too.
+    pub fn extra_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.extra_ca_pem = Some(pem.into());
+        self
+    }
+
+    /// Wait before reconnecting a dropped SSE stream when the server sent no
+    /// `retry` (default 1 s). A server's `retry` always wins.
+    pub fn default_retry(mut self, wait: Duration) -> Self {
+        self.default_retry = wait;
+        self
+    }
+
+    /// Reconnection attempts for one dropped SSE stream (default 5).
+    pub fn max_reconnects(mut self, attempts: u32) -> Self {
+        self.max_reconnects = attempts;
+        self
+    }
+
+    /// Bound on the session `DELETE` at close (default 2 s).
+    pub fn close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
+        self
+    }
+
+    /// Whether streamable HTTP opens the GET stream for server-initiated
+    /// messages after initialization (default true).
+    pub fn get_stream(mut self, open: bool) -> Self {
+        self.get_stream = open;
+        self
+    }
+
+    /// Sees every HTTP exchange, redacted (for tracing).
+    pub fn observer(mut self, observer: impl Fn(&HttpTrace) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// The name used in logs.
+    pub fn server_name(mut self, name: impl Into<String>) -> Self {
+        self.server_name = Some(name.into());
+        self
+    }
+
+    fn name(&self) -> &str {
+        self.server_name.as_deref().unwrap_or("http")
+    }
+
+    fn observe(&self, trace: HttpTrace) {
+        if let Some(observer) = &self.observer {
+            observer(&trace);
+        }
+    }
+
+    /// The configured headers, checked: names valid, values free of CR, LF
+    /// and NUL, and marked sensitive.
+    fn header_map(&self) -> Result<HeaderMap, TransportError> {
+        let mut map = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let header = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+                TransportError::InvalidConfig(format!("{name:?} is not a valid header name"))
+            })?;
+            if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+                return Err(TransportError::InvalidConfig(format!(
+                    "the value of header {name} contains a line break or NUL; \
+                     header values must be one line"
+                )));
+            }
+            let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
+                TransportError::InvalidConfig(format!(
+                    "the value of header {name} has characters a header cannot carry"
+                ))
+            })?;
+            value.set_sensitive(true);
+            map.append(header, value);
+        }
+        Ok(map)
+    }
+}
+
+/// Parses a URL for the HTTP transports: `http` or `https`, with a host.
+pub(crate) fn parse_url(url: &str) -> Result<Uri, TransportError> {
+    let uri: Uri = url.trim().parse().map_err(|_| {
+        TransportError::InvalidConfig(format!("{} is not a valid URL", redact_str(url)))
+    })?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        _ => {
+            return Err(TransportError::InvalidConfig(format!(
+                "{} is not an http:// or https:// URL",
+                redact_str(url)
+            )));
+        }
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(TransportError::InvalidConfig(format!(
+            "{} has no host",
+            redact_str(url)
+        )));
+    }
+    Ok(uri)
+}
+
+/// A URL as it may be shown: scheme, host, port and path; no user info, no query.
+pub fn redact_url(uri: &Uri) -> String {
+    let scheme = uri.scheme_str().unwrap_or("http");
+    let host = uri.host().unwrap_or("");
+    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    let path = uri.path();
+    let query = if uri.query().is_some() { "?…" } else { "" };
+    format!("{scheme}://{host}{port}{path}{query}")
+}
+
+/// [`redact_url`] for text that may not parse.
+fn redact_str(url: &str) -> String {
+    match url.trim().parse::<Uri>() {
+        Ok(uri) if uri.host().is_some() => redact_url(&uri),
+        _ => "the URL".to_owned(),
+    }
+}
+
+/// Whether two URLs have the same scheme, host and port.
+fn same_origin(a: &Uri, b: &Uri) -> bool {
+    fn port(u: &Uri) -> Option<u16> {
+        u.port_u16().or(match u.scheme_str() {
+            Some("https") => Some(443),
+            Some("http") => Some(80),
+            _ => None,
+        })
+    }
+    a.scheme() == b.scheme()
+        && a.host().map(str::to_ascii_lowercase) == b.host().map(str::to_ascii_lowercase)
+        && port(a) == port(b)
+}
+
+/// Turns one JSON body or SSE `data` into what `recv` hands out.
+fn payload_to_received(bytes: &[u8], out: &mut Vec<Received>) {
+    match parse_payload(bytes) {
+        Ok(Payload::Single(m)) => out.push(Received::Message(m)),
+        Ok(Payload::Batch(items)) => out.extend(items.into_iter().map(|item| match item {
+            Ok(m) => Received::Message(m),
+            Err(e) => Received::Invalid(InvalidFrame::BatchElement(e)),
+        })),
+        Ok(_) => {}
+        Err(reason) => out.push(Received::Invalid(InvalidFrame::Malformed(Malformed {
+            reason,
+            excerpt: excerpt(bytes),
+            len: bytes.len(),
+        }))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_with_line_breaks_are_rejected_without_showing_them() {
+        for bad in ["a\r\nX-Evil: 1", "a\nb", "a\rb", "a\0b"] {
+            let err = HttpOptions::new()
+                .header("Authorization", bad)
+                .header_map()
+                .unwrap_err();
+            assert!(matches!(err, TransportError::InvalidConfig(_)));
+            assert!(!err.to_string().contains("Evil"), "{err}");
+        }
+        let err = HttpOptions::new()
+            .header("Bad Name", "x")
+            .header_map()
+            .unwrap_err();
+        assert!(err.to_string().contains("Bad Name"));
+        let map = HttpOptions::new()
+            .header("X-Key", " v ")
+            .header_map()
+            .unwrap();
+        assert!(map.get("x-key").unwrap().is_sensitive());
+        assert_eq!(map.get("x-key").unwrap(), "v");
+    }
+
+    #[test]
+    fn urls_are_checked_and_redacted() {
+        let uri = parse_url("https://user:pw@example.com:8443/mcp?token=abc").unwrap();
+        assert_eq!(redact_url(&uri), "https://example.com:8443/mcp?…");
+        assert!(parse_url("ftp://example.com/").is_err());
+        let err = parse_url("not a url?token=abc").unwrap_err();
+        assert!(!err.to_string().contains("abc"), "{err}");
+    }
+
+    #[test]
+    fn origins() {
+        let a: Uri = "http://127.0.0.1:80/sse".parse().unwrap();
+        assert!(same_origin(
+            &a,
+            &"http://127.0.0.1/messages?x=1".parse().unwrap()
+        ));
+        assert!(!same_origin(&a, &"http://127.0.0.1:81/".parse().unwrap()));
+        assert!(!same_origin(&a, &"https://127.0.0.1:80/".parse().unwrap()));
+        assert!(!same_origin(&a, &"http://evil.example/".parse().unwrap()));
+    }
+}

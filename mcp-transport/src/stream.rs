@@ -1,0 +1,279 @@
+//! A transport over any `AsyncRead` + `AsyncWrite` pair: one JSON-RPC
+//! message per line, as on stdio, but without a process.
+//!
+//! Use it to run a server in-process over [`tokio::io::duplex`] (tests,
+//! benchmarks) or over a socket someone else opened. Lines that are not
+//! messages arrive as [`Received::Invalid`]; the end of the read half is
+//! [`TransportError::Closed`]. [`Transport::close`] shuts the write half down
+//! (bounded) and stops reading. It reports [`TransportKind::Memory`].
+//!
+//! ```
+//! use mcp_jsonrpc::{Message, Notification};
+//! use mcp_transport::stream::StreamTransport;
+//! use mcp_transport::{Received, Transport};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let (a, b) = tokio::io::duplex(4096);
+//! let (ar, aw) = tokio::io::split(a);
+//! let (br, bw) = tokio::io::split(b);
+//! let (client, server) = (StreamTransport::new(ar, aw), StreamTransport::new(br, bw));
+//! client.send(&Message::from(Notification::new("ping", None))).await.unwrap();
+//! let Received::Message(m) = server.recv().await.unwrap() else { panic!() };
+//! assert_eq!(m.method(), Some("ping"));
+//! client.close().await;
+//! assert!(server.recv().await.unwrap_err().is_closed());
+//! # });
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use mcp_jsonrpc::{DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
+use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    BoxFuture, Message, Received, Transport, TransportError, TransportKind, frame_to_received,
+};
+
+/// How long `close` waits for a busy writer and for the shutdown of the write half.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+
+type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
+type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
+
+struct Writer {
+    io: Option<BoxWrite>,
+    codec: NewlineCodec,
+    /// Bytes not yet written (a cancelled send's rest is written first).
+    buf: BytesMut,
+}
+
+struct Reader {
+    frames: Option<FramedRead<BoxRead, NewlineCodec>>,
+    pending: VecDeque<Received>,
+}
+
+/// A newline-delimited JSON-RPC transport over a reader and a writer.
+pub struct StreamTransport {
+    writer: Mutex<Writer>,
+    reader: Mutex<Reader>,
+    closing: CancellationToken,
+}
+
+impl fmt::Debug for StreamTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamTransport")
+            .field("closing", &self.closing.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamTransport {
+    /// A transport reading messages from `reader` and writing them to `writer`,
+    /// with the default frame limit (16 MiB).
+    pub fn new<R, W>(reader: R, writer: W) -> Self
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        Self::with_max_frame_length(reader, writer, DEFAULT_MAX_FRAME_LENGTH)
+    }
+
+    /// Like [`new`](Self::new), with another limit on a message's size in bytes.
+    pub fn with_max_frame_length<R, W>(reader: R, writer: W, max: usize) -> Self
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let reader: BoxRead = Box::new(reader);
+        StreamTransport {
+            writer: Mutex::new(Writer {
+                io: Some(Box::new(writer)),
+                codec: NewlineCodec::with_max_frame_length(max),
+                buf: BytesMut::new(),
+            }),
+            reader: Mutex::new(Reader {
+                frames: Some(FramedRead::new(
+                    reader,
+                    NewlineCodec::with_max_frame_length(max),
+                )),
+                pending: VecDeque::new(),
+            }),
+            closing: CancellationToken::new(),
+        }
+    }
+
+    async fn send_message(&self, message: &Message) -> Result<(), TransportError> {
+        let by_us = || TransportError::closed("closed by this side");
+        if self.closing.is_cancelled() {
+            return Err(by_us());
+        }
+        let mut guard = self.writer.lock().await;
+        let w = &mut *guard;
+        let Some(io) = w.io.as_mut() else {
+            return Err(TransportError::closed("the stream's write half is closed"));
+        };
+        w.codec.encode(message, &mut w.buf)?;
+        let written = tokio::select! {
+            biased;
+            r = async { io.write_all_buf(&mut w.buf).await?; io.flush().await } => r,
+            () = self.closing.cancelled() => return Err(by_us()),
+        };
+        if let Err(e) = written {
+            w.io = None;
+            w.buf.clear();
+            return Err(match e.kind() {
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
+                    TransportError::closed("the peer closed the stream")
+                }
+                _ => TransportError::Io(e),
+            });
+        }
+        Ok(())
+    }
+
+    async fn recv_item(&self) -> Result<Received, TransportError> {
+        let by_us = || TransportError::closed("closed by this side");
+        if self.closing.is_cancelled() {
+            return Err(by_us());
+        }
+        let mut guard = self.reader.lock().await;
+        let r = &mut *guard;
+        loop {
+            if let Some(item) = r.pending.pop_front() {
+                return Ok(item);
+            }
+            let Some(frames) = r.frames.as_mut() else {
+                return Err(TransportError::closed("the peer closed the stream"));
+            };
+            tokio::select! {
+                biased;
+                frame = frames.next() => match frame {
+                    Some(Ok(Frame::Message(m))) => return Ok(Received::Message(m)),
+                    Some(Ok(frame)) => frame_to_received(frame, &mut r.pending),
+                    Some(Err(e)) => {
+                        r.frames = None;
+                        return Err(TransportError::closed(format!("reading the stream failed: {e}")));
+                    }
+                    None => r.frames = None,
+                },
+                () = self.closing.cancelled() => return Err(by_us()),
+            }
+        }
+    }
+
+    async fn close_once(&self) {
+        if self.closing.is_cancelled() {
+            return;
+        }
+        self.closing.cancel();
+        if let Ok(mut w) = tokio::time::timeout(CLOSE_TIMEOUT, self.writer.lock()).await
+            && let Some(mut io) = w.io.take()
+        {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, io.shutdown()).await;
+        }
+        if let Ok(mut r) = tokio::time::timeout(CLOSE_TIMEOUT, self.reader.lock()).await {
+            r.frames = None;
+            r.pending.clear();
+        }
+    }
+}
+
+impl Transport for StreamTransport {
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(self.send_message(message))
+    }
+
+    fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
+        Box::pin(self.recv_item())
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.close_once())
+    }
+
+    fn kind(&self) -> TransportKind {
+        TransportKind::Memory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::InvalidFrame;
+    use mcp_jsonrpc::Notification;
+    use tokio::io::AsyncWriteExt;
+
+    fn pair() -> (StreamTransport, tokio::io::DuplexStream) {
+        let (a, b) = tokio::io::duplex(1024);
+        let (ar, aw) = tokio::io::split(a);
+        (StreamTransport::new(ar, aw), b)
+    }
+
+    #[tokio::test]
+    async fn bad_lines_are_data_and_eof_is_closed() {
+        let (t, mut peer) = pair();
+        peer.write_all(b"not json\n{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n")
+            .await
+            .unwrap();
+        drop(peer);
+        assert!(matches!(
+            t.recv().await.unwrap(),
+            Received::Invalid(InvalidFrame::Malformed(_))
+        ));
+        let Received::Message(m) = t.recv().await.unwrap() else {
+            panic!()
+        };
+        assert_eq!(m.method(), Some("x"));
+        let err = t.recv().await.unwrap_err();
+        assert!(err.is_closed(), "{err}");
+        // The peer is gone: sending fails as closed, not as a panic.
+        let sent = t.send(&Message::from(Notification::new("y", None))).await;
+        assert!(sent.unwrap_err().is_closed());
+    }
+
+    #[tokio::test]
+    async fn close_is_idempotent_and_ends_pending_recv() {
+        let (t, _peer) = pair();
+        let t = std::sync::Arc::new(t);
+        let t2 = std::sync::Arc::clone(&t);
+        let waiting = tokio::spawn(async move { t2.recv().await });
+        tokio::task::yield_now().await;
+        t.close().await;
+        t.close().await;
+        assert!(waiting.await.unwrap().unwrap_err().is_closed());
+        assert!(
+            t.send(&Message::from(Notification::new("y", None)))
+                .await
+                .unwrap_err()
+                .is_closed()
+        );
+    }
+
+    #[tokio::test]
+    async fn messages_are_written_one_per_line() {
+        let (t, peer) = pair();
+        t.send(&Message::from(Notification::new("a", None)))
+            .await
+            .unwrap();
+        t.send(&Message::from(Notification::new("b", None)))
+            .await
+            .unwrap();
+        t.close().await;
+        let mut out = String::new();
+        let mut peer = peer;
+        tokio::io::AsyncReadExt::read_to_string(&mut peer, &mut out)
+            .await
+            .unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 2, "{out}");
+        assert!(lines[0].contains("\"a\"") && lines[1].contains("\"b\""));
+    }
+}

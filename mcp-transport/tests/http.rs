@@ -1,0 +1,588 @@
+//! The HTTP transports against the testkit HTTP servers on 127.0.0.1.
+
+#![cfg(feature = "http")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
+use mcp_testkit::{Misbehaviour, ServerOptions};
+use mcp_transport::http::auto::{self, TransportCache};
+use mcp_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
+use mcp_transport::{InvalidFrame, Received, Transport, TransportError, TransportKind};
+use serde_json::{Value, json};
+
+const VERSION: &str = "2025-06-18";
+
+fn request(id: i64, method: &str, params: Value) -> Message {
+    Message::from(Request::new(id, method, Some(to_raw(&params).unwrap())))
+}
+
+fn call(id: i64, tool: &str, args: Value) -> Message {
+    request(id, "tools/call", json!({"name": tool, "arguments": args}))
+}
+
+/// Receives until the answer to `id`, returning it and what came before.
+async fn answer(t: &dyn Transport, id: i64) -> (Value, Vec<Received>) {
+    let mut before = Vec::new();
+    let fut = async {
+        loop {
+            match t.recv().await.unwrap() {
+                Received::Message(m @ (Message::Response(_) | Message::Error(_)))
+                    if m.id() == Some(&id.into()) =>
+                {
+                    return serde_json::to_value(&m).unwrap();
+                }
+                other => before.push(other),
+            }
+        }
+    };
+    let value = tokio::time::timeout(Duration::from_secs(10), fut)
+        .await
+        .expect("no answer within 10 s");
+    (value, before)
+}
+
+async fn handshake(t: &dyn Transport) -> Value {
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    t.send(&init).await.unwrap();
+    let (init, _) = answer(t, 0).await;
+    t.send(&Message::from(Notification::new(
+        "notifications/initialized",
+        None,
+    )))
+    .await
+    .unwrap();
+    init
+}
+
+async fn echo(t: &dyn Transport, id: i64, text: &str) -> Value {
+    t.send(&call(id, "echo", json!({"text": text})))
+        .await
+        .unwrap();
+    answer(t, id).await.0
+}
+
+fn options() -> HttpOptions {
+    HttpOptions::new()
+        .request_timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(2))
+}
+
+async fn server(options: HttpServerOptions) -> HttpServer {
+    HttpServer::start(options).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamable_sse_session_round_trip() {
+    let s = server(HttpServerOptions::default()).await;
+    let traces = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&traces);
+    let t = StreamableHttpTransport::connect(
+        &s.url(),
+        options()
+            .header("Authorization", "Bearer top-secret")
+            .observer(move |e: &HttpTrace| seen.lock().unwrap().push(format!("{e:?}"))),
+    )
+    .await
+    .unwrap();
+    let init = handshake(&t).await;
+    assert_eq!(init["result"]["protocolVersion"], VERSION);
+    assert!(t.session_id().unwrap().starts_with("testkit-session-"));
+    assert_eq!(t.protocol_version().as_deref(), Some(VERSION));
+    assert_eq!(t.kind(), TransportKind::StreamableHttp);
+    let echoed = echo(&t, 1, "hello").await;
+    assert_eq!(echoed["result"]["content"][0]["text"], "hello");
+    // Every POST after initialize carried the negotiated version.
+    let versions = s.stats().protocol_versions.lock().unwrap().clone();
+    assert!(
+        versions.len() >= 2 && versions.iter().all(|v| v == VERSION),
+        "{versions:?}"
+    );
+    t.close().await;
+    assert_eq!(s.stats().deletes.load(Ordering::SeqCst), 1);
+    assert!(t.recv().await.unwrap_err().is_closed());
+    assert!(
+        t.send(&call(2, "echo", json!({"text": "x"})))
+            .await
+            .is_err()
+    );
+    let traces = traces.lock().unwrap().join("\n");
+    assert!(traces.contains("Mcp-Session-Id"), "{traces}");
+    assert!(traces.contains("DELETE"), "{traces}");
+    assert!(!traces.contains("top-secret"), "{traces}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_json_answers() {
+    let s = server(HttpServerOptions {
+        stateless: true,
+        json_response: true,
+        ..Default::default()
+    })
+    .await;
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    assert_eq!(t.session_id(), None);
+    assert_eq!(
+        echo(&t, 1, "json").await["result"]["content"][0]["text"],
+        "json"
+    );
+    t.close().await;
+    assert_eq!(
+        s.stats().deletes.load(Ordering::SeqCst),
+        0,
+        "no session, no DELETE"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_answer_holds_up_nothing() {
+    let s = server(HttpServerOptions::default()).await;
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    t.send(&call(1, "slow", json!({"ms": 1500}))).await.unwrap();
+    let start = Instant::now();
+    t.send(&call(2, "echo", json!({"text": "quick"})))
+        .await
+        .unwrap();
+    // The quick answer comes first, long before the slow one.
+    let first = loop {
+        if let Received::Message(m @ Message::Response(_)) = t.recv().await.unwrap() {
+            break m;
+        }
+    };
+    assert_eq!(first.id(), Some(&2.into()));
+    assert!(start.elapsed() < Duration::from_millis(1200));
+    let (slow, _) = answer(&t, 1).await;
+    assert!(
+        slow["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("1500")
+    );
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
+    let s = server(HttpServerOptions {
+        retry_ms: 300,
+        ..HttpServerOptions::misbehaving(HttpMisbehaviour::DropStream)
+    })
+    .await;
+    // The server's retry wins over the (long) default.
+    let t = StreamableHttpTransport::connect(
+        &s.url(),
+        options().default_retry(Duration::from_secs(20)),
+    )
+    .await
+    .unwrap();
+    handshake(&t).await;
+    let start = Instant::now();
+    let echoed = echo(&t, 1, "resumed").await;
+    let took = start.elapsed();
+    assert_eq!(echoed["result"]["content"][0]["text"], "resumed");
+    assert!(
+        took >= Duration::from_millis(300),
+        "{took:?}: reconnected before retry"
+    );
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    assert_eq!(s.stats().resumes.load(Ordering::SeqCst), 1);
+    let ids = s.stats().last_event_ids.lock().unwrap().clone();
+    assert_eq!(ids.len(), 1);
+    assert!(ids[0].ends_with("-p"), "{ids:?}");
+    t.close().await;
+}
+
+async fn expiry(misbehaviour: HttpMisbehaviour) {
+    let s = server(HttpServerOptions {
+        expire_after: 2,
+        ..HttpServerOptions::misbehaving(misbehaviour)
+    })
+    .await;
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    let first = t.session_id().unwrap();
+    // The third POST finds the session expired: the transport initializes a
+    // new one and the call completes on it.
+    assert_eq!(
+        echo(&t, 1, "again").await["result"]["content"][0]["text"],
+        "again"
+    );
+    assert_ne!(t.session_id().unwrap(), first);
+    assert_eq!(s.stats().initializes.load(Ordering::SeqCst), 2);
+    // The POST, and perhaps the GET stream, found the session gone.
+    assert!(s.stats().stale_session_answers.load(Ordering::SeqCst) >= 1);
+    // The replayed initialize's answer was not handed on.
+    assert_eq!(
+        echo(&t, 2, "after").await["result"]["content"][0]["text"],
+        "after"
+    );
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_404_is_reinitialized() {
+    expiry(HttpMisbehaviour::ExpireSession).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_session_400_like_typescript_is_reinitialized() {
+    expiry(HttpMisbehaviour::ExpireSession400).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_statuses_and_wrong_content_types_fail_the_request() {
+    let s = server(HttpServerOptions::misbehaving(HttpMisbehaviour::Status500)).await;
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    let err = t
+        .send(&call(1, "echo", json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.http_status(), Some(500), "{err}");
+    t.close().await;
+
+    let s = server(HttpServerOptions::misbehaving(
+        HttpMisbehaviour::WrongContentType,
+    ))
+    .await;
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    let err = t
+        .send(&call(1, "echo", json!({"text": "x"})))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("text/plain"), "{err}");
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_head_becomes_an_error_response_not_a_hang() {
+    let s = server(HttpServerOptions {
+        slow_ms: 400,
+        ..HttpServerOptions::misbehaving(HttpMisbehaviour::SlowHead)
+    })
+    .await;
+    // `send` returns after accept_wait; the late answer arrives through recv.
+    let t = StreamableHttpTransport::connect(
+        &s.url(),
+        options().accept_wait(Duration::from_millis(50)),
+    )
+    .await
+    .unwrap();
+    handshake(&t).await;
+    let start = Instant::now();
+    t.send(&call(1, "echo", json!({"text": "late"})))
+        .await
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_millis(300));
+    assert_eq!(
+        answer(&t, 1).await.0["result"]["content"][0]["text"],
+        "late"
+    );
+    t.close().await;
+
+    // A request timeout shorter than the head's delay: an error response
+    // to that request, not a hang.
+    let s = server(HttpServerOptions {
+        slow_ms: 2000,
+        ..HttpServerOptions::misbehaving(HttpMisbehaviour::SlowHead)
+    })
+    .await;
+    let t = StreamableHttpTransport::connect(
+        &s.url(),
+        options()
+            .accept_wait(Duration::from_millis(50))
+            .request_timeout(Duration::from_millis(500)),
+    )
+    .await
+    .unwrap();
+    handshake(&t).await;
+    t.send(&call(1, "echo", json!({"text": "late"})))
+        .await
+        .unwrap();
+    let (error, _) = answer(&t, 1).await;
+    assert_eq!(error["error"]["code"], -32603, "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("HTTP transport: timed out"),
+        "{message}"
+    );
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_events_are_reported_and_skipped() {
+    let mut server_options = ServerOptions::misbehaving(Misbehaviour::OversizedLine);
+    server_options.oversize_bytes = 4000;
+    let s = server(HttpServerOptions {
+        server: server_options,
+        ..Default::default()
+    })
+    .await;
+    let t = StreamableHttpTransport::connect(&s.url(), options().max_event_size(2000))
+        .await
+        .unwrap();
+    handshake(&t).await;
+    t.send(&call(1, "echo", json!({"text": "after"})))
+        .await
+        .unwrap();
+    let (value, mut seen) = answer(&t, 1).await;
+    assert_eq!(value["result"]["content"][0]["text"], "after");
+    // The oversized event is unrelated to the call, so it may come on the
+    // GET stream, after the answer.
+    let oversized = |r: &Received| matches!(r, Received::Invalid(InvalidFrame::Oversized(o)) if o.limit == 2000);
+    while !seen.iter().any(oversized) {
+        let next = tokio::time::timeout(Duration::from_secs(5), t.recv()).await;
+        seen.push(next.expect("no oversized report").unwrap());
+    }
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized_gets_a_401_with_advice() {
+    let s = server(HttpServerOptions {
+        require_header: Some(("authorization".into(), "Bearer good".into())),
+        ..Default::default()
+    })
+    .await;
+    let t =
+        StreamableHttpTransport::connect(&s.url(), options().header("Authorization", "Bearer bad"))
+            .await
+            .unwrap();
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let err = t.send(&init).await.unwrap_err();
+    assert_eq!(err.http_status(), Some(401));
+    let text = err.to_string();
+    assert!(
+        text.contains("Bearer <token>") && !text.contains("bad"),
+        "{text}"
+    );
+    t.close().await;
+
+    let t = StreamableHttpTransport::connect(
+        &s.url(),
+        options().header("Authorization", "Bearer good"),
+    )
+    .await
+    .unwrap();
+    handshake(&t).await;
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_get_stream_carries_unrelated_server_messages() {
+    let mut server_options = ServerOptions::misbehaving(Misbehaviour::FloodNotifications);
+    server_options.flood_count = 3;
+    let s = server(HttpServerOptions {
+        server: server_options,
+        ..Default::default()
+    })
+    .await;
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    // Wait for the GET stream to be open.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.stats().get_streams.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "no GET stream");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    t.send(&call(1, "echo", json!({"text": "x"})))
+        .await
+        .unwrap();
+    let (_, mut before) = answer(&t, 1).await;
+    // Notifications may come after the answer (different streams): collect them.
+    while before
+        .iter()
+        .filter(|r| matches!(r, Received::Message(Message::Notification(_))))
+        .count()
+        < 3
+    {
+        before.push(
+            tokio::time::timeout(Duration::from_secs(5), t.recv())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_sse_round_trip() {
+    let s = server(HttpServerOptions {
+        mode: HttpMode::LegacySse,
+        ..Default::default()
+    })
+    .await;
+    let t = SseTransport::connect(&s.url(), options()).await.unwrap();
+    assert!(t.endpoint().contains("/messages?"));
+    assert_eq!(t.kind(), TransportKind::Sse);
+    handshake(&t).await;
+    assert_eq!(
+        echo(&t, 1, "old").await["result"]["content"][0]["text"],
+        "old"
+    );
+    t.close().await;
+    assert!(t.recv().await.unwrap_err().is_closed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_falls_back_to_sse_and_remembers() {
+    let s = server(HttpServerOptions {
+        mode: HttpMode::LegacySse,
+        ..Default::default()
+    })
+    .await;
+    let cache = TransportCache::new();
+    let t = auto::connect(&s.url(), options(), &cache).await.unwrap();
+    handshake(&t).await;
+    assert_eq!(t.kind(), TransportKind::Sse);
+    assert_eq!(cache.get(&s.url()), Some(TransportKind::Sse));
+    assert_eq!(
+        echo(&t, 1, "fallback").await["result"]["content"][0]["text"],
+        "fallback"
+    );
+    t.close().await;
+    // The second connection goes straight to SSE.
+    let t = auto::connect(&s.url(), options(), &cache).await.unwrap();
+    assert_eq!(t.kind(), TransportKind::Sse);
+    handshake(&t).await;
+    t.close().await;
+    assert_eq!(s.stats().legacy_streams.load(Ordering::SeqCst), 2);
+
+    let s = server(HttpServerOptions::default()).await;
+    let t = auto::connect(&s.url(), options(), &cache).await.unwrap();
+    handshake(&t).await;
+    assert_eq!(t.kind(), TransportKind::StreamableHttp);
+    assert_eq!(cache.get(&s.url()), Some(TransportKind::StreamableHttp));
+    t.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_an_extra_ca_and_verification_on() {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let pem = cert.cert.pem();
+    let der = CertificateDer::from(cert.cert.der().to_vec());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![der], key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let s = Arc::new(server(HttpServerOptions::default()).await);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Arc::clone(&s);
+    let accept = tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            if let Ok(tls) = acceptor.accept(tcp).await {
+                server.serve_connection(tls);
+            }
+        }
+    });
+    let url = format!("https://{addr}/mcp");
+
+    // Not trusted: the handshake fails and says why.
+    let t = StreamableHttpTransport::connect(&url, options())
+        .await
+        .unwrap();
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let err = t.send(&init).await.unwrap_err();
+    assert!(err.to_string().contains("certificate"), "{err}");
+    t.close().await;
+
+    // Trusted through the extra CA file.
+    let dir = std::env::temp_dir().join(format!("mcp-transport-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, pem).unwrap();
+    let t = StreamableHttpTransport::connect(&url, options().extra_ca_file(&ca))
+        .await
+        .unwrap();
+    handshake(&t).await;
+    assert_eq!(
+        echo(&t, 1, "tls").await["result"]["content"][0]["text"],
+        "tls"
+    );
+    t.close().await;
+    accept.abort();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn bad_settings_are_refused_up_front() {
+    let err = StreamableHttpTransport::connect(
+        "http://127.0.0.1:1/mcp",
+        HttpOptions::new().header("X-Key", "a\r\nInjected: 1"),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, TransportError::InvalidConfig(_)));
+    assert!(!err.to_string().contains("Injected"));
+    assert!(
+        StreamableHttpTransport::connect("file:///etc/passwd", HttpOptions::new())
+            .await
+            .is_err()
+    );
+    let err = StreamableHttpTransport::connect(
+        "http://127.0.0.1:1/mcp",
+        HttpOptions::new().extra_ca_file("/nonexistent/ca.pem"),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/ca.pem"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_refused_is_an_error_not_a_hang() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let t = StreamableHttpTransport::connect(&format!("http://{addr}/mcp"), options())
+        .await
+        .unwrap();
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let err = t.send(&init).await.unwrap_err();
+    assert!(matches!(err, TransportError::Http { .. }), "{err}");
+    t.close().await;
+}
