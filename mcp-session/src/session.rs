@@ -536,9 +536,20 @@ impl Inner {
             method: method.to_string(),
             params,
         });
-        self.transport.send(&message).await?;
-
+        // The deadline covers sending too: an HTTP transport's send may wait
+        // for the answer's head.
         let mut deadline = Deadline::new(Instant::now(), timeout, self.config.max_total_timeout);
+        match tokio::time::timeout_at(deadline.at(), self.transport.send(&message)).await {
+            Ok(sent) => sent?,
+            Err(_) => {
+                drop(guard);
+                return Err(SessionError::Timeout {
+                    method: method.to_string(),
+                    after: deadline.elapsed(Instant::now()),
+                });
+            }
+        }
+
         let outcome = loop {
             tokio::select! {
                 biased;

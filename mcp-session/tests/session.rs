@@ -660,3 +660,47 @@ async fn notifications_are_dispatched_to_the_listener() {
     assert!(events[1].starts_with("Cancelled(") && events[1].contains("77"));
     assert!(events[2].contains("notifications/custom/thing"));
 }
+
+/// A transport whose `send` of one method never finishes (an HTTP send
+/// waiting for a head that never comes).
+#[derive(Debug)]
+struct StuckSend(Arc<memory::MemoryTransport>);
+
+impl Transport for StuckSend {
+    fn send<'a>(
+        &'a self,
+        message: &'a Message,
+    ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        if message.method() == Some("stuck") {
+            return Box::pin(std::future::pending());
+        }
+        self.0.send(message)
+    }
+    fn recv(
+        &self,
+    ) -> mcp_transport::BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>>
+    {
+        self.0.recv()
+    }
+    fn close(&self) -> mcp_transport::BoxFuture<'_, ()> {
+        self.0.close()
+    }
+    fn kind(&self) -> mcp_transport::TransportKind {
+        self.0.kind()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_covers_a_send_that_never_finishes() {
+    let (t, _fake) = start(tools_server(|_| None));
+    let s = Session::connect(StuckSend(t), config()).await.unwrap();
+    let err = s
+        .request("stuck", None, Some(Duration::from_secs(2)))
+        .await
+        .unwrap_err();
+    let SessionError::Timeout { after, .. } = err else {
+        panic!("{err}")
+    };
+    assert_eq!(after, Duration::from_secs(2));
+    assert_eq!(s.in_flight(), 0);
+}
