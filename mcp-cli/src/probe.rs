@@ -367,6 +367,17 @@ fn handshake_diagnosis(e: &SessionError, probed: &Probed, report: &mut Report) {
                 "the server exited during the handshake{how}: often a missing environment variable or a bad argument; its stderr below usually says which"
             ));
         }
+        SessionError::LegacyServer { .. } => report.diagnosis.push(
+            "the server speaks only the initialize handshake (2025-11-25 or older); probe it with --protocol auto or legacy".into(),
+        ),
+        SessionError::Protocol { error, .. }
+            if error.code == mcp_jsonrpc::codes::UNSUPPORTED_PROTOCOL_VERSION =>
+        {
+            report.diagnosis.push(format!(
+                "the server does not speak the offered protocol version: {}; try --protocol auto, which probes with server/discover (2026-07-28) and falls back to the handshake",
+                error.message
+            ));
+        }
         other => report
             .diagnosis
             .push(format!("the handshake failed: {other}")),
@@ -497,20 +508,38 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
             return report;
         }
     };
-    let version = session.protocol_version().as_str();
-    report.step(
-        "initialize",
-        Status::Pass,
-        Some(t0.elapsed()),
-        describe_init(session.server(), version),
-    );
-    report.server = serde_json::to_value(session.server()).ok();
-    report.step(
-        "initialized",
-        Status::Pass,
-        None,
-        "notification sent".into(),
-    );
+    let negotiated = session.protocol_version();
+    let version = negotiated.as_str();
+    if negotiated.is_modern() {
+        // 2026-07-28 has no handshake: server/discover told us who it is.
+        report.step(
+            "discover",
+            Status::Pass,
+            Some(t0.elapsed()),
+            describe_init(session.server(), version),
+        );
+        report.server = serde_json::to_value(session.server()).ok();
+        report.step(
+            "initialized",
+            Status::Skip,
+            None,
+            "not in 2026-07-28 (every request carries its _meta instead)".into(),
+        );
+    } else {
+        report.step(
+            "initialize",
+            Status::Pass,
+            Some(t0.elapsed()),
+            describe_init(session.server(), version),
+        );
+        report.server = serde_json::to_value(session.server()).ok();
+        report.step(
+            "initialized",
+            Status::Pass,
+            None,
+            "notification sent".into(),
+        );
+    }
 
     let t0 = Instant::now();
     let catalog = match session.list_tools().await {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_session::SessionConfig;
+use mcp_session::{ProtocolMode, ProtocolVersion, SessionConfig};
 use mcp_transport::http::{HttpOptions, HttpTrace};
 use mcp_transport::stdio::StdioConfig;
 
@@ -111,7 +111,30 @@ fn millis(ms: Option<u64>) -> Option<Duration> {
     ms.map(Duration::from_millis)
 }
 
-fn session_config(name: &str, args: &TargetArgs) -> SessionConfig {
+/// Applies a protocol pin: `legacy`, `modern`, `auto`, or a revision date.
+fn apply_protocol(c: &mut SessionConfig, pin: &str) -> Result<(), String> {
+    if let Ok(mode) = pin.parse::<ProtocolMode>() {
+        c.mode = mode;
+        return Ok(());
+    }
+    match pin.parse::<ProtocolVersion>() {
+        Ok(v) => {
+            c.protocol_version = v;
+            c.mode = if v.is_modern() {
+                ProtocolMode::Modern
+            } else {
+                ProtocolMode::Legacy
+            };
+            Ok(())
+        }
+        Err(_) => Err(format!(
+            "unknown protocol {pin:?}: use legacy, modern, auto or a revision ({})",
+            ProtocolVersion::ALL.map(ProtocolVersion::as_str).join(", ")
+        )),
+    }
+}
+
+fn session_config(name: &str, args: &TargetArgs) -> Result<SessionConfig, String> {
     let mut c = SessionConfig {
         server_name: name.to_string(),
         client_info: mcp_session::types::Implementation::new("mcp", env!("CARGO_PKG_VERSION")),
@@ -123,7 +146,10 @@ fn session_config(name: &str, args: &TargetArgs) -> SessionConfig {
     if let Some(t) = millis(args.handshake_timeout) {
         c.handshake_timeout = t;
     }
-    c
+    if let Some(pin) = &args.protocol {
+        apply_protocol(&mut c, pin).map_err(|e| format!("--protocol: {e}"))?;
+    }
+    Ok(c)
 }
 
 fn with_stderr(config: StdioConfig, trace: TraceOptions) -> StdioConfig {
@@ -155,7 +181,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
         return Ok(vec![Target {
             label: format!("stdio: {}", printable(line)),
             connect: Connect::Stdio(with_stderr(config, trace)),
-            session: session_config(program, args),
+            session: session_config(program, args)?,
             is_demo: false,
         }]);
     }
@@ -183,7 +209,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
                 options,
                 kind,
             },
-            session: session_config("http", args),
+            session: session_config("http", args)?,
             is_demo: false,
         }]);
     }
@@ -198,7 +224,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
     Ok(vec![Target {
         label: "demo server (mcp-testkit, built in)".into(),
         connect: Connect::Stdio(with_stderr(config, trace)),
-        session: session_config("demo", args),
+        session: session_config("demo", args)?,
         is_demo: true,
     }])
 }
@@ -232,7 +258,10 @@ fn config_targets(
         if args.server.as_ref().is_some_and(|n| n != name) {
             continue;
         }
-        let mut session = session_config(name, args);
+        let mut session = session_config(name, args)?;
+        if let (Some(pin), None) = (&server.protocol_version, &args.protocol) {
+            apply_protocol(&mut session, pin).map_err(|e| format!("{name}: {e}"))?;
+        }
         session.request_timeout = millis(args.timeout).unwrap_or(server.request_timeout);
         session.handshake_timeout =
             millis(args.handshake_timeout).unwrap_or(server.handshake_timeout);

@@ -212,6 +212,35 @@ pub struct ServerOptions {
     /// `printf '…' | mcp-testkit` see every answer without a slow call keeping
     /// the server alive.
     pub drain_ms: u64,
+    /// Which protocol revisions the server speaks (`--era legacy|modern|dual`).
+    pub era: Era,
+}
+
+/// Which protocol revisions the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Era {
+    /// The `initialize` handshake only (2024-11-05 to 2025-11-25):
+    /// `server/discover` is an unknown method.
+    #[default]
+    Legacy,
+    /// 2026-07-28 only: `server/discover`, `_meta` on every request,
+    /// multi-round-trip results; `initialize` is refused naming the version.
+    Modern,
+    /// Both: a request with modern `_meta` is served the modern way,
+    /// `initialize` the legacy way.
+    Dual,
+}
+
+impl Era {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+            Era::Dual => "dual",
+        }
+    }
 }
 
 impl Default for ServerOptions {
@@ -225,6 +254,7 @@ impl Default for ServerOptions {
             late_ms: DEFAULT_LATE_MS,
             flood_count: DEFAULT_FLOOD_COUNT,
             drain_ms: DEFAULT_DRAIN_MS,
+            era: Era::Legacy,
         }
     }
 }
@@ -270,6 +300,8 @@ Options:
   --late-ms N             delay for late-answer in milliseconds (default 3000)
   --flood-count N         notifications for flood-notifications (default 1000)
   --drain-ms N            when stdin ends, let running calls finish for N ms (default 1000)
+  --era legacy|modern|dual  protocol revisions spoken: the initialize handshake (default),
+                          2026-07-28 only (server/discover, _meta, multi-round-trip), or both
   -h, --help              show this help and exit
 
 Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output.
@@ -321,6 +353,7 @@ impl ServerOptions {
                 "--late-ms" => "--late-ms",
                 "--flood-count" => "--flood-count",
                 "--drain-ms" => "--drain-ms",
+                "--era" => "--era",
                 _ => return Err(ArgsError::UnknownArgument(arg)),
             };
             let value = match inline {
@@ -351,6 +384,20 @@ impl ServerOptions {
                 "--late-ms" => options.late_ms = number(flag, value)?,
                 "--flood-count" => options.flood_count = number(flag, value)?,
                 "--drain-ms" => options.drain_ms = number(flag, value)?,
+                "--era" => {
+                    options.era = match value.as_str() {
+                        "legacy" => Era::Legacy,
+                        "modern" => Era::Modern,
+                        "dual" => Era::Dual,
+                        _ => {
+                            return Err(ArgsError::InvalidValue {
+                                flag,
+                                value,
+                                reason: "expected legacy, modern or dual",
+                            });
+                        }
+                    }
+                }
                 _ => return Err(ArgsError::UnknownArgument(arg)),
             }
         }
@@ -390,6 +437,9 @@ impl ServerOptions {
         }
         if self.drain_ms != DEFAULT_DRAIN_MS {
             args.extend(["--drain-ms".to_owned(), self.drain_ms.to_string()]);
+        }
+        if self.era != Era::Legacy {
+            args.extend(["--era".to_owned(), self.era.name().to_owned()]);
         }
         args
     }

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::codec::{Decoder, Encoder};
 
-use crate::options::{Misbehaviour, ServerOptions};
+use crate::options::{Era, Misbehaviour, ServerOptions};
 use crate::tools::{self, CallContext};
 
 /// The protocol versions the server speaks, oldest first.
@@ -26,6 +26,12 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
     &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// The version the server answers with when the client asks for one it does not speak.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The modern revision the server speaks with `--era modern|dual`.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+/// The `_meta` key a modern request names its version with.
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// The `requestState` the `ask_name` tool hands out and expects back.
+const ASK_NAME_STATE: &str = "ask-name:v1";
 /// The version [`Misbehaviour::UnsupportedVersion`] answers with.
 pub const BOGUS_PROTOCOL_VERSION: &str = "1999-01-01";
 /// The server name in `serverInfo`.
@@ -459,7 +465,50 @@ impl Server {
             },
         };
         let no_tools = self.options().has(Misbehaviour::NoToolsCapability);
+        let era = self.options().era;
+        let requested: Option<String> = params
+            .as_ref()
+            .ok()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let modern = match era {
+            Era::Legacy => false,
+            Era::Modern => true,
+            _ => requested.is_some() || method == "server/discover",
+        };
+        if modern && requested.as_deref() != Some(MODERN_PROTOCOL_VERSION) {
+            // Every modern request names its version; `initialize` to a
+            // modern-only server lands here too, and the error names what the
+            // server does speak.
+            let mut supported = vec![MODERN_PROTOCOL_VERSION];
+            if era == Era::Dual {
+                supported.extend(SUPPORTED_PROTOCOL_VERSIONS.iter().rev());
+            }
+            let mut error = ErrorObject::new(
+                codes::UNSUPPORTED_PROTOCOL_VERSION,
+                format!(
+                    "Unsupported protocol version (this server speaks {})",
+                    supported.join(", ")
+                ),
+            );
+            error.data =
+                mcp_jsonrpc::to_raw(&json!({"supported": supported, "requested": requested})).ok();
+            self.outbox
+                .send_response(
+                    Some(id.clone()),
+                    Message::from(ErrorResponse::new(Some(id), error)),
+                )
+                .await;
+            return Ok(());
+        }
         let result = match method.as_str() {
+            "server/discover" if modern => Ok(self.discover(era)),
+            "ping" if modern => Err(ProtocolError::method_not_found(
+                &method,
+                " (2026-07-28 has no ping)",
+            )),
             "initialize" => {
                 if let Some(log) = &self.options().instance_log
                     && let Err(e) = append_instance_log(log, "initialize")
@@ -484,14 +533,23 @@ impl Server {
                 &method,
                 " (this server declares no tools capability)",
             )),
-            "tools/list" => params.and_then(|p| self.list_tools(&p)),
+            "tools/list" => params
+                .and_then(|p| self.list_tools(&p, modern))
+                .map(|mut r| {
+                    if modern && let Value::Object(map) = &mut r {
+                        map.insert("resultType".into(), json!("complete"));
+                        map.insert("ttlMs".into(), json!(60_000));
+                        map.insert("cacheScope".into(), json!("public"));
+                    }
+                    r
+                }),
             "tools/call" => {
                 if self.options().has(Misbehaviour::CrashMidCall) {
                     return Err(self.crash());
                 }
                 match params.and_then(parse_call) {
                     Ok(call) => {
-                        self.spawn_call(id, call);
+                        self.spawn_call(id, call, modern);
                         return Ok(());
                     }
                     Err(e) => Err(e),
@@ -584,8 +642,46 @@ impl Server {
         }))
     }
 
-    fn list_tools(&self, params: &Map<String, Value>) -> Result<Value, ProtocolError> {
-        let all = &*tools::DEFINITIONS;
+    /// The `server/discover` result.
+    fn discover(&self, era: Era) -> Value {
+        let mut supported = vec![MODERN_PROTOCOL_VERSION];
+        if era == Era::Dual {
+            supported.extend(SUPPORTED_PROTOCOL_VERSIONS.iter().rev());
+        }
+        let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
+            json!({})
+        } else {
+            json!({"tools": {"listChanged": true}})
+        };
+        self.log(&format!(
+            "server/discover: speaking {}",
+            supported.join(", ")
+        ));
+        json!({
+            "resultType": "complete",
+            "supportedVersions": supported,
+            "capabilities": capabilities,
+            "_meta": {"io.modelcontextprotocol/serverInfo": {
+                "name": SERVER_NAME,
+                "title": "MCP test kit server",
+                "version": env!("CARGO_PKG_VERSION"),
+            }},
+            "instructions": "mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.",
+            "ttlMs": 60_000,
+            "cacheScope": "public",
+        })
+    }
+
+    fn list_tools(
+        &self,
+        params: &Map<String, Value>,
+        modern: bool,
+    ) -> Result<Value, ProtocolError> {
+        let all: &[Value] = if modern {
+            &tools::MODERN_DEFINITIONS
+        } else {
+            &tools::DEFINITIONS
+        };
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
             Some(Value::String(cursor)) => cursor
@@ -620,11 +716,13 @@ impl Server {
         Ok(Value::Object(result))
     }
 
-    fn spawn_call(&mut self, id: Id, call: Call) {
+    fn spawn_call(&mut self, id: Id, call: Call, modern: bool) {
         let Call {
             name,
             arguments,
             progress_token,
+            input_responses,
+            request_state,
         } = call;
         let ctx = CallContext {
             workspace: self.workspace.clone(),
@@ -655,7 +753,17 @@ impl Server {
             if let Some(delay) = late {
                 tokio::time::sleep(delay).await;
             }
-            let result = tools::call(&name, &arguments, ctx).await;
+            let result = if name == "ask_name" {
+                ask_name(modern, input_responses.as_ref(), request_state.as_ref())
+            } else {
+                tools::call(&name, &arguments, ctx).await
+            };
+            let result = result.map(|mut r| {
+                if modern && let Value::Object(map) = &mut r {
+                    map.entry("resultType").or_insert_with(|| json!("complete"));
+                }
+                r
+            });
             if let Some(len) = oversize {
                 outbox.send_bytes(oversized_line(len)).await;
             }
@@ -691,6 +799,54 @@ struct Call {
     name: String,
     arguments: Map<String, Value>,
     progress_token: Option<Value>,
+    /// A multi-round-trip retry's answers.
+    input_responses: Option<Value>,
+    /// A multi-round-trip retry's echoed state.
+    request_state: Option<Value>,
+}
+
+/// `ask_name`: asks for a name with an elicitation input request (a
+/// multi-round-trip result), then greets whoever answered.
+fn ask_name(
+    modern: bool,
+    responses: Option<&Value>,
+    state: Option<&Value>,
+) -> Result<Value, ProtocolError> {
+    if !modern {
+        return Ok(json!({"content": [{"type": "text",
+            "text": "ask_name needs 2026-07-28 multi-round-trip results"}], "isError": true}));
+    }
+    let answer = responses.and_then(|r| r.get("name"));
+    match (answer, state) {
+        (Some(answer), Some(Value::String(s))) if s == ASK_NAME_STATE => {
+            let text = match answer.get("action").and_then(Value::as_str) {
+                Some("accept") => format!(
+                    "hello {}",
+                    answer
+                        .get("content")
+                        .and_then(|c| c.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("stranger")
+                ),
+                _ => "no name given".to_owned(),
+            };
+            Ok(json!({"content": [{"type": "text", "text": text}]}))
+        }
+        (Some(_), _) => Err(ProtocolError::invalid_field(
+            "requestState",
+            "missing or not the one this server handed out",
+        )),
+        (None, _) => Ok(json!({
+            "resultType": "input_required",
+            "inputRequests": {"name": {"method": "elicitation/create", "params": {
+                "mode": "form",
+                "message": "What is your name?",
+                "requestedSchema": {"type": "object", "properties": {
+                    "name": {"type": "string", "default": "octocat"}}, "required": ["name"]},
+            }}},
+            "requestState": ASK_NAME_STATE,
+        })),
+    }
 }
 
 fn parse_call(mut params: Map<String, Value>) -> Result<Call, ProtocolError> {
@@ -723,6 +879,8 @@ fn parse_call(mut params: Map<String, Value>) -> Result<Call, ProtocolError> {
         name,
         arguments,
         progress_token,
+        input_responses: params.remove("inputResponses"),
+        request_state: params.remove("requestState"),
     })
 }
 

@@ -42,6 +42,21 @@ fn read_only() -> Value {
 }
 
 /// The `tools/list` entries, in order.
+/// The tools a modern (2026-07-28) client sees: the others plus `ask_name`,
+/// which shows multi-round-trip results.
+pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
+    let mut all = DEFINITIONS.clone();
+    all.push(json!({
+        "name": "ask_name",
+        "title": "Ask name",
+        "description": "Asks for your name (an elicitation input request), then greets you.",
+        "inputSchema": {"type": "object", "properties": {}},
+        "annotations": {"readOnlyHint": true, "destructiveHint": false,
+            "idempotentHint": true, "openWorldHint": false},
+    }));
+    all
+});
+
 pub(crate) static DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     vec![
         json!({

@@ -1,0 +1,123 @@
+//! The CLI against legacy, modern (2026-07-28) and dual-era testkit servers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::process::{Command, Output};
+
+const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+
+fn mcp(args: &[&str]) -> (Output, String) {
+    let out = Command::new(MCP)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run mcp");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
+fn server(era: &str) -> String {
+    format!("{MCP} demo-server --era {era}")
+}
+
+#[test]
+fn auto_picks_the_right_revision_for_each_kind_of_server() {
+    for (era, revision, first_step) in [
+        ("legacy", "2025-11-25", "✓ initialize"),
+        ("modern", "2026-07-28", "✓ discover"),
+        ("dual", "2026-07-28", "✓ discover"),
+    ] {
+        let (out, t) = mcp(&["probe", "--protocol", "auto", "--stdio", &server(era)]);
+        assert!(out.status.success(), "{era}:\n{t}");
+        assert!(t.contains(&format!("protocol {revision}")), "{era}:\n{t}");
+        assert!(t.contains(first_step), "{era}:\n{t}");
+        assert!(t.contains("✓ tools/call"), "{era}:\n{t}");
+    }
+}
+
+#[test]
+fn the_same_tools_and_call_commands_work_against_every_era() {
+    for era in ["legacy", "modern", "dual"] {
+        let (out, t) = mcp(&["tools", "--protocol", "auto", "--stdio", &server(era)]);
+        assert!(out.status.success() && t.contains("echo"), "{era}:\n{t}");
+        let (out, t) = mcp(&[
+            "call",
+            "--protocol",
+            "auto",
+            "--stdio",
+            &server(era),
+            "add",
+            "--args",
+            r#"{"a": 1, "b": 2}"#,
+        ]);
+        assert!(out.status.success() && t.contains('3'), "{era}:\n{t}");
+    }
+}
+
+#[test]
+fn mismatched_eras_fail_with_advice() {
+    let (out, t) = mcp(&[
+        "probe",
+        "--protocol",
+        "modern",
+        "--stdio",
+        &server("legacy"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("speaks only the initialize handshake") && t.contains("--protocol auto"),
+        "{t}"
+    );
+
+    let (out, t) = mcp(&[
+        "probe",
+        "--protocol",
+        "legacy",
+        "--stdio",
+        &server("modern"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("2026-07-28") && t.contains("try --protocol auto"),
+        "{t}"
+    );
+}
+
+#[test]
+fn trace_shows_the_per_request_meta() {
+    let (out, t) = mcp(&[
+        "probe",
+        "--protocol",
+        "modern",
+        "--trace",
+        "--stdio",
+        &server("modern"),
+    ]);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains(r#""method":"server/discover""#), "{t}");
+    assert!(
+        t.contains(r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#),
+        "{t}"
+    );
+    assert!(!t.contains(r#""method":"initialize""#), "{t}");
+}
+
+#[test]
+fn multi_round_trip_without_a_person_declines() {
+    let (out, t) = mcp(&[
+        "call",
+        "--protocol",
+        "modern",
+        "--stdio",
+        &server("modern"),
+        "ask_name",
+    ]);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("no name given"),
+        "the default handler declines:\n{t}"
+    );
+}
