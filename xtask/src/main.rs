@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo xtask bench codec [--mb N] [--iters K] [--seed S]
+//! cargo xtask conformance [--only suite|servers] [--timeout SECS]
 //! ```
 //!
 //! Benchmarks always run an optimized build: when this binary was built
@@ -13,6 +14,7 @@
 
 mod args;
 mod bench;
+mod conformance;
 mod corpus;
 
 use std::process::ExitCode;
@@ -25,6 +27,11 @@ tasks:
       decode a deterministic stream of MCP messages with mcp-jsonrpc's
       NewlineCodec, with LinesCodec + serde_json, and with serde_json alone
       (the floor); print MB/s and ratios
+  conformance [--only suite|servers] [--timeout SECS]
+      the official MCP conformance suite's client scenarios against our
+      client, and our stack against the reference servers; prepares Node 22,
+      the pinned npm packages and a Python virtualenv under
+      target/conformance/cache; writes target/conformance/report.md
   help
       this text
 ";
@@ -33,6 +40,9 @@ fn main() -> ExitCode {
     let mut args = args::Args::from_env();
     let result = match args.next_positional().as_deref() {
         Some("bench") => bench::run(args),
+        Some("conformance") => conformance::run(args),
+        // What the conformance suite runs (hidden: not a task for people).
+        Some("conformance-client") => conformance::client::main(args),
         None | Some("help" | "-h" | "--help") => {
             print!("{USAGE}");
             Ok(())

@@ -1,6 +1,8 @@
 //! `cargo xtask bench <what>`: benchmarks, always in an optimized build.
 
 mod codec;
+mod runtime;
+mod stdio;
 
 use std::process::Command;
 use std::time::Duration;
@@ -14,6 +16,8 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
     }
     match args.next_positional().as_deref() {
         Some("codec") => codec::run(args),
+        Some("runtime") => runtime::run(args),
+        Some("stdio") => stdio::run(args),
         Some(other) => Err(format!("unknown benchmark `{other}` (known: codec)")),
         None => Err("which benchmark? (known: codec)".into()),
     }

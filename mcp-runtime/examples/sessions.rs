@@ -1,0 +1,117 @@
+//! Two agent sessions sharing one config, reuse on the second request, a
+//! rebuild after a config change, and reaping after the idle TTL.
+//!
+//! The servers are `mcp-testkit` run in-process (over a duplex stream), so
+//! this runs anywhere: `cargo run -p mcp-runtime --example sessions`.
+
+#![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_config::{Options, ResolvedConfig, ResolvedServer, TransportConfig, parse_str, resolve};
+use mcp_runtime::{ConnectError, Connector, RuntimeManager, RuntimeOptions};
+use mcp_transport::stream::StreamTransport;
+use mcp_transport::{BoxFuture, Transport};
+
+/// Starts a testkit server in-process for each connect, and counts them.
+#[derive(Debug, Default)]
+struct InProcess {
+    starts: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Connector for InProcess {
+    fn connect<'a>(
+        &'a self,
+        server: &'a ResolvedServer,
+    ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
+        *self
+            .starts
+            .lock()
+            .unwrap()
+            .entry(server.name.clone())
+            .or_default() += 1;
+        let args = match &server.transport {
+            TransportConfig::Stdio { args, .. } => args.clone(),
+            _ => Vec::new(),
+        };
+        Box::pin(async move {
+            let options = mcp_testkit::ServerOptions::from_args(args.into_iter())
+                .map_err(|e| ConnectError::Unsupported(e.to_string()))?;
+            let (client, server) = tokio::io::duplex(64 * 1024);
+            let (sr, sw) = tokio::io::split(server);
+            tokio::spawn(mcp_testkit::serve(options, sr, sw));
+            let (cr, cw) = tokio::io::split(client);
+            Ok(Arc::new(StreamTransport::new(cr, cw)) as Arc<dyn Transport>)
+        })
+    }
+}
+
+fn config(text: &str) -> ResolvedConfig {
+    resolve(
+        &parse_str(text, &Options::new()).unwrap().config,
+        &|_: &str| None,
+    )
+    .unwrap()
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), mcp_runtime::RuntimeError> {
+    let ttl = Duration::from_millis(300);
+    let connector = Arc::new(InProcess::default());
+    let manager =
+        RuntimeManager::with_connector(RuntimeOptions::default().idle_ttl(ttl), connector.clone());
+    let starts = || format!("{:?}", connector.starts.lock().unwrap());
+
+    let v1 = config(r#"{"mcpServers": {"files": {"command": "kit"}, "math": {"command": "kit"}}}"#);
+    println!("config fingerprint {}", v1.fingerprint);
+
+    // Two sessions, one config: separate connections.
+    let alice = manager.acquire("alice", &v1).await?;
+    let bob = manager.acquire("bob", &v1).await?;
+    println!("alice and bob acquired; server starts so far: {}", starts());
+    let names: Vec<&str> = alice.catalog().tools().iter().map(|t| t.name()).collect();
+    println!("alice sees {} tools: {}", names.len(), names.join(", "));
+    let sum = alice
+        .call_tool("math__add", serde_json::json!({"a": 2, "b": 3}))
+        .await?;
+    println!("alice calls math__add(2, 3) -> {}", sum.text());
+    drop((alice, bob));
+
+    // Same session, same fingerprint: reused.
+    let alice = manager.acquire("alice", &v1).await?;
+    println!("alice again: reused, server starts still {}", starts());
+    drop(alice);
+
+    // One server changes: only it restarts.
+    let v2 = config(
+        r#"{"mcpServers": {"files": {"command": "kit"}, "math": {"command": "kit", "args": ["--page-size", "2"]}}}"#,
+    );
+    let alice = manager.acquire("alice", &v2).await?;
+    println!(
+        "alice with a changed `math`: rebuilt, server starts {}",
+        starts()
+    );
+    drop(alice);
+    println!("stats: {:?}", manager.stats());
+
+    // Idle past the TTL: reclaimed.
+    tokio::time::sleep(ttl * 2).await;
+    for _ in 0..50 {
+        if manager.stats().connections == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stats = manager.stats();
+    println!(
+        "after {} ms idle: {} sessions, {} connections, {} reaped",
+        (ttl * 2).as_millis(),
+        stats.sessions,
+        stats.connections,
+        stats.reaped_sessions
+    );
+    manager.dispose_all().await;
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! The session-scoped MCP runtime manager.
+//!
+//! Each agent session owns its own MCP connections; one manager (usually the
+//! process-wide [`RuntimeManager::global`]) registers, reuses and reclaims
+//! them:
+//!
+//! * **Reuse by fingerprint.** [`RuntimeManager::acquire`] takes an agent
+//!   session id and that session's [`ResolvedConfig`](mcp_config::ResolvedConfig).
+//!   Same session, same fingerprint: the existing connections and catalog,
+//!   with no handshake, no process start, no `tools/list`. A changed
+//!   fingerprint restarts only the servers whose own fingerprint changed.
+//!   Two sessions with the same config get separate connections. Concurrent
+//!   requests for a new session start its servers once.
+//! * **Leases.** The runtime comes under a [`RuntimeLease`]; while one is
+//!   held the runtime is never reclaimed. Teardown of a replaced server waits
+//!   for its in-flight calls, up to a bound.
+//! * **Idle TTL.** Unused for [`RuntimeOptions::idle_ttl`] (default 10
+//!   minutes; zero disables), a runtime is reclaimed: stdio children get the
+//!   transport's full close sequence and their stderr listeners are detached.
+//!   The reaper only touches what expires. [`RuntimeManager::dispose_session`]
+//!   and [`RuntimeManager::dispose_all`] end sessions explicitly.
+//! * **Failures are visible.** A server that fails to start is in the
+//!   catalog's [`failures`](RuntimeCatalog::failures) (which server, which
+//!   step, why) and is retried with backoff by a later request; the other
+//!   servers start concurrently and are not held up.
+//! * **The catalog.** Every tool is named `SERVER__TOOL`, sanitized to
+//!   `[A-Za-z0-9_-]`, at most 64 characters ([`naming`]), sorted, filtered by
+//!   the config's include/exclude lists, with its schema, annotations and
+//!   server. Calling a namespaced name routes to its server, honouring its
+//!   `requestTimeoutMs` and `supportsParallelToolCalls`.
+//!
+//! Servers are opened by a [`Connector`]: [`DefaultConnector`] starts stdio
+//! servers; tests inject in-process ones.
+//!
+//! # Example
+//!
+//! An in-process server (any [`Transport`](mcp_transport::Transport) will do)
+//! behind a connector that counts connects:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use mcp_config::{Options, ResolvedServer, parse_str, resolve};
+//! use mcp_runtime::{ConnectError, Connector, RuntimeManager, RuntimeOptions};
+//! use mcp_transport::{BoxFuture, Transport, stream::StreamTransport};
+//!
+//! #[derive(Debug, Default)]
+//! struct InProcess(AtomicUsize);
+//!
+//! impl Connector for InProcess {
+//!     fn connect<'a>(&'a self, _: &'a ResolvedServer)
+//!         -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
+//!         self.0.fetch_add(1, Ordering::SeqCst);
+//!         let (client, server) = tokio::io::duplex(64 * 1024);
+//!         let (sr, sw) = tokio::io::split(server);
+//!         tokio::spawn(mcp_testkit::serve(Default::default(), sr, sw));
+//!         let (cr, cw) = tokio::io::split(client);
+//!         Box::pin(async move { Ok(Arc::new(StreamTransport::new(cr, cw)) as Arc<dyn Transport>) })
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let text = r#"{"mcpServers": {"kit": {"command": "mcp-testkit"}}}"#;
+//! let config = resolve(&parse_str(text, &Options::new()).unwrap().config, &|_: &str| None).unwrap();
+//!
+//! let connector = Arc::new(InProcess::default());
+//! let manager = RuntimeManager::with_connector(RuntimeOptions::default(), connector.clone());
+//! let lease = manager.acquire("agent-1", &config).await?;
+//! assert!(lease.catalog().get("kit__echo").is_some());
+//! let result = lease.call_tool("kit__echo", serde_json::json!({"text": "hi"})).await?;
+//! assert_eq!(result.text(), "hi");
+//! drop(lease);
+//!
+//! // Same session, same fingerprint: no new connection.
+//! let again = manager.acquire("agent-1", &config).await?;
+//! assert_eq!(connector.0.load(Ordering::SeqCst), 1);
+//! // Another session: its own connection.
+//! let other = manager.acquire("agent-2", &config).await?;
+//! assert_eq!(connector.0.load(Ordering::SeqCst), 2);
+//! drop((again, other));
+//! manager.dispose_all().await;
+//! assert_eq!(manager.stats().connections, 0);
+//! # Ok::<(), mcp_runtime::RuntimeError>(())
+//! # }).unwrap();
+//! ```
+
+mod adhoc;
+mod catalog;
+mod connector;
+mod error;
+mod expiry;
+mod manager;
+pub mod naming;
+mod plan;
+
+pub use adhoc::{AD_HOC_SESSION, AdHocRuntime};
+pub use catalog::{RuntimeCatalog, RuntimeTool, ServerFailure, ServerNote, StartupStep};
+pub use connector::{Connector, DefaultConnector, stdio_config};
+pub use error::{ConnectError, RuntimeError};
+pub use manager::{
+    DEFAULT_DRAIN_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY_INITIAL,
+    DEFAULT_RETRY_MAX, RuntimeLease, RuntimeManager, RuntimeOptions, RuntimeStats, SessionRuntime,
+};

@@ -1,0 +1,231 @@
+//! The manager with real stdio child processes: this test binary runs itself
+//! as the testkit server (`--serve-testkit …`), which writes `start <pid>` and
+//! `initialize <pid>` lines to an instance log, so the tests count process
+//! starts and handshakes. Its own binary (no test harness) so that no other
+//! test's children are around when it checks that none remain.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
+use mcp_runtime::{RuntimeManager, RuntimeOptions};
+use serde_json::json;
+
+type Test = (&'static str, fn(&Path));
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("--serve-testkit") {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        return rt.block_on(mcp_testkit::run(args));
+    }
+    let tests: [Test; 3] = [
+        (
+            "reuse_and_rebuild_are_visible_in_process_starts",
+            reuse_and_rebuild,
+        ),
+        ("concurrent_requests_start_each_server_once", single_flight),
+        ("no_child_remains_after_dispose_all", no_child_remains),
+    ];
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let mut failed = 0;
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let dir = std::env::temp_dir().join(format!("mcp-runtime-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let outcome = std::panic::catch_unwind(|| test(&dir));
+        let _ = std::fs::remove_dir_all(&dir);
+        match outcome {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed += 1;
+            }
+        }
+    }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A stdio server entry running this binary as the testkit.
+fn server(log: &Path, extra: &[&str]) -> serde_json::Value {
+    let exe = std::env::current_exe().unwrap();
+    let mut args = vec![
+        json!("--serve-testkit"),
+        json!("--instance-log"),
+        json!(log.display().to_string()),
+    ];
+    args.extend(extra.iter().map(|a| json!(a)));
+    json!({"command": exe.display().to_string(), "args": args})
+}
+
+fn config(servers: serde_json::Value) -> ResolvedConfig {
+    let text = json!({"mcpServers": servers}).to_string();
+    let loaded = parse_str(&text, &Options::new()).unwrap();
+    resolve(&loaded.config, &|_: &str| None).unwrap()
+}
+
+/// (process starts, handshakes) in an instance log, and the pids.
+fn counts(log: &Path) -> (usize, usize, Vec<u32>) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut pids = Vec::new();
+    let (mut starts, mut inits) = (0, 0);
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        match (parts.next(), parts.next().and_then(|p| p.parse().ok())) {
+            (Some("start"), Some(pid)) => {
+                starts += 1;
+                pids.push(pid);
+            }
+            (Some("initialize"), Some(_)) => inits += 1,
+            _ => {}
+        }
+    }
+    (starts, inits, pids)
+}
+
+fn logs(dir: &Path) -> (PathBuf, PathBuf) {
+    (dir.join("a.log"), dir.join("b.log"))
+}
+
+fn reuse_and_rebuild(dir: &Path) {
+    let (a, b) = logs(dir);
+    runtime().block_on(async {
+        let m = RuntimeManager::new(RuntimeOptions::default());
+        let cfg = config(json!({"a": server(&a, &[]), "b": server(&b, &[])}));
+        let lease = m.acquire("s", &cfg).await.unwrap();
+        assert_eq!(
+            lease
+                .call_tool("a__echo", json!({"text": "hi"}))
+                .await
+                .unwrap()
+                .text(),
+            "hi"
+        );
+        assert_eq!((counts(&a).0, counts(&a).1), (1, 1));
+        assert_eq!((counts(&b).0, counts(&b).1), (1, 1));
+        drop(lease);
+
+        // Same fingerprint: no process start, no handshake.
+        let lease = m.acquire("s", &cfg).await.unwrap();
+        assert_eq!((counts(&a).0, counts(&a).1), (1, 1));
+        assert_eq!((counts(&b).0, counts(&b).1), (1, 1));
+        drop(lease);
+
+        // `b` changes: only `b` restarts.
+        let changed = config(json!({"a": server(&a, &[]), "b": server(&b, &["--page-size", "2"])}));
+        let lease = m.acquire("s", &changed).await.unwrap();
+        assert_eq!((counts(&a).0, counts(&a).1), (1, 1));
+        assert_eq!((counts(&b).0, counts(&b).1), (2, 2));
+        assert!(lease.catalog().get("b__add").is_some());
+        drop(lease);
+        m.dispose_all().await;
+    });
+}
+
+fn single_flight(dir: &Path) {
+    let (a, b) = logs(dir);
+    runtime().block_on(async {
+        let m = RuntimeManager::new(RuntimeOptions::default());
+        let cfg = Arc::new(config(json!({"a": server(&a, &[]), "b": server(&b, &[])})));
+        let tasks: Vec<_> = (0..100)
+            .map(|_| {
+                let (m, cfg) = (m.clone(), Arc::clone(&cfg));
+                tokio::spawn(async move { m.acquire("new", &cfg).await.unwrap().catalog().len() })
+            })
+            .collect();
+        for t in tasks {
+            assert!(t.await.unwrap() > 0);
+        }
+        assert_eq!((counts(&a).0, counts(&a).1), (1, 1));
+        assert_eq!((counts(&b).0, counts(&b).1), (1, 1));
+        m.dispose_all().await;
+    });
+}
+
+/// Pids of live processes whose parent is this process.
+fn children() -> Vec<u32> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces, so split after ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|r| r.1) else {
+            continue;
+        };
+        let ppid: Option<u32> = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if ppid == Some(me) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn no_child_remains(dir: &Path) {
+    let (a, b) = logs(dir);
+    runtime().block_on(async {
+        let m = RuntimeManager::new(RuntimeOptions::default());
+        let cfg = config(json!({"a": server(&a, &[]), "b": server(&b, &[])}));
+        let other = config(json!({"a": server(&a, &["--page-size", "3"])}));
+        let l1 = m.acquire("s1", &cfg).await.unwrap();
+        let l2 = m.acquire("s2", &cfg).await.unwrap();
+        let l3 = m.acquire("s3", &other).await.unwrap();
+        let mut pids = counts(&a).2;
+        pids.extend(counts(&b).2);
+        assert_eq!(pids.len(), 5);
+        if cfg!(target_os = "linux") {
+            let kids = children();
+            assert!(pids.iter().all(|p| kids.contains(p)), "{pids:?} {kids:?}");
+        }
+        drop((l1, l2, l3));
+        m.dispose_all().await;
+        assert_eq!(m.stats().connections, 0);
+        if cfg!(target_os = "linux") {
+            assert_eq!(
+                children(),
+                Vec::<u32>::new(),
+                "children left after dispose_all"
+            );
+            for pid in pids {
+                assert!(
+                    !Path::new(&format!("/proc/{pid}")).exists(),
+                    "pid {pid} remains"
+                );
+            }
+        }
+    });
+}

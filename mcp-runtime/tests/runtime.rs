@@ -1,0 +1,397 @@
+//! The manager with in-process testkit servers: reuse, rebuilds, single
+//! flight, leases, the idle TTL on tokio's paused clock, failures, routing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Testkit, config};
+use mcp_runtime::{RuntimeError, RuntimeManager, RuntimeOptions, RuntimeStats, StartupStep};
+use serde_json::json;
+use tokio::time::Instant;
+
+const TWO: &str = r#"{"mcpServers": {
+    "a": {"command": "kit"},
+    "b": {"command": "kit", "args": ["--tag", "1"]}
+}}"#;
+
+const TWO_B_CHANGED: &str = r#"{"mcpServers": {
+    "a": {"command": "kit"},
+    "b": {"command": "kit", "args": ["--tag", "2"]}
+}}"#;
+
+fn manager(options: RuntimeOptions) -> (RuntimeManager, Arc<Testkit>) {
+    let kit = Testkit::new();
+    (RuntimeManager::with_connector(options, kit.clone()), kit)
+}
+
+/// Lets spawned tasks (the reaper, teardowns) run.
+async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Waits (virtual time) until `f` holds of the stats.
+async fn until(m: &RuntimeManager, f: impl Fn(&RuntimeStats) -> bool) -> RuntimeStats {
+    for _ in 0..200 {
+        let s = m.stats();
+        if f(&s) {
+            return s;
+        }
+        settle().await;
+    }
+    panic!("condition not reached: {:?}", m.stats());
+}
+
+#[tokio::test(start_paused = true)]
+async fn same_fingerprint_reuses_everything() {
+    let (m, kit) = manager(RuntimeOptions::default());
+    let cfg = config(TWO);
+    let first = m.acquire("s1", &cfg).await.unwrap();
+    assert_eq!((kit.connects("a"), kit.connects("b")), (1, 1));
+    let names: Vec<&str> = first.catalog().tools().iter().map(|t| t.name()).collect();
+    assert!(
+        names.contains(&"a__echo") && names.contains(&"b__add"),
+        "{names:?}"
+    );
+    drop(first);
+
+    let second = m.acquire("s1", &cfg).await.unwrap();
+    assert_eq!(kit.total(), 2, "no new connection on a fingerprint hit");
+    let s = m.stats();
+    assert_eq!(
+        (s.sessions, s.connections, s.reuses, s.builds),
+        (1, 2, 1, 1)
+    );
+    assert_eq!(second.fingerprint(), cfg.fingerprint);
+    drop(second);
+    m.dispose_all().await;
+    assert_eq!(m.stats().connections, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_sessions_get_their_own_connections() {
+    let (m, kit) = manager(RuntimeOptions::default());
+    let cfg = config(TWO);
+    let l1 = m.acquire("s1", &cfg).await.unwrap();
+    let l2 = m.acquire("s2", &cfg).await.unwrap();
+    assert_eq!((kit.connects("a"), kit.connects("b")), (2, 2));
+    assert_eq!(m.stats().connections, 4);
+    // Ending one session leaves the other's connections alone.
+    drop(l1);
+    assert!(m.dispose_session("s1").await);
+    assert!(!m.dispose_session("s1").await);
+    assert_eq!(m.stats().connections, 2);
+    let r = l2
+        .call_tool("a__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "still here");
+    drop(l2);
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_changed_server_is_the_only_one_restarted() {
+    let (m, kit) = manager(RuntimeOptions::default());
+    drop(m.acquire("s", &config(TWO)).await.unwrap());
+    let changed = config(TWO_B_CHANGED);
+    let lease = m.acquire("s", &changed).await.unwrap();
+    assert_eq!((kit.connects("a"), kit.connects("b")), (1, 2));
+    assert_eq!(lease.fingerprint(), changed.fingerprint);
+    // The old `b` is closed; `a` and the new `b` stay.
+    until(&m, |s| s.connections == 2).await;
+    lease
+        .call_tool("b__echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+
+    // A removed server is closed; the rest stays.
+    let only_a = config(r#"{"mcpServers": {"a": {"command": "kit"}}}"#);
+    drop(lease);
+    let lease = m.acquire("s", &only_a).await.unwrap();
+    assert_eq!(kit.total(), 3);
+    until(&m, |s| s.connections == 1).await;
+    assert!(lease.catalog().get("b__echo").is_none());
+    drop(lease);
+    m.dispose_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_requests_for_a_new_session_start_each_server_once() {
+    let (m, kit) = manager(RuntimeOptions::default());
+    let cfg = Arc::new(config(TWO));
+    let mut tasks = Vec::new();
+    for _ in 0..100 {
+        let (m, cfg) = (m.clone(), Arc::clone(&cfg));
+        tasks.push(tokio::spawn(async move {
+            let lease = m.acquire("shared", &cfg).await.unwrap();
+            lease.catalog().len()
+        }));
+    }
+    for t in tasks {
+        assert!(t.await.unwrap() > 0);
+    }
+    assert_eq!((kit.connects("a"), kit.connects("b")), (1, 1));
+    let s = m.stats();
+    assert_eq!((s.builds, s.connects, s.leases), (1, 2, 0));
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn reaped_after_the_ttl_and_not_before() {
+    let ttl = Duration::from_secs(600);
+    let (m, kit) = manager(RuntimeOptions::default().idle_ttl(ttl));
+    let cfg = config(TWO);
+    drop(m.acquire("s", &cfg).await.unwrap());
+    let idle_from = Instant::now();
+
+    tokio::time::advance(ttl - Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(m.stats().sessions, 1, "not before the TTL");
+
+    // Use refreshes the idle time.
+    drop(m.acquire("s", &cfg).await.unwrap());
+    tokio::time::advance(Duration::from_secs(2)).await;
+    settle().await;
+    assert_eq!(m.stats().sessions, 1, "used a moment ago");
+    assert!(idle_from.elapsed() > ttl);
+
+    tokio::time::advance(ttl).await;
+    let s = until(&m, |s| s.sessions == 0 && s.connections == 0).await;
+    assert_eq!(s.reaped_sessions, 1);
+
+    // A new request builds again.
+    drop(m.acquire("s", &cfg).await.unwrap());
+    assert_eq!(kit.total(), 4);
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn never_reaped_while_leased_or_calling() {
+    let ttl = Duration::from_secs(60);
+    let (m, _kit) = manager(RuntimeOptions::default().idle_ttl(ttl));
+    let cfg = config(r#"{"mcpServers": {"k": {"command": "kit", "requestTimeoutMs": 3600000}}}"#);
+    let lease = m.acquire("s", &cfg).await.unwrap();
+    tokio::time::advance(ttl * 10).await;
+    settle().await;
+    assert_eq!(m.stats().sessions, 1, "a held lease keeps it");
+
+    // A long call: in flight across many TTLs.
+    let call = tokio::spawn(async move {
+        let r = lease.call_tool("k__slow", json!({"ms": 600_000})).await;
+        (r, lease)
+    });
+    settle().await;
+    assert_eq!(m.stats().in_flight_calls, 1);
+    tokio::time::advance(ttl * 5).await;
+    settle().await;
+    assert_eq!(m.stats().sessions, 1, "a call in flight keeps it");
+    let (r, lease) = call.await.unwrap();
+    assert_eq!(r.unwrap().text(), "done after 600000 ms");
+    drop(lease);
+
+    // Released: reaped one TTL later.
+    tokio::time::advance(ttl).await;
+    until(&m, |s| s.sessions == 0).await;
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn zero_ttl_disables_reaping() {
+    let (m, _kit) = manager(RuntimeOptions::default().idle_ttl(Duration::ZERO));
+    drop(m.acquire("s", &config(TWO)).await.unwrap());
+    tokio::time::advance(Duration::from_secs(365 * 24 * 3600)).await;
+    settle().await;
+    assert_eq!(m.reap_expired().await, 0);
+    assert_eq!(m.stats().sessions, 1);
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn teardown_of_a_replaced_server_waits_for_its_calls() {
+    let (m, _kit) = manager(RuntimeOptions::default());
+    let old = m.acquire("s", &config(TWO)).await.unwrap();
+    let call = tokio::spawn(async move {
+        let r = old.call_tool("b__slow", json!({"ms": 5000})).await;
+        drop(old);
+        r
+    });
+    settle().await;
+    let new = m.acquire("s", &config(TWO_B_CHANGED)).await.unwrap();
+    settle().await;
+    assert_eq!(m.stats().connections, 3, "the old `b` waits for its call");
+    let r = call.await.unwrap().unwrap();
+    assert_eq!(r.text(), "done after 5000 ms");
+    until(&m, |s| s.connections == 2).await;
+    drop(new);
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn teardown_waits_only_up_to_the_drain_bound() {
+    let options = RuntimeOptions::default().drain_timeout(Duration::from_secs(1));
+    let (m, _kit) = manager(options);
+    let lease = m.acquire("s", &config(TWO)).await.unwrap();
+    let call = tokio::spawn(async move {
+        let r = lease.call_tool("a__slow", json!({"ms": 50_000})).await;
+        drop(lease);
+        r
+    });
+    settle().await;
+    let started = Instant::now();
+    m.dispose_all().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.session_error().unwrap().is_closed(), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_server_is_a_diagnostic_and_retried_with_backoff() {
+    let options =
+        RuntimeOptions::default().retry_backoff(Duration::from_secs(1), Duration::from_secs(60));
+    let (m, kit) = manager(options);
+    let cfg = config(
+        r#"{"mcpServers": {
+            "good": {"command": "kit"},
+            "bad": {"command": "kit", "args": ["--misbehave", "exit-immediately"]},
+            "slowpoke": {"command": "kit", "args": ["--misbehave", "never-answer-initialize"],
+                         "handshakeTimeoutMs": 2000}
+        }}"#,
+    );
+    let lease = m.acquire("s", &cfg).await.unwrap();
+    let cat = lease.catalog();
+    assert!(
+        cat.get("good__echo").is_some(),
+        "the good server is not held up"
+    );
+    let bad = cat.failures().iter().find(|f| f.server == "bad").unwrap();
+    assert_eq!(bad.step, StartupStep::Handshake);
+    assert_eq!(bad.attempts, 1);
+    assert!(
+        bad.to_string().contains("server `bad` failed at handshake"),
+        "{bad}"
+    );
+    let slow = cat
+        .failures()
+        .iter()
+        .find(|f| f.server == "slowpoke")
+        .unwrap();
+    assert_eq!(slow.step, StartupStep::Handshake);
+    assert!(
+        slow.message.contains("timed out") && slow.message.contains("stdout"),
+        "{}",
+        slow.message
+    );
+    let err = lease
+        .call_tool("bad__echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::UnknownTool { .. }));
+    assert!(err.to_string().contains("bad"), "{err}");
+    drop(lease);
+
+    // Before the backoff: no new attempt.
+    drop(m.acquire("s", &cfg).await.unwrap());
+    assert_eq!(kit.connects("bad"), 1);
+    // After it: retried (only the failed ones), backoff doubled.
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let lease = m.acquire("s", &cfg).await.unwrap();
+    assert_eq!((kit.connects("good"), kit.connects("bad")), (1, 2));
+    let bad = lease
+        .catalog()
+        .failures()
+        .iter()
+        .find(|f| f.server == "bad")
+        .unwrap();
+    assert_eq!((bad.attempts, bad.retry_after), (2, Duration::from_secs(2)));
+    assert_eq!(m.stats().failed_starts, 4);
+    drop(lease);
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn filters_routing_and_server_settings() {
+    let (m, _kit) = manager(RuntimeOptions::default());
+    let cfg = config(
+        r#"{"mcpServers": {
+            "math": {"command": "kit", "includeTools": ["add", "slow"], "requestTimeoutMs": 500},
+            "serial": {"command": "kit", "excludeTools": ["fail"], "supportsParallelToolCalls": false}
+        }}"#,
+    );
+    let lease = m.acquire("s", &cfg).await.unwrap();
+    let names: Vec<&str> = lease.catalog().tools().iter().map(|t| t.name()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "stable sorted order");
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.starts_with("math__") || *n == "math__add" || *n == "math__slow")
+    );
+    assert!(!names.contains(&"serial__fail") && names.contains(&"serial__echo"));
+    let add = lease.catalog().get("math__add").unwrap();
+    assert_eq!((add.server(), add.tool_name()), ("math", "add"));
+    assert!(add.input_schema()["properties"]["a"].is_object());
+
+    let r = lease
+        .call_tool("math__add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.structured_content
+            .as_ref()
+            .and_then(|v| v["sum"].as_f64()),
+        Some(5.0)
+    );
+    assert!(r.text().contains('5'));
+
+    // requestTimeoutMs of `math` bounds its calls.
+    let err = lease
+        .call_tool("math__slow", json!({"ms": 2000}))
+        .await
+        .unwrap_err();
+    assert!(err.session_error().unwrap().is_timeout(), "{err}");
+
+    // supportsParallelToolCalls: false runs calls one at a time.
+    let started = Instant::now();
+    let (r1, r2) = tokio::join!(
+        lease.call_tool("serial__slow", json!({"ms": 1000})),
+        lease.call_tool("serial__slow", json!({"ms": 1000})),
+    );
+    r1.unwrap();
+    r2.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let err = lease.call_tool("nope__x", json!({})).await.unwrap_err();
+    assert!(matches!(err, RuntimeError::UnknownTool { .. }), "{err}");
+    drop(lease);
+    m.dispose_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_cap_on_live_runtimes_is_a_clear_error() {
+    let (m, _kit) = manager(RuntimeOptions::default().max_sessions(2));
+    let cfg = config(r#"{"mcpServers": {}}"#);
+    let _a = m.acquire("a", &cfg).await.unwrap();
+    let _b = m.acquire("b", &cfg).await.unwrap();
+    let err = m.acquire("c", &cfg).await.unwrap_err();
+    assert!(matches!(err, RuntimeError::TooManySessions { limit: 2 }));
+    assert!(err.to_string().contains("max_sessions"), "{err}");
+    // Existing sessions are still served.
+    m.acquire("a", &cfg).await.unwrap();
+    m.dispose_session("b").await;
+    m.acquire("c", &cfg).await.unwrap();
+}

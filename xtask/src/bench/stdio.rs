@@ -1,0 +1,727 @@
+//! `bench stdio`: `tools/call` round trips to a child-process server, with
+//! this stack (`mcp-session` over `mcp-transport`'s stdio transport), with the
+//! `rmcp` SDK's client, and with a raw floor (blocking pipe I/O and one
+//! `serde_json` parse per response), sequentially and with 8 calls in flight.
+//!
+//! Every client talks to its own copy of the same server program, spawned
+//! once and warmed up; the clients then take turns, round after round, so
+//! that noise from elsewhere on the machine hits them alike.
+//!
+//! Two servers: `mcp-testkit` (this workspace's test server, a tokio
+//! current-thread server that spawns a task per call) and `fast`, this very
+//! binary in a hidden mode (`bench stdio --serve=echo`): blocking reads, a
+//! `Value` parse and a buffered write per message, so that the server costs
+//! as little as a server can and the clients' differences show.
+
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_session::{Session, SessionConfig};
+use mcp_transport::stdio::{StdioConfig, StdioTransport};
+use serde_json::{Value, json};
+
+use crate::args::Args;
+
+/// The echo tool's argument in every call.
+const TEXT: &str = "hello, bench";
+/// Calls in flight in the concurrent mode.
+const IN_FLIGHT: usize = 8;
+/// The protocol versions the fast server answers with when asked for them.
+const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+pub(crate) fn run(mut args: Args) -> Result<(), String> {
+    let serve: String = args.option("serve", String::new())?;
+    if !serve.is_empty() {
+        args.finish()?;
+        return match serve.as_str() {
+            "echo" => serve_echo().map_err(|e| format!("echo server: {e}")),
+            other => Err(format!("--serve: unknown server `{other}` (known: echo)")),
+        };
+    }
+    let n: usize = args.option("n", 5000)?;
+    let n_inflight: usize = args.option("n-inflight", n.saturating_mul(4))?;
+    let rounds: usize = args.option("rounds", 5)?;
+    let server: String = args.option("server", "both".to_owned())?;
+    let flavor: String = args.option("runtime", "multi".to_owned())?;
+    let only: String = args.option("only", String::new())?;
+    args.finish()?;
+    let clients = match only.as_str() {
+        "" => [true; 3],
+        "ours" => [true, false, false],
+        "rmcp" => [false, true, false],
+        "floor" => [false, false, true],
+        other => {
+            return Err(format!(
+                "--only: unknown client `{other}` (known: ours, rmcp, floor)"
+            ));
+        }
+    };
+    let run = RunConfig {
+        n,
+        n_inflight,
+        rounds,
+        clients,
+    };
+    if n == 0 || n_inflight < IN_FLIGHT || rounds == 0 {
+        return Err("--n and --rounds must be at least 1, --n-inflight at least 8".into());
+    }
+
+    let mut servers = Vec::new();
+    if matches!(server.as_str(), "testkit" | "both") {
+        servers.push(("mcp-testkit", build_testkit()?, Vec::new()));
+    }
+    if matches!(server.as_str(), "fast" | "both") {
+        let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+        let args = ["bench", "stdio", "--serve=echo"]
+            .map(String::from)
+            .to_vec();
+        servers.push(("fast (blocking echo)", me.display().to_string(), args));
+    }
+    if servers.is_empty() {
+        return Err(format!(
+            "--server: unknown `{server}` (known: testkit, fast, both)"
+        ));
+    }
+    let runtime = match flavor.as_str() {
+        "multi" => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        "current" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        other => {
+            return Err(format!(
+                "--runtime: unknown `{other}` (known: multi, current)"
+            ));
+        }
+    }
+    .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+    let runtime_name = match flavor.as_str() {
+        "multi" => format!(
+            "tokio multi-thread ({} workers)",
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        ),
+        _ => "tokio current-thread".to_owned(),
+    };
+
+    println!(
+        "bench stdio: tools/call `echo` round trips over stdio; {n} sequential calls and {n_inflight} \
+         with {IN_FLIGHT} in flight per run; best and median of {rounds} interleaved rounds after a \
+         warm-up; clients on a {runtime_name} runtime"
+    );
+    for (name, program, args) in &servers {
+        let results = bench_server(&runtime, program, args, &run)?;
+        print_table(name, program, &results);
+    }
+    println!();
+    println!("  ours: mcp_session::Session::call_tool over mcp_transport::stdio::StdioTransport");
+    println!("    (the tool's input schema is checked on every call, as in real use).");
+    println!("  rmcp: rmcp::Peer::call_tool over rmcp::transport::TokioChildProcess.");
+    println!("  floor: std::process pipes, one write_all per request, BufReader::read_line and");
+    println!("    serde_json::from_str::<Value> per response, nothing else. With 8 in flight it");
+    println!("    pipelines: writes 8 requests at once, then reads the 8 responses; a call's");
+    println!("    latency runs from its batch's write to its response.");
+    println!("  8 in flight: 8 tasks share the connection, each calling in a loop.");
+    Ok(())
+}
+
+/// What one run does.
+#[derive(Debug)]
+struct RunConfig {
+    /// Sequential calls per round.
+    n: usize,
+    /// Calls per round with 8 in flight.
+    n_inflight: usize,
+    rounds: usize,
+    /// Which of [`CLIENTS`] run.
+    clients: [bool; 3],
+}
+
+/// Which way of calling a row measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Sequential,
+    InFlight,
+}
+
+/// One client's timings in one mode: calls/s of each round, and every call's latency.
+#[derive(Debug, Default)]
+struct Row {
+    rates: Vec<f64>,
+    latencies: Vec<Duration>,
+}
+
+impl Row {
+    fn best(&self) -> f64 {
+        self.rates.iter().copied().fold(0.0, f64::max)
+    }
+
+    fn median(&self) -> f64 {
+        let mut r = self.rates.clone();
+        r.sort_by(f64::total_cmp);
+        r.get(r.len() / 2).copied().unwrap_or_default()
+    }
+
+    fn percentile(&self, q: f64) -> Duration {
+        // Sorted by `finish`.
+        let i = ((self.latencies.len().saturating_sub(1)) as f64 * q).round() as usize;
+        self.latencies.get(i).copied().unwrap_or_default()
+    }
+
+    fn finish(&mut self) {
+        self.latencies.sort();
+    }
+}
+
+const CLIENTS: [&str; 3] = ["ours (mcp-session)", "rmcp 3", "floor (raw pipes)"];
+
+/// Results by client (as in [`CLIENTS`]) and mode.
+type Results = [[Row; 2]; 3];
+
+fn bench_server(
+    rt: &tokio::runtime::Runtime,
+    program: &str,
+    args: &[String],
+    run: &RunConfig,
+) -> Result<Results, String> {
+    let [with_ours, with_rmcp, with_floor] = run.clients;
+    let ours = match with_ours {
+        true => Some(rt.block_on(Ours::connect(program, args))?),
+        false => None,
+    };
+    let rmcp = match with_rmcp {
+        true => Some(rt.block_on(Rmcp::connect(program, args))?),
+        false => None,
+    };
+    let mut floor = match with_floor {
+        true => Some(Floor::spawn(program, args)?),
+        false => None,
+    };
+    let mut one_run = |c: usize, mode: Mode, calls: usize| -> Result<Vec<Duration>, String> {
+        match (c, mode, &ours, &rmcp, &mut floor) {
+            (0, Mode::Sequential, Some(ours), _, _) => rt.block_on(ours.sequential(calls)),
+            (0, Mode::InFlight, Some(ours), _, _) => rt.block_on(ours.in_flight(rt, calls)),
+            (1, Mode::Sequential, _, Some(rmcp), _) => rt.block_on(rmcp.sequential(calls)),
+            (1, Mode::InFlight, _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, calls)),
+            (2, Mode::Sequential, _, _, Some(floor)) => floor.sequential(calls),
+            (2, Mode::InFlight, _, _, Some(floor)) => floor.in_flight(calls),
+            _ => Ok(Vec::new()),
+        }
+    };
+
+    // Warm-up: connections, caches, schemas, the allocator, the server.
+    for c in 0..CLIENTS.len() {
+        one_run(c, Mode::Sequential, run.n.min(500))?;
+        one_run(c, Mode::InFlight, run.n_inflight.min(2000))?;
+    }
+
+    let mut results: Results = Default::default();
+    for round in 0..run.rounds {
+        for (m, mode) in [Mode::Sequential, Mode::InFlight].into_iter().enumerate() {
+            let calls = match mode {
+                Mode::Sequential => run.n,
+                Mode::InFlight => run.n_inflight,
+            };
+            // A different client goes first each round.
+            for k in 0..CLIENTS.len() {
+                let c = (round + k) % CLIENTS.len();
+                if !run.clients.get(c).copied().unwrap_or(false) {
+                    continue;
+                }
+                let start = Instant::now();
+                let latencies = one_run(c, mode, calls)?;
+                let elapsed = start.elapsed();
+                if let Some(row) = results.get_mut(c).and_then(|r| r.get_mut(m)) {
+                    row.rates
+                        .push(calls as f64 / elapsed.as_secs_f64().max(1e-9));
+                    row.latencies.extend(latencies);
+                }
+            }
+        }
+    }
+    for row in results.iter_mut().flatten() {
+        row.finish();
+    }
+    if let Some(ours) = ours {
+        rt.block_on(ours.session.close());
+    }
+    if let Some(rmcp) = rmcp {
+        rt.block_on(rmcp.close());
+    }
+    if let Some(floor) = floor {
+        floor.close();
+    }
+    Ok(results)
+}
+
+fn print_table(server: &str, program: &str, results: &Results) {
+    println!();
+    println!("server: {server} ({program})");
+    println!(
+        "{:<12} {:<20} {:>10} {:>12} {:>9} {:>9} {:>8} {:>9}",
+        "mode", "client", "best /s", "median /s", "p50 µs", "p99 µs", "vs rmcp", "vs floor"
+    );
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let ratio = |a: &Row, b: Option<&Row>| match b {
+        Some(b) if !a.rates.is_empty() && !b.rates.is_empty() => Some(a.best() / b.best()),
+        _ => None,
+    };
+    let show = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
+    let mut ratios = [[None; 2]; 2];
+    for (m, mode) in ["sequential", "8 in flight"].into_iter().enumerate() {
+        let row = |c: usize| results.get(c).and_then(|r| r.get(m));
+        for (c, client) in CLIENTS.iter().enumerate() {
+            let Some(r) = row(c).filter(|r| !r.rates.is_empty()) else {
+                continue;
+            };
+            println!(
+                "{mode:<12} {client:<20} {:>10.0} {:>12.0} {:>9.1} {:>9.1} {:>8} {:>9}",
+                r.best(),
+                r.median(),
+                us(r.percentile(0.5)),
+                us(r.percentile(0.99)),
+                show(ratio(r, row(1))),
+                show(ratio(r, row(2))),
+            );
+        }
+        if let (Some(ours), Some(slot)) = (row(0), ratios.get_mut(m)) {
+            *slot = [ratio(ours, row(1)), ratio(ours, row(2))];
+        }
+    }
+    let [[seq_rmcp, seq_floor], [par_rmcp, par_floor]] = ratios;
+    let verdict = |r: Option<f64>, target: f64| match r {
+        Some(r) if r >= target => format!("{r:.2}x, met"),
+        Some(r) => format!("{r:.2}x, NOT met"),
+        None => "not measured".to_owned(),
+    };
+    println!(
+        "targets (best runs): sequential >= 1.5x rmcp: {}; sequential >= 0.8x floor: {}; \
+         8 in flight >= 1.3x rmcp: {} (vs the pipelined floor: {})",
+        verdict(seq_rmcp, 1.5),
+        verdict(seq_floor, 0.8),
+        verdict(par_rmcp, 1.3),
+        show(par_floor),
+    );
+}
+
+/// Builds `mcp-testkit` in release mode and returns its path (from cargo's
+/// own report, so any target directory works).
+fn build_testkit() -> Result<String, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let out = Command::new(cargo)
+        .current_dir(workspace)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--package",
+            "mcp-testkit",
+            "--bin",
+            "mcp-testkit",
+            "--message-format=json",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("building mcp-testkit failed ({})", out.status));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m.pointer("/target/name").and_then(Value::as_str) == Some("mcp-testkit"))
+        .find_map(|m| {
+            m.get("executable")
+                .and_then(Value::as_str)
+                .map(String::from)
+        })
+        .ok_or_else(|| "cargo built mcp-testkit but did not say where".to_owned())
+}
+
+/// Runs `calls` calls one after the other in a task of the runtime (where an
+/// application's work runs, rather than on the thread blocked in `block_on`);
+/// returns every call's latency.
+async fn spawn_sequential<F, Fut>(calls: usize, call: F) -> Result<Vec<Duration>, String>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let task = tokio::spawn(async move {
+        let mut latencies = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let start = Instant::now();
+            call().await?;
+            latencies.push(start.elapsed());
+        }
+        Ok::<_, String>(latencies)
+    });
+    task.await
+        .map_err(|e| format!("the caller task failed: {e}"))?
+}
+
+/// Runs `calls` calls from 8 tasks sharing a counter; returns every call's latency.
+async fn spawn_in_flight<F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    calls: usize,
+    call: F,
+) -> Result<Vec<Duration>, String>
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let next = Arc::clone(&next);
+            let call = call.clone();
+            rt.spawn(async move {
+                let mut latencies = Vec::with_capacity(calls / IN_FLIGHT + 1);
+                while next.fetch_add(1, Ordering::Relaxed) < calls {
+                    let start = Instant::now();
+                    call().await?;
+                    latencies.push(start.elapsed());
+                }
+                Ok::<_, String>(latencies)
+            })
+        })
+        .collect();
+    let mut all = Vec::with_capacity(calls);
+    for task in tasks {
+        all.extend(
+            task.await
+                .map_err(|e| format!("a caller task failed: {e}"))??,
+        );
+    }
+    Ok(all)
+}
+
+/// This stack.
+struct Ours {
+    session: Session,
+}
+
+impl Ours {
+    async fn connect(program: &str, args: &[String]) -> Result<Self, String> {
+        let transport = StdioTransport::spawn(
+            StdioConfig::new(program)
+                .args(args.iter().cloned())
+                .server_name("bench"),
+        )
+        .map_err(|e| format!("ours: {e}"))?;
+        let session = Session::connect(transport, SessionConfig::default())
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        let result = session
+            .call_tool("echo", json!({"text": TEXT}))
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        if result.text() != TEXT {
+            return Err(format!("ours: echo answered {:?}", result.text()));
+        }
+        Ok(Ours { session })
+    }
+
+    async fn call(session: &Session) -> Result<(), String> {
+        let result = session
+            .call_tool("echo", json!({"text": TEXT}))
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        std::hint::black_box(result);
+        Ok(())
+    }
+
+    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
+        let session = self.session.clone();
+        spawn_sequential(calls, move || {
+            let session = session.clone();
+            async move { Self::call(&session).await }
+        })
+        .await
+    }
+
+    async fn in_flight(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        calls: usize,
+    ) -> Result<Vec<Duration>, String> {
+        let session = self.session.clone();
+        spawn_in_flight(rt, calls, move || {
+            let session = session.clone();
+            async move { Self::call(&session).await }
+        })
+        .await
+    }
+}
+
+/// The `rmcp` SDK's client.
+struct Rmcp {
+    service: rmcp::service::RunningService<rmcp::RoleClient, ()>,
+}
+
+impl Rmcp {
+    async fn connect(program: &str, args: &[String]) -> Result<Self, String> {
+        use rmcp::ServiceExt;
+        let mut command = tokio::process::Command::new(program);
+        command.args(args);
+        let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(command)
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("rmcp: cannot start the server: {e}"))?;
+        let service = ().serve(transport).await.map_err(|e| format!("rmcp: {e}"))?;
+        let result = service
+            .peer()
+            .call_tool(Self::params())
+            .await
+            .map_err(|e| format!("rmcp: {e}"))?;
+        let text = result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.as_str());
+        if text != Some(TEXT) {
+            return Err(format!("rmcp: echo answered {:?}", result.content));
+        }
+        Ok(Rmcp { service })
+    }
+
+    fn params() -> rmcp::model::CallToolRequestParams {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("text".into(), Value::String(TEXT.into()));
+        rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments)
+    }
+
+    async fn call(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<(), String> {
+        let result = peer
+            .call_tool(Self::params())
+            .await
+            .map_err(|e| format!("rmcp: {e}"))?;
+        std::hint::black_box(result);
+        Ok(())
+    }
+
+    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
+        let peer = self.service.peer().clone();
+        spawn_sequential(calls, move || {
+            let peer = peer.clone();
+            async move { Self::call(&peer).await }
+        })
+        .await
+    }
+
+    async fn in_flight(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        calls: usize,
+    ) -> Result<Vec<Duration>, String> {
+        let peer = self.service.peer().clone();
+        spawn_in_flight(rt, calls, move || {
+            let peer = peer.clone();
+            async move { Self::call(&peer).await }
+        })
+        .await
+    }
+
+    async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+/// The floor: blocking pipe I/O and a `Value` parse per response.
+struct Floor {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    out: Vec<u8>,
+    line: String,
+}
+
+impl Floor {
+    fn spawn(program: &str, args: &[String]) -> Result<Self, String> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("floor: cannot start the server: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("floor: the child's pipes are missing".into());
+        };
+        let mut floor = Floor {
+            child,
+            stdin: Some(stdin),
+            stdout: BufReader::new(stdout),
+            next_id: 0,
+            out: Vec::with_capacity(4096),
+            line: String::with_capacity(4096),
+        };
+        floor.handshake().map_err(|e| format!("floor: {e}"))?;
+        Ok(floor)
+    }
+
+    fn handshake(&mut self) -> io::Result<()> {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench-floor", "version": "0"}}});
+        let mut out = serde_json::to_vec(&init)?;
+        out.push(b'\n');
+        self.write(&out)?;
+        let answer = self.read()?;
+        if answer.get("result").is_none() {
+            return Err(io::Error::other(format!("initialize failed: {answer}")));
+        }
+        self.write(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")?;
+        self.next_id = 1;
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(bytes),
+            None => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    fn read(&mut self) -> io::Result<Value> {
+        self.line.clear();
+        if self.stdout.read_line(&mut self.line)? == 0 {
+            return Err(io::Error::other("the server closed stdout"));
+        }
+        Ok(serde_json::from_str::<Value>(&self.line)?)
+    }
+
+    /// Appends one `tools/call` request to the output buffer.
+    fn push_request(&mut self) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let _ = writeln!(
+            self.out,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{TEXT}"}}}}}}"#
+        );
+    }
+
+    fn check(answer: &Value) -> io::Result<()> {
+        if answer.get("result").is_some() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("tools/call failed: {answer}")))
+        }
+    }
+
+    /// Writes the output buffer.
+    fn flush_out(&mut self) -> io::Result<()> {
+        let out = std::mem::take(&mut self.out);
+        let written = self.write(&out);
+        self.out = out;
+        self.out.clear();
+        written
+    }
+
+    fn sequential(&mut self, calls: usize) -> Result<Vec<Duration>, String> {
+        let mut latencies = Vec::with_capacity(calls);
+        let mut each = || -> io::Result<()> {
+            for _ in 0..calls {
+                let start = Instant::now();
+                self.push_request();
+                self.flush_out()?;
+                Self::check(&self.read()?)?;
+                latencies.push(start.elapsed());
+            }
+            Ok(())
+        };
+        each().map_err(|e| format!("floor: {e}"))?;
+        Ok(latencies)
+    }
+
+    fn in_flight(&mut self, calls: usize) -> Result<Vec<Duration>, String> {
+        let mut latencies = Vec::with_capacity(calls);
+        let mut batches = || -> io::Result<()> {
+            let mut left = calls;
+            while left > 0 {
+                let batch = left.min(IN_FLIGHT);
+                left -= batch;
+                let start = Instant::now();
+                for _ in 0..batch {
+                    self.push_request();
+                }
+                self.flush_out()?;
+                for _ in 0..batch {
+                    Self::check(&self.read()?)?;
+                    latencies.push(start.elapsed());
+                }
+            }
+            Ok(())
+        };
+        batches().map_err(|e| format!("floor: {e}"))?;
+        Ok(latencies)
+    }
+
+    fn close(mut self) {
+        // End of input ends the server.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The fast server: blocking reads, one `Value` parse per message, buffered
+/// writes flushed whenever no more input is waiting.
+fn serve_echo() -> io::Result<()> {
+    // Our own buffer (large reads bypass stdin's), to see whether input is waiting.
+    let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
+    let mut output = BufWriter::new(io::stdout().lock());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            return output.flush();
+        }
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        // Notifications need no answer.
+        let Some(id) = message.get("id") else {
+            continue;
+        };
+        let params = message.get("params");
+        let answer = match message.get("method").and_then(Value::as_str) {
+            Some("tools/call") => {
+                let text = params
+                    .and_then(|p| p.pointer("/arguments/text"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"content": [{"type": "text", "text": text}]}})
+            }
+            Some("initialize") => {
+                let asked = params
+                    .and_then(|p| p.get("protocolVersion"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let version = KNOWN_VERSIONS
+                    .into_iter()
+                    .find(|v| *v == asked)
+                    .unwrap_or("2025-11-25");
+                json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "bench-echo", "version": "0"}}})
+            }
+            Some("tools/list") => json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [{
+                "name": "echo", "description": "Returns the given text.",
+                "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                    "required": ["text"]}}]}}),
+            Some("ping") => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            _ => json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "method not found"}}),
+        };
+        serde_json::to_writer(&mut output, &answer)?;
+        output.write_all(b"\n")?;
+        if input.buffer().is_empty() {
+            output.flush()?;
+        }
+    }
+}

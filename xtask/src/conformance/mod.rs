@@ -1,0 +1,216 @@
+//! `cargo xtask conformance`: the official conformance suite and the
+//! reference servers, against our client stack.
+//!
+//! 1. Prepares the cache (`<target>/conformance/cache`): Node 22 when the
+//!    machine's Node is older, the pinned npm packages, a Python virtualenv
+//!    with the pinned `mcp` package. A second run reuses it, offline.
+//! 2. Part 1 ([`suite`]): every client scenario of
+//!    `@modelcontextprotocol/conformance`, each run against our client
+//!    (`xtask conformance-client`, [`client`]).
+//! 3. Part 2 ([`servers`]): our stack against the reference servers and a
+//!    Python SDK server.
+//! 4. The report ([`report`]): a table of checks, judged against
+//!    `xtask/conformance/expected-failures.toml`, printed and written to
+//!    `<target>/conformance/report.md`. The run fails on a new failure and on
+//!    a listed failure that now passes.
+//!
+//! Every process started runs in its own process group and is ended at the
+//! end of its step, on timeout, on Ctrl-C, and when the overall bound
+//! (`--timeout`, default 15 minutes) is reached.
+
+pub(crate) mod client;
+mod fill;
+mod http;
+mod process;
+mod report;
+mod servers;
+mod setup;
+mod suite;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::args::Args;
+use report::{Report, Row};
+
+/// The expected-failures file, read at run time (editing it needs no rebuild).
+const EXPECTED_FAILURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/conformance/expected-failures.toml"
+);
+
+/// Where things go.
+#[derive(Debug)]
+struct Paths {
+    /// `<target>/conformance`
+    root: PathBuf,
+    cache: PathBuf,
+    results: PathBuf,
+    report: PathBuf,
+}
+
+impl Paths {
+    /// Under the workspace's target folder: `CARGO_TARGET_DIR` when set,
+    /// else `target/` beside the workspace manifest.
+    fn find() -> Result<Self, String> {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .ok_or("xtask has no parent folder")?
+            .to_path_buf();
+        let target = match std::env::var_os("CARGO_TARGET_DIR") {
+            Some(t) if !t.is_empty() => {
+                let t = PathBuf::from(t);
+                if t.is_absolute() {
+                    t
+                } else {
+                    std::env::current_dir()
+                        .map_err(|e| format!("no current folder: {e}"))?
+                        .join(t)
+                }
+            }
+            _ => workspace.join("target"),
+        };
+        let root = target.join("conformance");
+        Ok(Paths {
+            cache: root.join("cache"),
+            results: root.join("results"),
+            report: root.join("report.md"),
+            root,
+        })
+    }
+}
+
+/// Which parts to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Only {
+    All,
+    Suite,
+    Servers,
+}
+
+/// Runs `conformance [--only suite|servers] [--timeout SECS]`.
+pub(crate) fn run(mut args: Args) -> Result<(), String> {
+    let only = match args.option("only", String::new())?.as_str() {
+        "" => Only::All,
+        "suite" => Only::Suite,
+        "servers" => Only::Servers,
+        other => return Err(format!("--only: `{other}` is not `suite` or `servers`")),
+    };
+    let timeout = Duration::from_secs(args.option("timeout", 900u64)?);
+    args.finish()?;
+    let paths = Paths::find()?;
+    let expected = report::parse_expected(
+        &std::fs::read_to_string(EXPECTED_FAILURES)
+            .map_err(|e| format!("cannot read {EXPECTED_FAILURES}: {e}"))?,
+    )?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let started = Instant::now();
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            r = tokio::time::timeout(timeout, run_parts(&paths, only)) => r.map_err(|_| {
+                format!("the run did not finish within {} s (--timeout); every process it started was ended", timeout.as_secs())
+            }),
+            _ = tokio::signal::ctrl_c() => Err("interrupted; every process started was ended".to_string()),
+        }
+    });
+    // Dropping the runtime drops every task still running, and with them
+    // the processes they own.
+    rt.shutdown_timeout(Duration::from_secs(5));
+    let (header, rows) = outcome??;
+
+    let mut ran = Vec::new();
+    if only != Only::Servers {
+        ran.push("suite/");
+    }
+    if only != Only::Suite {
+        ran.extend(["everything/", "filesystem/", "memory/", "python/"]);
+    }
+    let report = Report::judge(rows, &expected, &ran);
+    let header = format!(
+        "{header}\n\nRun by `cargo xtask conformance` in {:.0} s. Expected failures: `xtask/conformance/expected-failures.toml`.",
+        started.elapsed().as_secs_f64()
+    );
+    let markdown = report.markdown(&header);
+    std::fs::write(&paths.report, &markdown)
+        .map_err(|e| format!("cannot write {}: {e}", paths.report.display()))?;
+    println!("\n{markdown}");
+    println!("report: {}", paths.report.display());
+    println!("{}", report.closing_line());
+    if report.failed() {
+        Err(format!(
+            "conformance failed: {} (new failures, or expected failures that now pass)",
+            report.totals()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), String> {
+    std::fs::create_dir_all(&paths.root)
+        .map_err(|e| format!("cannot create {}: {e}", paths.root.display()))?;
+    // Results of an earlier run would only confuse.
+    let _ = std::fs::remove_dir_all(&paths.results);
+    let suite_results = paths.results.join("suite");
+    let logs = paths.results.join("logs");
+    let scratch = paths.results.join("scratch");
+    for dir in [&suite_results, &logs, &scratch] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+
+    println!("== preparing {}", paths.cache.display());
+    let tools = setup::prepare(&paths.cache).await?;
+    let node_version = process::run(
+        {
+            let mut c = process::command(&tools.node);
+            c.arg("--version");
+            c
+        },
+        Duration::from_secs(30),
+    )
+    .await
+    .map(|o| o.stdout.trim().to_string())
+    .unwrap_or_default();
+    let pins: Vec<String> = setup::NPM_PACKAGES
+        .iter()
+        .map(|(p, v)| format!("`{p}@{v}`"))
+        .chain([format!("`mcp=={}` (PyPI)", setup::PYPI_MCP)])
+        .collect();
+    let header = format!(
+        "Pinned: {}; Node {node_version}. HTTP transports: {}.",
+        pins.join(", "),
+        if http::AVAILABLE {
+            "built"
+        } else {
+            "not in this build (HTTP checks pending)"
+        }
+    );
+
+    let mut rows = Vec::new();
+    if only != Only::Servers {
+        println!("== part 1: the official conformance suite, client scenarios");
+        let exe = std::env::current_exe().map_err(|e| format!("where is this program? {e}"))?;
+        let exe = exe.to_string_lossy();
+        if exe.chars().any(char::is_whitespace) {
+            // The suite splits the client command on spaces.
+            rows.push(Row::fail(
+                "suite/setup",
+                format!("the suite cannot run a client whose path has spaces: {exe}"),
+            ));
+        } else {
+            let client = format!("{exe} conformance-client");
+            rows.extend(suite::run(&tools, &client, &suite_results, http::AVAILABLE).await);
+        }
+    }
+    if only != Only::Suite {
+        println!("== part 2: reference servers");
+        rows.extend(servers::run(&tools, &scratch, &logs).await);
+    }
+    Ok((header, rows))
+}
