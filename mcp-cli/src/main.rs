@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+mod agent;
 mod output;
 mod probe;
 mod target;
@@ -40,9 +41,10 @@ enum Command {
     /// Run initialize → initialized → tools/list → tools/call against a server and
     /// report each step; with no target, the built-in demo server.
     Probe(ProbeArgs),
-    /// List a server's tools.
+    /// List a server's tools (with --config: every server's, under the
+    /// SERVER__TOOL names an agent sees).
     Tools(ToolsArgs),
-    /// Call one tool.
+    /// Call one tool (with --config: by its SERVER__TOOL name).
     Call(CallArgs),
     /// Check or show a config file.
     #[command(subcommand)]

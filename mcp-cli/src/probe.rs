@@ -761,6 +761,9 @@ async fn connect_one(
 
 /// `mcp tools`.
 pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    if args.config.is_some() {
+        return crate::agent::tools(args, show, style).await;
+    }
     let (session, _probed) = match connect_one(&args, show, style).await {
         Ok(c) => c,
         Err(code) => return code,
@@ -789,26 +792,7 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
         println!("{} {d}", style.warn("!"));
     }
     for t in catalog.iter() {
-        let hints = t
-            .annotations
-            .as_ref()
-            .map(|a| {
-                let mut h = Vec::new();
-                if a.read_only_hint == Some(true) {
-                    h.push("read-only");
-                }
-                if a.destructive_hint == Some(true) {
-                    h.push("destructive");
-                }
-                if a.idempotent_hint == Some(true) {
-                    h.push("idempotent");
-                }
-                if a.open_world_hint == Some(true) {
-                    h.push("open-world");
-                }
-                h.join(", ")
-            })
-            .unwrap_or_default();
+        let hints = t.annotations.as_ref().map(tool_hints).unwrap_or_default();
         let description = t
             .description
             .as_deref()
@@ -832,6 +816,52 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
     ExitCode::SUCCESS
 }
 
+/// Prints a tool's result; the exit status is a failure when the tool
+/// reported one (`isError`).
+pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style) -> ExitCode {
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
+    } else {
+        for c in &r.content {
+            match c {
+                Content::Text(t) => {
+                    println!("{}", printable(&summarize(&t.text, 4000, show.full)))
+                }
+                other => println!("[{} content]", other.kind()),
+            }
+        }
+        if let Some(s) = &r.structured_content {
+            let text = serde_json::to_string_pretty(s).unwrap_or_default();
+            println!("{}", printable(&summarize(&text, 4000, show.full)));
+        }
+    }
+    if r.is_error() {
+        eprintln!(
+            "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
+            style.warn("!")
+        );
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Annotation hints for people: "read-only, idempotent".
+pub(crate) fn tool_hints(a: &mcp_session::types::ToolAnnotations) -> String {
+    let mut h = Vec::new();
+    for (name, on) in [
+        ("read-only", a.read_only_hint),
+        ("destructive", a.destructive_hint),
+        ("idempotent", a.idempotent_hint),
+        ("open-world", a.open_world_hint),
+    ] {
+        if on == Some(true) {
+            h.push(name);
+        }
+    }
+    h.join(", ")
+}
+
 /// `mcp call`.
 pub(crate) async fn call(
     args: TargetArgs,
@@ -844,6 +874,9 @@ pub(crate) async fn call(
         Ok(v) => v,
         Err(e) => return usage_error(&format!("--args is not JSON: {e}")),
     };
+    if args.config.is_some() {
+        return crate::agent::call(args, show, style, tool, arguments).await;
+    }
     let (session, probed) = match connect_one(&args, show, style).await {
         Ok(c) => c,
         Err(code) => return code,
@@ -851,33 +884,7 @@ pub(crate) async fn call(
     let result = session.call_tool(&tool, arguments).await;
     session.close().await;
     match result {
-        Ok(r) => {
-            if show.json {
-                println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
-            } else {
-                for c in &r.content {
-                    match c {
-                        Content::Text(t) => {
-                            println!("{}", printable(&summarize(&t.text, 4000, show.full)))
-                        }
-                        other => println!("[{} content]", other.kind()),
-                    }
-                }
-                if let Some(s) = &r.structured_content {
-                    let text = serde_json::to_string_pretty(s).unwrap_or_default();
-                    println!("{}", printable(&summarize(&text, 4000, show.full)));
-                }
-            }
-            if r.is_error() {
-                eprintln!(
-                    "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
-                    style.warn("!")
-                );
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
+        Ok(r) => print_call_result(&r, show, style),
         Err(e) => {
             eprintln!("{} {e}", style.fail("✗"));
             if let Some(d) = call_diagnosis(&e) {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_session::{ProtocolMode, ProtocolVersion, SessionConfig};
+use mcp_session::{ProtocolVersion, SessionConfig};
 use mcp_transport::http::{HttpOptions, HttpTrace};
 use mcp_transport::stdio::StdioConfig;
 
@@ -113,25 +113,12 @@ fn millis(ms: Option<u64>) -> Option<Duration> {
 
 /// Applies a protocol pin: `legacy`, `modern`, `auto`, or a revision date.
 fn apply_protocol(c: &mut SessionConfig, pin: &str) -> Result<(), String> {
-    if let Ok(mode) = pin.parse::<ProtocolMode>() {
-        c.mode = mode;
-        return Ok(());
-    }
-    match pin.parse::<ProtocolVersion>() {
-        Ok(v) => {
-            c.protocol_version = v;
-            c.mode = if v.is_modern() {
-                ProtocolMode::Modern
-            } else {
-                ProtocolMode::Legacy
-            };
-            Ok(())
-        }
-        Err(_) => Err(format!(
+    c.pin_protocol(pin).map_err(|_| {
+        format!(
             "unknown protocol {pin:?}: use legacy, modern, auto or a revision ({})",
             ProtocolVersion::ALL.map(ProtocolVersion::as_str).join(", ")
-        )),
-    }
+        )
+    })
 }
 
 fn session_config(name: &str, args: &TargetArgs) -> Result<SessionConfig, String> {
@@ -229,35 +216,43 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
     }])
 }
 
+/// Loads, validates and resolves a config; with `server`, only that server
+/// (an error names the ones there are).
+pub(crate) fn load_config(
+    path: &std::path::Path,
+    server: Option<&str>,
+) -> Result<mcp_config::ResolvedConfig, String> {
+    let loaded =
+        mcp_config::load_path(path, &mcp_config::Options::new()).map_err(|e| e.to_string())?;
+    if loaded.report.has_errors() {
+        let lines = loaded.report.lines().join("\n  ");
+        return Err(format!("{} has errors:\n  {lines}", path.display()));
+    }
+    let mut resolved = mcp_config::resolve(&loaded.config, &mcp_config::process_env)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(name) = server {
+        if !resolved.servers.contains_key(name) {
+            let known: Vec<_> = resolved.servers.keys().cloned().collect();
+            let why = if resolved.disabled.contains(name) {
+                " (it is disabled)".to_string()
+            } else {
+                format!(" (it has: {})", known.join(", "))
+            };
+            return Err(format!("{} has no server {name:?}{why}", path.display()));
+        }
+        resolved.servers.retain(|n, _| n == name);
+    }
+    Ok(resolved)
+}
+
 fn config_targets(
     path: &std::path::Path,
     args: &TargetArgs,
     trace: TraceOptions,
 ) -> Result<Vec<Target>, String> {
-    let loaded = mcp_config::load_path(path, &mcp_config::Options::new())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if loaded.report.has_errors() {
-        let lines = loaded.report.lines().join("\n  ");
-        return Err(format!("{} has errors:\n  {lines}", path.display()));
-    }
-    let resolved = mcp_config::resolve(&loaded.config, &mcp_config::process_env)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if let Some(name) = &args.server
-        && !resolved.servers.contains_key(name)
-    {
-        let known: Vec<_> = resolved.servers.keys().cloned().collect();
-        let why = if resolved.disabled.contains(name) {
-            " (it is disabled)".to_string()
-        } else {
-            format!(" (it has: {})", known.join(", "))
-        };
-        return Err(format!("{} has no server {name:?}{why}", path.display()));
-    }
+    let resolved = load_config(path, args.server.as_deref())?;
     let mut out = Vec::new();
     for (name, server) in &resolved.servers {
-        if args.server.as_ref().is_some_and(|n| n != name) {
-            continue;
-        }
         let mut session = session_config(name, args)?;
         if let (Some(pin), None) = (&server.protocol_version, &args.protocol) {
             apply_protocol(&mut session, pin).map_err(|e| format!("{name}: {e}"))?;

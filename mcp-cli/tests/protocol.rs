@@ -121,3 +121,53 @@ fn multi_round_trip_without_a_person_declines() {
         "the default handler declines:\n{t}"
     );
 }
+
+#[test]
+fn tools_and_call_with_a_config_go_through_the_runtime() {
+    let dir = std::env::temp_dir().join(format!("mcp-cli-runtime-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("settings.json");
+    std::fs::write(
+        &file,
+        format!(
+            r#"{{"mcpServers": {{
+                "local": {{"command": "{MCP}", "args": ["demo-server"]}},
+                "modern-one": {{"command": "{MCP}", "args": ["demo-server", "--era", "modern"], "protocolVersion": "auto"}},
+                "broken": {{"command": "{MCP}", "args": ["demo-server", "--misbehave", "exit-immediately"]}}
+            }}}}"#
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+
+    let (out, t) = mcp(&["tools", "--config", file]);
+    assert_eq!(out.status.code(), Some(1), "a server failed:\n{t}");
+    assert!(
+        t.contains("local__echo") && t.contains("modern-one__ask_name"),
+        "{t}"
+    );
+    assert!(
+        t.contains("server `broken` failed") && t.contains("API_TOKEN"),
+        "{t}"
+    );
+
+    let (out, t) = mcp(&[
+        "call",
+        "--config",
+        file,
+        "modern-one__add",
+        "--args",
+        r#"{"a": 2, "b": 5}"#,
+    ]);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains('7'), "{t}");
+
+    let (out, t) = mcp(&[
+        "call", "--config", file, "--server", "local", "add", "--args", "{}",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("local__add") && t.contains("SERVER__TOOL"),
+        "{t}"
+    );
+}

@@ -25,6 +25,7 @@ pub const PROTOCOL_VERSION_PINS: &[&str] = &[
     "2026-07-28",
     "legacy",
     "modern",
+    "auto",
 ];
 
 /// The file formats read. All map to one model.

@@ -240,10 +240,11 @@ fn the_same_setting_twice() {
 fn protocol_version_pins() {
     assert!(problems(json!({"command": "n", "protocolVersion": "2025-06-18"})).is_empty());
     assert!(problems(json!({"command": "n", "protocol_version": "legacy"})).is_empty());
+    assert!(problems(json!({"command": "n", "protocolVersion": "auto"})).is_empty());
     one_error(
         json!({"command": "n", "protocolVersion": "2025-01-01"}),
         "mcpServers.remote-tools.protocolVersion",
-        "unknown protocol version `2025-01-01`; use one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28, legacy, modern",
+        "unknown protocol version `2025-01-01`; use one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28, legacy, modern, auto",
     );
 }
 

@@ -28,7 +28,7 @@ pub struct AdHocRuntime {
 impl AdHocRuntime {
     /// Starts every server of `config` (concurrently) with the default connector.
     pub async fn open(config: &ResolvedConfig) -> Result<Self, RuntimeError> {
-        Self::open_with(config, Arc::new(DefaultConnector)).await
+        Self::open_with(config, Arc::new(DefaultConnector::new())).await
     }
 
     /// Like [`open`](Self::open) with another connector.

@@ -25,10 +25,49 @@ pub trait Connector: Send + Sync + fmt::Debug + 'static {
 
 /// Starts stdio servers as child processes ([`StdioTransport`]): the
 /// program directly (no shell), its own process group, the environment
-/// allowlist plus the variables its config names. HTTP servers are not
-/// available yet and fail with a clear diagnostic.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DefaultConnector;
+/// allowlist plus the variables its config names. With the `http` feature
+/// (on by default) it also connects HTTP servers: streamable HTTP, legacy
+/// HTTP+SSE, or streamable HTTP falling back to SSE, remembering per URL
+/// which one worked so later connections skip the attempt.
+#[derive(Debug, Clone, Default)]
+pub struct DefaultConnector {
+    #[cfg(feature = "http")]
+    http_kinds: mcp_transport::http::auto::TransportCache,
+}
+
+impl DefaultConnector {
+    /// A connector with an empty memory of HTTP transport choices.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Connects an HTTP server with its headers and request timeout.
+#[cfg(feature = "http")]
+async fn connect_http(
+    server: &ResolvedServer,
+    cache: &mcp_transport::http::auto::TransportCache,
+) -> Result<Arc<dyn Transport>, ConnectError> {
+    use mcp_config::HttpKind;
+    use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, auto};
+    let TransportConfig::Http { url, headers, kind } = &server.transport else {
+        return Err(ConnectError::Unsupported("not an HTTP server".into()));
+    };
+    let options = HttpOptions::new()
+        .server_name(server.name.clone())
+        .request_timeout(server.request_timeout)
+        .headers(
+            headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.expose().to_owned())),
+        );
+    let transport: Arc<dyn Transport> = match kind {
+        HttpKind::StreamableHttp => Arc::new(StreamableHttpTransport::connect(url, options).await?),
+        HttpKind::Sse => Arc::new(SseTransport::connect(url, options).await?),
+        _ => Arc::new(auto::connect(url, options, cache).await?),
+    };
+    Ok(transport)
+}
 
 /// The stdio settings for a resolved stdio server (`None` for other transports).
 pub fn stdio_config(server: &ResolvedServer) -> Option<StdioConfig> {
@@ -62,10 +101,14 @@ impl Connector for DefaultConnector {
                     let t: Arc<dyn Transport> = Arc::new(StdioTransport::spawn(config)?);
                     Ok(t)
                 }
+                #[cfg(feature = "http")]
+                (TransportConfig::Http { .. }, None) => {
+                    connect_http(server, &self.http_kinds).await
+                }
+                #[cfg(not(feature = "http"))]
                 (TransportConfig::Http { kind, .. }, None) => {
                     Err(ConnectError::Unsupported(format!(
-                        "the {} transport is not available in this build yet; \
-                         use a stdio server (`command`) for now",
+                        "the {} transport needs mcp-runtime's `http` feature",
                         kind.name()
                     )))
                 }

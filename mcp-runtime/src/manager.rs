@@ -434,7 +434,7 @@ static GLOBAL: OnceLock<RuntimeManager> = OnceLock::new();
 impl RuntimeManager {
     /// A manager that starts servers with the [`DefaultConnector`].
     pub fn new(options: RuntimeOptions) -> Self {
-        Self::with_connector(options, Arc::new(DefaultConnector))
+        Self::with_connector(options, Arc::new(DefaultConnector::new()))
     }
 
     /// A manager that opens transports with `connector`.
@@ -1051,14 +1051,11 @@ fn session_config(
     c.handshake_timeout = server.handshake_timeout;
     c.supports_parallel_tool_calls = server.supports_parallel_tool_calls;
     if let Some(pin) = &server.protocol_version {
-        c.protocol_version = pin.parse::<ProtocolVersion>().map_err(|_| {
-            let known: Vec<&str> = ProtocolVersion::HANDSHAKE
-                .iter()
-                .map(|v| v.as_str())
-                .collect();
+        c.pin_protocol(pin).map_err(|_| {
+            let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
             format!(
-                "the config pins protocol version {pin}, which this client cannot use yet \
-                 (it speaks {}); remove the pin or choose one of those",
+                "the config pins protocol {pin}, which this client does not know (it speaks \
+                 {}, or the modes legacy, modern, auto); remove the pin or choose one of those",
                 known.join(", ")
             )
         })?;

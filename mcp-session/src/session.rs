@@ -136,6 +136,35 @@ impl fmt::Debug for SessionConfig {
     }
 }
 
+impl SessionConfig {
+    /// Applies a protocol pin as configs write it: `legacy`, `modern`,
+    /// `auto`, or a revision date (a modern one selects the modern mode).
+    ///
+    /// ```
+    /// use mcp_session::{ProtocolMode, SessionConfig};
+    /// let mut c = SessionConfig::default();
+    /// c.pin_protocol("2026-07-28").unwrap();
+    /// assert_eq!(c.mode, ProtocolMode::Modern);
+    /// c.pin_protocol("2025-06-18").unwrap();
+    /// assert_eq!((c.mode, c.protocol_version.as_str()), (ProtocolMode::Legacy, "2025-06-18"));
+    /// assert!(c.pin_protocol("1999-01-01").is_err());
+    /// ```
+    pub fn pin_protocol(&mut self, pin: &str) -> Result<(), crate::version::UnknownVersion> {
+        if let Ok(mode) = pin.parse::<ProtocolMode>() {
+            self.mode = mode;
+            return Ok(());
+        }
+        let version = pin.parse::<ProtocolVersion>()?;
+        self.protocol_version = version;
+        self.mode = if version.is_modern() {
+            ProtocolMode::Modern
+        } else {
+            ProtocolMode::Legacy
+        };
+        Ok(())
+    }
+}
+
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {

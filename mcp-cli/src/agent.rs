@@ -1,0 +1,152 @@
+//! `mcp tools --config` and `mcp call --config`: through `mcp-runtime`, so
+//! the tools carry the namespaced names (`SERVER__TOOL`) an agent sees, and
+//! every server of the config starts at once, a failure in one not stopping
+//! the others.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mcp_config::ResolvedServer;
+use mcp_runtime::{AdHocRuntime, ConnectError, Connector, DefaultConnector, RuntimeError};
+use mcp_transport::{BoxFuture, Transport};
+use serde_json::Value;
+
+use crate::output::{Style, printable, summarize};
+use crate::probe::{print_call_result, tool_hints};
+use crate::target::load_config;
+use crate::trace::{TraceOptions, Traced};
+use crate::{ShowArgs, TargetArgs};
+
+/// The default connector, with every transport traced when `--trace` asks.
+#[derive(Debug)]
+struct TracingConnector {
+    inner: DefaultConnector,
+    trace: TraceOptions,
+}
+
+impl Connector for TracingConnector {
+    fn connect<'a>(
+        &'a self,
+        server: &'a ResolvedServer,
+    ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
+        Box::pin(async move {
+            let transport = self.inner.connect(server).await?;
+            if !self.trace.enabled {
+                return Ok(transport);
+            }
+            let traced: Arc<dyn Transport> = Arc::new(Traced::new(transport, self.trace));
+            Ok(traced)
+        })
+    }
+}
+
+async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRuntime, ExitCode> {
+    let Some(path) = &args.config else {
+        return Err(ExitCode::from(2));
+    };
+    let config = load_config(path, args.server.as_deref()).map_err(|e| {
+        eprintln!("mcp: {e}");
+        ExitCode::from(2)
+    })?;
+    let connector = TracingConnector {
+        inner: DefaultConnector::new(),
+        trace: TraceOptions {
+            enabled: show.trace,
+            to_stderr: show.json,
+            full: show.full,
+            style,
+        },
+    };
+    let runtime = AdHocRuntime::open_with(&config, Arc::new(connector))
+        .await
+        .map_err(|e| {
+            eprintln!("{} {e}", style.fail("✗"));
+            ExitCode::FAILURE
+        })?;
+    for f in runtime.catalog().failures() {
+        eprintln!("{} {}", style.fail("✗"), printable(&f.to_string()));
+    }
+    Ok(runtime)
+}
+
+/// `mcp tools --config FILE`.
+pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let runtime = match open(&args, show, style).await {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let catalog = runtime.catalog();
+    let failed = !catalog.failures().is_empty();
+    if show.json {
+        let tools: Vec<Value> = catalog
+            .tools()
+            .iter()
+            .map(|t| {
+                let mut v = serde_json::to_value(&**t.tool()).unwrap_or_default();
+                if let Value::Object(m) = &mut v {
+                    m.insert("name".into(), Value::from(t.name()));
+                    m.insert("server".into(), Value::from(t.server()));
+                    m.insert("serverToolName".into(), Value::from(t.tool_name()));
+                }
+                v
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tools).unwrap_or_default()
+        );
+    } else {
+        for note in catalog.notes() {
+            println!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
+        }
+        for t in catalog.tools() {
+            let description = t
+                .description()
+                .and_then(|d| d.lines().next())
+                .unwrap_or_default();
+            let hints = t.annotations().map(tool_hints).unwrap_or_default();
+            println!(
+                "{}  {}{}",
+                style.bold(&printable(t.name())),
+                printable(&summarize(description, 100, show.full)),
+                if hints.is_empty() {
+                    String::new()
+                } else {
+                    style.dim(&format!("  [{hints}]"))
+                }
+            );
+        }
+    }
+    runtime.close().await;
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `mcp call --config FILE SERVER__TOOL`.
+pub(crate) async fn call(
+    args: TargetArgs,
+    show: ShowArgs,
+    style: Style,
+    tool: String,
+    arguments: Value,
+) -> ExitCode {
+    let runtime = match open(&args, show, style).await {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let result = runtime.call_tool(&tool, arguments).await;
+    runtime.close().await;
+    match result {
+        Ok(r) => print_call_result(&r, show, style),
+        Err(e) => {
+            eprintln!("{} {}", style.fail("✗"), printable(&e.to_string()));
+            if let RuntimeError::UnknownTool { .. } = e {
+                eprintln!("  • names are SERVER__TOOL; `mcp tools --config FILE` lists them");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
