@@ -11,7 +11,7 @@ use std::time::Duration;
 use mcp_config::{Fingerprint, ResolvedConfig, ResolvedServer};
 use mcp_session::types::CallToolResult;
 use mcp_session::{
-    CallOptions, ProtocolVersion, Session, SessionConfig, SessionError, ToolCatalog,
+    CallOptions, ProtocolMode, ProtocolVersion, Session, SessionConfig, SessionError, ToolCatalog,
     describe_duration,
 };
 use serde_json::Value;
@@ -396,6 +396,9 @@ struct Inner {
     wake: Arc<Notify>,
     reaper: Mutex<Option<JoinHandle<()>>>,
     teardowns: Mutex<JoinSet<()>>,
+    /// What the `auto` probe found per server (by fingerprint), so later
+    /// connections skip it; forgotten when a connection with it fails.
+    eras: Mutex<HashMap<Fingerprint, ProtocolVersion>>,
 }
 
 impl Drop for Inner {
@@ -449,6 +452,7 @@ impl RuntimeManager {
                 wake: Arc::new(Notify::new()),
                 reaper: Mutex::new(None),
                 teardowns: Mutex::new(JoinSet::new()),
+                eras: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -768,8 +772,23 @@ impl RuntimeManager {
         server: &ResolvedServer,
     ) -> Result<Arc<ServerConn>, (StartupStep, String, Vec<String>)> {
         let started = Instant::now();
-        let config = session_config(&self.inner.options.session_defaults, server)
+        let mut config = session_config(&self.inner.options.session_defaults, server)
             .map_err(|m| (StartupStep::Config, m, Vec::new()))?;
+        let probing = config.mode == ProtocolMode::Auto;
+        let remembered = probing
+            .then(|| {
+                self.inner
+                    .eras
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&server.fingerprint)
+                    .copied()
+            })
+            .flatten();
+        if let Some(version) = remembered {
+            // The probe already told us what this server speaks.
+            let _ = config.pin_protocol(version.as_str());
+        }
         let transport = match tokio::time::timeout(
             server.handshake_timeout,
             self.inner.connector.connect(server),
@@ -790,8 +809,26 @@ impl RuntimeManager {
             Ok(Ok(t)) => t,
         };
         let session = match Session::connect_shared(Arc::clone(&transport), config).await {
-            Ok(s) => s,
+            Ok(s) => {
+                if probing {
+                    self.inner
+                        .eras
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(server.fingerprint, s.protocol_version());
+                }
+                s
+            }
             Err(e) => {
+                if remembered.is_some() {
+                    // The remembered era may be stale (the server was
+                    // upgraded): probe again next time.
+                    self.inner
+                        .eras
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&server.fingerprint);
+                }
                 transport.detach_stderr();
                 transport.close().await;
                 let tail = transport.stderr_tail();

@@ -395,3 +395,108 @@ async fn the_cap_on_live_runtimes_is_a_clear_error() {
     m.dispose_session("b").await;
     m.acquire("c", &cfg).await.unwrap();
 }
+
+/// Counts the `server/discover` probes sent through it.
+#[derive(Debug)]
+struct CountProbes {
+    inner: Arc<dyn mcp_transport::Transport>,
+    probes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl mcp_transport::Transport for CountProbes {
+    fn send<'a>(
+        &'a self,
+        message: &'a mcp_transport::Message,
+    ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        if message.method() == Some("server/discover") {
+            self.probes
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.send(message)
+    }
+    fn recv(
+        &self,
+    ) -> mcp_transport::BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>>
+    {
+        self.inner.recv()
+    }
+    fn close(&self) -> mcp_transport::BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+    fn kind(&self) -> mcp_transport::TransportKind {
+        self.inner.kind()
+    }
+}
+
+#[derive(Debug)]
+struct ProbeCounter {
+    kit: Arc<Testkit>,
+    probes: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl mcp_runtime::Connector for ProbeCounter {
+    fn connect<'a>(
+        &'a self,
+        server: &'a mcp_config::ResolvedServer,
+    ) -> mcp_transport::BoxFuture<
+        'a,
+        Result<Arc<dyn mcp_transport::Transport>, mcp_runtime::ConnectError>,
+    > {
+        Box::pin(async move {
+            let inner = self.kit.connect(server).await?;
+            let t: Arc<dyn mcp_transport::Transport> = Arc::new(CountProbes {
+                inner,
+                probes: Arc::clone(&self.probes),
+            });
+            Ok(t)
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_auto_probe_runs_once_per_server() {
+    let probes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let connector = Arc::new(ProbeCounter {
+        kit: Testkit::new(),
+        probes: Arc::clone(&probes),
+    });
+    let m = RuntimeManager::with_connector(RuntimeOptions::default(), connector);
+    let cfg = config(
+        r#"{"mcpServers": {
+            "old": {"command": "kit", "protocolVersion": "auto"},
+            "new": {"command": "kit", "args": ["--era", "modern"], "protocolVersion": "auto"}
+        }}"#,
+    );
+    let first = m.acquire("s1", &cfg).await.unwrap();
+    assert_eq!(probes.load(std::sync::atomic::Ordering::Relaxed), 2);
+    let v = |lease: &mcp_runtime::RuntimeLease, s: &str| {
+        lease
+            .session(s)
+            .unwrap()
+            .protocol_version()
+            .as_str()
+            .to_owned()
+    };
+    assert_eq!(
+        (v(&first, "old"), v(&first, "new")),
+        ("2025-11-25".into(), "2026-07-28".into())
+    );
+    // Another agent session with the same servers: no probe, same eras.
+    let second = m.acquire("s2", &cfg).await.unwrap();
+    assert_eq!(
+        probes.load(std::sync::atomic::Ordering::Relaxed),
+        3,
+        "only the modern server's discover"
+    );
+    assert_eq!(
+        (v(&second, "old"), v(&second, "new")),
+        ("2025-11-25".into(), "2026-07-28".into())
+    );
+    let r = second
+        .call_tool("new__echo", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "hi");
+    drop((first, second));
+    m.dispose_all().await;
+}
