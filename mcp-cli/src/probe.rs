@@ -509,37 +509,26 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
         }
     };
     let negotiated = session.protocol_version();
-    let version = negotiated.as_str();
-    if negotiated.is_modern() {
-        // 2026-07-28 has no handshake: server/discover told us who it is.
-        report.step(
+    // 2026-07-28 has no handshake: server/discover told us who the server is.
+    let (first, initialized) = if negotiated.is_modern() {
+        (
             "discover",
-            Status::Pass,
-            Some(t0.elapsed()),
-            describe_init(session.server(), version),
-        );
-        report.server = serde_json::to_value(session.server()).ok();
-        report.step(
-            "initialized",
-            Status::Skip,
-            None,
-            "not in 2026-07-28 (every request carries its _meta instead)".into(),
-        );
+            (
+                Status::Skip,
+                "not in 2026-07-28 (every request carries its _meta instead)",
+            ),
+        )
     } else {
-        report.step(
-            "initialize",
-            Status::Pass,
-            Some(t0.elapsed()),
-            describe_init(session.server(), version),
-        );
-        report.server = serde_json::to_value(session.server()).ok();
-        report.step(
-            "initialized",
-            Status::Pass,
-            None,
-            "notification sent".into(),
-        );
-    }
+        ("initialize", (Status::Pass, "notification sent"))
+    };
+    report.step(
+        first,
+        Status::Pass,
+        Some(t0.elapsed()),
+        describe_init(session.server(), negotiated.as_str()),
+    );
+    report.server = serde_json::to_value(session.server()).ok();
+    report.step("initialized", initialized.0, None, initialized.1.into());
 
     let t0 = Instant::now();
     let catalog = match session.list_tools().await {
