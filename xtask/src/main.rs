@@ -2,6 +2,9 @@
 //!
 //! ```text
 //! cargo xtask bench codec [--mb N] [--iters K] [--seed S]
+//! cargo xtask bench stdio [--n N] [--n-inflight N] [--rounds K] [--server testkit|fast|both]
+//! cargo xtask bench http [--n N] [--n-inflight N] [--rounds K] [--answers json|sse]
+//! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--sessions N] [--servers N]
 //! cargo xtask conformance [--only suite|servers] [--timeout SECS]
 //! ```
 //!
@@ -27,6 +30,19 @@ tasks:
       decode a deterministic stream of MCP messages with mcp-jsonrpc's
       NewlineCodec, with LinesCodec + serde_json, and with serde_json alone
       (the floor); print MB/s and ratios
+  bench stdio [--n N] [--n-inflight N] [--rounds K] [--server testkit|fast|both]
+              [--runtime multi|current] [--only ours|rmcp|floor]
+      tools/call round trips to a child-process server over stdio, sequential
+      and 8 in flight: this stack, rmcp's client and a raw-pipe floor;
+      print calls/s, p50/p99 latency and ratios
+  bench http [--n N] [--n-inflight N] [--rounds K] [--answers json|sse]
+             [--server-threads N] [--runtime multi|current] [--only ours|rmcp|floor]
+      tools/call round trips to mcp-testkit's streamable HTTP server on
+      127.0.0.1 (stateful), sequential and 8 in flight: this stack, rmcp's
+      streamable HTTP client and a raw hyper floor; print calls/s, p50/p99
+      latency and ratios
+  bench runtime [--warm-iters N] [--cold-iters N] [--sessions N] [--servers N]
+      the session runtime manager's warm path, cold path and idle memory
   conformance [--only suite|servers] [--timeout SECS]
       the official MCP conformance suite's client scenarios against our
       client, and our stack against the reference servers; prepares Node 22,

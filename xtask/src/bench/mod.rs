@@ -1,6 +1,7 @@
 //! `cargo xtask bench <what>`: benchmarks, always in an optimized build.
 
 mod codec;
+mod http;
 mod runtime;
 mod stdio;
 
@@ -9,6 +10,9 @@ use std::time::Duration;
 
 use crate::args::Args;
 
+/// The benchmarks, for messages.
+const KNOWN: &str = "codec, stdio, http, runtime";
+
 /// Runs `bench <what> [options]`.
 pub(crate) fn run(mut args: Args) -> Result<(), String> {
     if cfg!(debug_assertions) {
@@ -16,10 +20,11 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
     }
     match args.next_positional().as_deref() {
         Some("codec") => codec::run(args),
+        Some("http") => http::run(args),
         Some("runtime") => runtime::run(args),
         Some("stdio") => stdio::run(args),
-        Some(other) => Err(format!("unknown benchmark `{other}` (known: codec)")),
-        None => Err("which benchmark? (known: codec)".into()),
+        Some(other) => Err(format!("unknown benchmark `{other}` (known: {KNOWN})")),
+        None => Err(format!("which benchmark? (known: {KNOWN})")),
     }
 }
 

@@ -28,7 +28,7 @@ use crate::args::Args;
 /// The echo tool's argument in every call.
 const TEXT: &str = "hello, bench";
 /// Calls in flight in the concurrent mode.
-const IN_FLIGHT: usize = 8;
+pub(super) const IN_FLIGHT: usize = 8;
 /// The protocol versions the fast server answers with when asked for them.
 const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
@@ -142,36 +142,36 @@ struct RunConfig {
 
 /// Which way of calling a row measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub(super) enum Mode {
     Sequential,
     InFlight,
 }
 
 /// One client's timings in one mode: calls/s of each round, and every call's latency.
 #[derive(Debug, Default)]
-struct Row {
-    rates: Vec<f64>,
-    latencies: Vec<Duration>,
+pub(super) struct Row {
+    pub(super) rates: Vec<f64>,
+    pub(super) latencies: Vec<Duration>,
 }
 
 impl Row {
-    fn best(&self) -> f64 {
+    pub(super) fn best(&self) -> f64 {
         self.rates.iter().copied().fold(0.0, f64::max)
     }
 
-    fn median(&self) -> f64 {
+    pub(super) fn median(&self) -> f64 {
         let mut r = self.rates.clone();
         r.sort_by(f64::total_cmp);
         r.get(r.len() / 2).copied().unwrap_or_default()
     }
 
-    fn percentile(&self, q: f64) -> Duration {
+    pub(super) fn percentile(&self, q: f64) -> Duration {
         // Sorted by `finish`.
         let i = ((self.latencies.len().saturating_sub(1)) as f64 * q).round() as usize;
         self.latencies.get(i).copied().unwrap_or_default()
     }
 
-    fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         self.latencies.sort();
     }
 }
@@ -345,7 +345,7 @@ fn build_testkit() -> Result<String, String> {
 /// Runs `calls` calls one after the other in a task of the runtime (where an
 /// application's work runs, rather than on the thread blocked in `block_on`);
 /// returns every call's latency.
-async fn spawn_sequential<F, Fut>(calls: usize, call: F) -> Result<Vec<Duration>, String>
+pub(super) async fn spawn_sequential<F, Fut>(calls: usize, call: F) -> Result<Vec<Duration>, String>
 where
     F: Fn() -> Fut + Send + 'static,
     Fut: Future<Output = Result<(), String>> + Send,
@@ -364,7 +364,7 @@ where
 }
 
 /// Runs `calls` calls from 8 tasks sharing a counter; returns every call's latency.
-async fn spawn_in_flight<F, Fut>(
+pub(super) async fn spawn_in_flight<F, Fut>(
     rt: &tokio::runtime::Runtime,
     calls: usize,
     call: F,

@@ -1,0 +1,655 @@
+//! `bench http`: `tools/call` round trips to one local streamable HTTP server
+//! on 127.0.0.1, with this stack (`mcp-session` over `mcp-transport`'s
+//! streamable HTTP transport), with the `rmcp` SDK's streamable HTTP client
+//! (on reqwest), and with a raw floor (hyper HTTP/1.1 connections POSTing
+//! pre-serialized JSON-RPC, one `serde_json` parse per response),
+//! sequentially and with 8 calls in flight.
+//!
+//! The server is `mcp-testkit`'s HTTP server, in this process but on its own
+//! thread and tokio runtime, so that it does not share the clients' runtime:
+//! stateful (an `Mcp-Session-Id` per client), answering with
+//! `application/json` by default (the fast path; `--answers sse` for SSE
+//! streams). Each client has its own session; the clients take turns, round
+//! after round, so that noise from elsewhere on the machine hits them alike.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use mcp_session::{Session, SessionConfig};
+use mcp_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use super::stdio::{IN_FLIGHT, Mode, Row, spawn_in_flight, spawn_sequential};
+use crate::args::Args;
+
+/// The echo tool's argument in every call.
+const TEXT: &str = "hello, bench";
+/// The protocol version the floor asks for.
+const FLOOR_VERSION: &str = "2025-11-25";
+
+pub(crate) fn run(mut args: Args) -> Result<(), String> {
+    let n: usize = args.option("n", 2000)?;
+    let n_inflight: usize = args.option("n-inflight", n.saturating_mul(4))?;
+    let rounds: usize = args.option("rounds", 5)?;
+    let answers: String = args.option("answers", "json".to_owned())?;
+    let server_threads: usize = args.option("server-threads", 1)?;
+    let flavor: String = args.option("runtime", "multi".to_owned())?;
+    let only: String = args.option("only", String::new())?;
+    args.finish()?;
+    let clients = match only.as_str() {
+        "" => [true; 3],
+        "ours" => [true, false, false],
+        "rmcp" => [false, true, false],
+        "floor" => [false, false, true],
+        other => {
+            return Err(format!(
+                "--only: unknown client `{other}` (known: ours, rmcp, floor)"
+            ));
+        }
+    };
+    if n == 0 || n_inflight < IN_FLIGHT || rounds == 0 || server_threads == 0 {
+        return Err(
+            "--n, --rounds and --server-threads must be at least 1, --n-inflight at least 8".into(),
+        );
+    }
+    let json_response = match answers.as_str() {
+        "json" => true,
+        "sse" => false,
+        other => return Err(format!("--answers: unknown `{other}` (known: json, sse)")),
+    };
+    let run = RunConfig {
+        n,
+        n_inflight,
+        rounds,
+        clients,
+    };
+
+    let runtime = match flavor.as_str() {
+        "multi" => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        "current" => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        other => {
+            return Err(format!(
+                "--runtime: unknown `{other}` (known: multi, current)"
+            ));
+        }
+    }
+    .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
+    let runtime_name = match flavor.as_str() {
+        "multi" => format!(
+            "tokio multi-thread ({} workers)",
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        ),
+        _ => "tokio current-thread".to_owned(),
+    };
+
+    let server = ServerThread::start(
+        HttpServerOptions {
+            json_response,
+            ..HttpServerOptions::default()
+        },
+        server_threads,
+    )?;
+    let server_runtime = match server_threads {
+        1 => "tokio current-thread".to_owned(),
+        k => format!("tokio multi-thread ({k} workers)"),
+    };
+    println!(
+        "bench http: tools/call `echo` round trips over streamable HTTP to 127.0.0.1; {n} sequential \
+         calls and {n_inflight} with {IN_FLIGHT} in flight per run; best and median of {rounds} \
+         interleaved rounds after a warm-up; clients on a {runtime_name} runtime"
+    );
+    let url = server.url.clone();
+    let result = bench(&runtime, &url, &run);
+    server.stop();
+    let results = result?;
+    let mode = match json_response {
+        true => "stateful, application/json answers",
+        false => "stateful, SSE answers",
+    };
+    print_table(
+        &format!(
+            "mcp-testkit streamable HTTP ({mode}), in-process on its own {server_runtime} runtime"
+        ),
+        &url,
+        &results,
+    );
+    println!();
+    println!(
+        "  ours: mcp_session::Session::call_tool over mcp_transport::http::StreamableHttpTransport"
+    );
+    println!("    (HttpOptions::new(); the tool's input schema is checked on every call).");
+    println!("  rmcp: rmcp::Peer::call_tool over rmcp::transport::StreamableHttpClientTransport");
+    println!("    (from_uri: its default reqwest client, no TLS).");
+    println!("  floor: hyper::client::conn::http1 connections, one per caller, POSTing a request");
+    println!("    formatted in place and parsing each body with serde_json::from_slice::<Value>;");
+    println!("    no GET stream, no schema, no id table.");
+    println!("  8 in flight: 8 tasks each calling in a loop; ours and rmcp share one client,");
+    println!("    the floor has one connection per task.");
+    Ok(())
+}
+
+/// What one run does.
+#[derive(Debug)]
+struct RunConfig {
+    n: usize,
+    n_inflight: usize,
+    rounds: usize,
+    clients: [bool; 3],
+}
+
+const CLIENTS: [&str; 3] = [
+    "ours (mcp-session)",
+    "rmcp 3 (reqwest)",
+    "floor (raw hyper)",
+];
+
+/// Results by client (as in [`CLIENTS`]) and mode.
+type Results = [[Row; 2]; 3];
+
+/// The test server, on a thread and runtime of its own.
+struct ServerThread {
+    url: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl ServerThread {
+    fn start(options: HttpServerOptions, threads: usize) -> Result<Self, String> {
+        let runtime = match threads {
+            1 => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            k => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(k)
+                .enable_all()
+                .build(),
+        }
+        .map_err(|e| format!("cannot start the server's runtime: {e}"))?;
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("bench-http-server".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match HttpServer::start(options).await {
+                        Ok(server) => {
+                            let _ = url_tx.send(Ok(server.url()));
+                            let _ = stopped.await;
+                            server.shutdown().await;
+                        }
+                        Err(e) => {
+                            let _ = url_tx.send(Err(format!("cannot start the server: {e}")));
+                        }
+                    }
+                });
+            })
+            .map_err(|e| format!("cannot start the server thread: {e}"))?;
+        let url = url_rx
+            .recv()
+            .map_err(|_| "the server thread ended early".to_owned())??;
+        Ok(ServerThread { url, stop, thread })
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Results, String> {
+    let [with_ours, with_rmcp, with_floor] = run.clients;
+    let ours = match with_ours {
+        true => Some(rt.block_on(Ours::connect(url))?),
+        false => None,
+    };
+    let rmcp = match with_rmcp {
+        true => Some(rt.block_on(Rmcp::connect(url))?),
+        false => None,
+    };
+    let floor = match with_floor {
+        true => Some(rt.block_on(Floor::connect(url))?),
+        false => None,
+    };
+    let one_run = |c: usize, mode: Mode, calls: usize| -> Result<Vec<Duration>, String> {
+        match (c, mode, &ours, &rmcp, &floor) {
+            (0, Mode::Sequential, Some(ours), _, _) => rt.block_on(ours.sequential(calls)),
+            (0, Mode::InFlight, Some(ours), _, _) => rt.block_on(ours.in_flight(rt, calls)),
+            (1, Mode::Sequential, _, Some(rmcp), _) => rt.block_on(rmcp.sequential(calls)),
+            (1, Mode::InFlight, _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, calls)),
+            (2, Mode::Sequential, _, _, Some(floor)) => rt.block_on(floor.sequential(calls)),
+            (2, Mode::InFlight, _, _, Some(floor)) => rt.block_on(floor.in_flight(rt, calls)),
+            _ => Ok(Vec::new()),
+        }
+    };
+
+    // Warm-up: connections (8 of them for the in-flight pools), caches, the allocator.
+    for c in 0..CLIENTS.len() {
+        one_run(c, Mode::Sequential, run.n.min(500))?;
+        one_run(c, Mode::InFlight, run.n_inflight.min(2000))?;
+    }
+
+    let mut results: Results = Default::default();
+    for round in 0..run.rounds {
+        for (m, mode) in [Mode::Sequential, Mode::InFlight].into_iter().enumerate() {
+            let calls = match mode {
+                Mode::Sequential => run.n,
+                Mode::InFlight => run.n_inflight,
+            };
+            // A different client goes first each round.
+            for k in 0..CLIENTS.len() {
+                let c = (round + k) % CLIENTS.len();
+                if !run.clients.get(c).copied().unwrap_or(false) {
+                    continue;
+                }
+                let start = Instant::now();
+                let latencies = one_run(c, mode, calls)?;
+                let elapsed = start.elapsed();
+                if let Some(row) = results.get_mut(c).and_then(|r| r.get_mut(m)) {
+                    row.rates
+                        .push(calls as f64 / elapsed.as_secs_f64().max(1e-9));
+                    row.latencies.extend(latencies);
+                }
+            }
+        }
+    }
+    for row in results.iter_mut().flatten() {
+        row.finish();
+    }
+    if let Some(ours) = ours {
+        rt.block_on(ours.session.close());
+    }
+    if let Some(rmcp) = rmcp {
+        rt.block_on(rmcp.close());
+    }
+    drop(floor);
+    Ok(results)
+}
+
+fn print_table(server: &str, url: &str, results: &Results) {
+    println!();
+    println!("server: {server} at {url}");
+    println!(
+        "{:<12} {:<20} {:>10} {:>12} {:>9} {:>9} {:>8} {:>9}",
+        "mode", "client", "best /s", "median /s", "p50 µs", "p99 µs", "vs rmcp", "vs floor"
+    );
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let ratio = |a: &Row, b: Option<&Row>| match b {
+        Some(b) if !a.rates.is_empty() && !b.rates.is_empty() => Some(a.best() / b.best()),
+        _ => None,
+    };
+    let show = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
+    let mut ratios = [[None; 2]; 2];
+    for (m, mode) in ["sequential", "8 in flight"].into_iter().enumerate() {
+        let row = |c: usize| results.get(c).and_then(|r| r.get(m));
+        for (c, client) in CLIENTS.iter().enumerate() {
+            let Some(r) = row(c).filter(|r| !r.rates.is_empty()) else {
+                continue;
+            };
+            println!(
+                "{mode:<12} {client:<20} {:>10.0} {:>12.0} {:>9.1} {:>9.1} {:>8} {:>9}",
+                r.best(),
+                r.median(),
+                us(r.percentile(0.5)),
+                us(r.percentile(0.99)),
+                show(ratio(r, row(1))),
+                show(ratio(r, row(2))),
+            );
+        }
+        if let (Some(ours), Some(slot)) = (row(0), ratios.get_mut(m)) {
+            *slot = [ratio(ours, row(1)), ratio(ours, row(2))];
+        }
+    }
+    let [[seq_rmcp, seq_floor], [par_rmcp, par_floor]] = ratios;
+    let verdict = |r: Option<f64>, target: f64| match r {
+        Some(r) if r >= target => format!("{r:.2}x, met"),
+        Some(r) => format!("{r:.2}x, NOT met"),
+        None => "not measured".to_owned(),
+    };
+    println!(
+        "targets (best runs): sequential >= 1.5x rmcp: {}; 8 in flight >= 1.5x rmcp: {} \
+         (vs the floor: sequential {}, 8 in flight {})",
+        verdict(seq_rmcp, 1.5),
+        verdict(par_rmcp, 1.5),
+        show(seq_floor),
+        show(par_floor),
+    );
+}
+
+/// This stack.
+struct Ours {
+    session: Session,
+}
+
+impl Ours {
+    async fn connect(url: &str) -> Result<Self, String> {
+        let transport = StreamableHttpTransport::connect(url, HttpOptions::new())
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        let session = Session::connect(transport, SessionConfig::default())
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        let result = session
+            .call_tool("echo", json!({"text": TEXT}))
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        if result.text() != TEXT {
+            return Err(format!("ours: echo answered {:?}", result.text()));
+        }
+        Ok(Ours { session })
+    }
+
+    async fn call(session: &Session) -> Result<(), String> {
+        let result = session
+            .call_tool("echo", json!({"text": TEXT}))
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        std::hint::black_box(result);
+        Ok(())
+    }
+
+    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
+        let session = self.session.clone();
+        spawn_sequential(calls, move || {
+            let session = session.clone();
+            async move { Self::call(&session).await }
+        })
+        .await
+    }
+
+    async fn in_flight(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        calls: usize,
+    ) -> Result<Vec<Duration>, String> {
+        let session = self.session.clone();
+        spawn_in_flight(rt, calls, move || {
+            let session = session.clone();
+            async move { Self::call(&session).await }
+        })
+        .await
+    }
+}
+
+/// The `rmcp` SDK's streamable HTTP client.
+struct Rmcp {
+    service: rmcp::service::RunningService<rmcp::RoleClient, ()>,
+}
+
+impl Rmcp {
+    async fn connect(url: &str) -> Result<Self, String> {
+        use rmcp::ServiceExt;
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+        let service = ().serve(transport).await.map_err(|e| format!("rmcp: {e}"))?;
+        let result = service
+            .peer()
+            .call_tool(Self::params())
+            .await
+            .map_err(|e| format!("rmcp: {e}"))?;
+        let text = result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.as_str());
+        if text != Some(TEXT) {
+            return Err(format!("rmcp: echo answered {:?}", result.content));
+        }
+        Ok(Rmcp { service })
+    }
+
+    fn params() -> rmcp::model::CallToolRequestParams {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("text".into(), Value::String(TEXT.into()));
+        rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments)
+    }
+
+    async fn call(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<(), String> {
+        let result = peer
+            .call_tool(Self::params())
+            .await
+            .map_err(|e| format!("rmcp: {e}"))?;
+        std::hint::black_box(result);
+        Ok(())
+    }
+
+    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
+        let peer = self.service.peer().clone();
+        spawn_sequential(calls, move || {
+            let peer = peer.clone();
+            async move { Self::call(&peer).await }
+        })
+        .await
+    }
+
+    async fn in_flight(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        calls: usize,
+    ) -> Result<Vec<Duration>, String> {
+        let peer = self.service.peer().clone();
+        spawn_in_flight(rt, calls, move || {
+            let peer = peer.clone();
+            async move { Self::call(&peer).await }
+        })
+        .await
+    }
+
+    async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+/// The floor: HTTP/1.1 connections of its own (one per caller), requests
+/// formatted in place, one `Value` parse per answer.
+struct Floor {
+    shared: Arc<FloorShared>,
+    /// One connection per caller; the first serves the sequential runs.
+    connections: Vec<Arc<Mutex<SendRequest<Full<Bytes>>>>>,
+}
+
+#[derive(Debug)]
+struct FloorShared {
+    /// `host:port`.
+    authority: String,
+    path: String,
+    session_id: String,
+    next_id: AtomicU64,
+}
+
+impl Floor {
+    async fn connect(url: &str) -> Result<Self, String> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("floor: not an http:// URL: {url}"))?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let mut connections = Vec::with_capacity(IN_FLIGHT);
+        for _ in 0..IN_FLIGHT {
+            let stream = tokio::net::TcpStream::connect(authority)
+                .await
+                .map_err(|e| format!("floor: cannot connect: {e}"))?;
+            let _ = stream.set_nodelay(true);
+            let (send, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .map_err(|e| format!("floor: {e}"))?;
+            tokio::spawn(connection);
+            connections.push(Arc::new(Mutex::new(send)));
+        }
+        let mut shared = FloorShared {
+            authority: authority.to_owned(),
+            path: if path.is_empty() { "/" } else { path }.to_owned(),
+            session_id: String::new(),
+            next_id: AtomicU64::new(1),
+        };
+        let first = connections
+            .first()
+            .ok_or_else(|| "floor: no connection".to_owned())?;
+        let mut send = first.lock().await;
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": FLOOR_VERSION, "capabilities": {},
+            "clientInfo": {"name": "bench-floor", "version": "0"}}});
+        let body = serde_json::to_vec(&init).map_err(|e| format!("floor: {e}"))?;
+        let (status, session, answer) = shared.post(&mut send, body.into()).await?;
+        if answer.get("result").is_none() {
+            return Err(format!("floor: initialize failed ({status}): {answer}"));
+        }
+        shared.session_id = session.ok_or("floor: the server gave no Mcp-Session-Id")?;
+        let notification =
+            Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        let (status, _, _) = shared.post(&mut send, notification).await?;
+        if status != StatusCode::ACCEPTED {
+            return Err(format!(
+                "floor: notifications/initialized answered {status}"
+            ));
+        }
+        drop(send);
+        Ok(Floor {
+            shared: Arc::new(shared),
+            connections,
+        })
+    }
+
+    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
+        let shared = Arc::clone(&self.shared);
+        let connection = self
+            .connections
+            .first()
+            .cloned()
+            .ok_or_else(|| "floor: no connection".to_owned())?;
+        let task = tokio::spawn(async move {
+            let mut send = connection.lock().await;
+            let mut latencies = Vec::with_capacity(calls);
+            for _ in 0..calls {
+                let start = Instant::now();
+                shared.call(&mut send).await?;
+                latencies.push(start.elapsed());
+            }
+            Ok::<_, String>(latencies)
+        });
+        task.await
+            .map_err(|e| format!("the caller task failed: {e}"))?
+    }
+
+    async fn in_flight(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        calls: usize,
+    ) -> Result<Vec<Duration>, String> {
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tasks: Vec<_> = self
+            .connections
+            .iter()
+            .map(|connection| {
+                let next = Arc::clone(&next);
+                let shared = Arc::clone(&self.shared);
+                let connection = Arc::clone(connection);
+                rt.spawn(async move {
+                    let mut send = connection.lock().await;
+                    let mut latencies = Vec::with_capacity(calls / IN_FLIGHT + 1);
+                    while next.fetch_add(1, Ordering::Relaxed) < calls {
+                        let start = Instant::now();
+                        shared.call(&mut send).await?;
+                        latencies.push(start.elapsed());
+                    }
+                    Ok::<_, String>(latencies)
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(calls);
+        for task in tasks {
+            all.extend(
+                task.await
+                    .map_err(|e| format!("a caller task failed: {e}"))??,
+            );
+        }
+        Ok(all)
+    }
+}
+
+impl FloorShared {
+    /// One `tools/call` round trip.
+    async fn call(&self, send: &mut SendRequest<Full<Bytes>>) -> Result<(), String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{TEXT}"}}}}}}"#
+        );
+        let (_, _, answer) = self.post(send, body.into()).await?;
+        if answer.get("result").is_some() {
+            std::hint::black_box(answer);
+            Ok(())
+        } else {
+            Err(format!("floor: tools/call failed: {answer}"))
+        }
+    }
+
+    /// POSTs a body; returns the status, the session id header and the
+    /// parsed JSON answer (`null` for an empty body).
+    async fn post(
+        &self,
+        send: &mut SendRequest<Full<Bytes>>,
+        body: Bytes,
+    ) -> Result<(StatusCode, Option<String>, Value), String> {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(&self.path)
+            .header("host", &self.authority)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if !self.session_id.is_empty() {
+            request = request
+                .header("mcp-session-id", &self.session_id)
+                .header("mcp-protocol-version", FLOOR_VERSION);
+        }
+        let request = request
+            .body(Full::new(body))
+            .map_err(|e| format!("floor: {e}"))?;
+        send.ready().await.map_err(|e| format!("floor: {e}"))?;
+        let response = send
+            .send_request(request)
+            .await
+            .map_err(|e| format!("floor: {e}"))?;
+        let status = response.status();
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let is_json = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("floor: {e}"))?
+            .to_bytes();
+        let answer = if bytes.is_empty() {
+            Value::Null
+        } else if is_json {
+            serde_json::from_slice::<Value>(&bytes).map_err(|e| format!("floor: {e}"))?
+        } else {
+            // An SSE answer (`--answers sse`): the last `data:` line.
+            let text = std::str::from_utf8(&bytes).map_err(|e| format!("floor: {e}"))?;
+            let data = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .rfind(|d| !d.is_empty())
+                .ok_or_else(|| format!("floor: no data in the answer ({status})"))?;
+            serde_json::from_str::<Value>(data).map_err(|e| format!("floor: {e}"))?
+        };
+        Ok((status, session, answer))
+    }
+}
