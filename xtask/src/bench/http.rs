@@ -21,17 +21,16 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
-use mcp_session::{Session, SessionConfig};
 use mcp_testkit::http::{HttpServer, HttpServerOptions};
 use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use super::stdio::{IN_FLIGHT, Mode, Row, spawn_in_flight, spawn_sequential};
+use super::clients::{Ours, Rmcp, TEXT};
+use super::stdio::{IN_FLIGHT, Mode, Row};
 use crate::args::Args;
 
 /// The echo tool's argument in every call.
-const TEXT: &str = "hello, bench";
 /// The protocol version the floor asks for.
 const FLOOR_VERSION: &str = "2025-11-25";
 
@@ -211,11 +210,11 @@ impl ServerThread {
 fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Results, String> {
     let [with_ours, with_rmcp, with_floor] = run.clients;
     let ours = match with_ours {
-        true => Some(rt.block_on(Ours::connect(url))?),
+        true => Some(rt.block_on(connect_ours(url))?),
         false => None,
     };
     let rmcp = match with_rmcp {
-        true => Some(rt.block_on(Rmcp::connect(url))?),
+        true => Some(rt.block_on(connect_rmcp(url))?),
         false => None,
     };
     let floor = match with_floor {
@@ -268,7 +267,7 @@ fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Res
         row.finish();
     }
     if let Some(ours) = ours {
-        rt.block_on(ours.session.close());
+        rt.block_on(ours.close());
     }
     if let Some(rmcp) = rmcp {
         rt.block_on(rmcp.close());
@@ -327,127 +326,20 @@ fn print_table(server: &str, url: &str, results: &Results) {
     );
 }
 
-/// This stack.
-struct Ours {
-    session: Session,
+/// This stack over streamable HTTP.
+async fn connect_ours(url: &str) -> Result<Ours, String> {
+    let transport = StreamableHttpTransport::connect(url, HttpOptions::new())
+        .await
+        .map_err(|e| format!("ours: {e}"))?;
+    Ours::over(transport).await
 }
 
-impl Ours {
-    async fn connect(url: &str) -> Result<Self, String> {
-        let transport = StreamableHttpTransport::connect(url, HttpOptions::new())
-            .await
-            .map_err(|e| format!("ours: {e}"))?;
-        let session = Session::connect(transport, SessionConfig::default())
-            .await
-            .map_err(|e| format!("ours: {e}"))?;
-        let result = session
-            .call_tool("echo", json!({"text": TEXT}))
-            .await
-            .map_err(|e| format!("ours: {e}"))?;
-        if result.text() != TEXT {
-            return Err(format!("ours: echo answered {:?}", result.text()));
-        }
-        Ok(Ours { session })
-    }
-
-    async fn call(session: &Session) -> Result<(), String> {
-        let result = session
-            .call_tool("echo", json!({"text": TEXT}))
-            .await
-            .map_err(|e| format!("ours: {e}"))?;
-        std::hint::black_box(result);
-        Ok(())
-    }
-
-    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
-        let session = self.session.clone();
-        spawn_sequential(calls, move || {
-            let session = session.clone();
-            async move { Self::call(&session).await }
-        })
-        .await
-    }
-
-    async fn in_flight(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        calls: usize,
-    ) -> Result<Vec<Duration>, String> {
-        let session = self.session.clone();
-        spawn_in_flight(rt, calls, move || {
-            let session = session.clone();
-            async move { Self::call(&session).await }
-        })
-        .await
-    }
-}
-
-/// The `rmcp` SDK's streamable HTTP client.
-struct Rmcp {
-    service: rmcp::service::RunningService<rmcp::RoleClient, ()>,
-}
-
-impl Rmcp {
-    async fn connect(url: &str) -> Result<Self, String> {
-        use rmcp::ServiceExt;
-        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
-        let service = ().serve(transport).await.map_err(|e| format!("rmcp: {e}"))?;
-        let result = service
-            .peer()
-            .call_tool(Self::params())
-            .await
-            .map_err(|e| format!("rmcp: {e}"))?;
-        let text = result
-            .content
-            .first()
-            .and_then(|c| c.as_text())
-            .map(|t| t.text.as_str());
-        if text != Some(TEXT) {
-            return Err(format!("rmcp: echo answered {:?}", result.content));
-        }
-        Ok(Rmcp { service })
-    }
-
-    fn params() -> rmcp::model::CallToolRequestParams {
-        let mut arguments = serde_json::Map::new();
-        arguments.insert("text".into(), Value::String(TEXT.into()));
-        rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments)
-    }
-
-    async fn call(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<(), String> {
-        let result = peer
-            .call_tool(Self::params())
-            .await
-            .map_err(|e| format!("rmcp: {e}"))?;
-        std::hint::black_box(result);
-        Ok(())
-    }
-
-    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
-        let peer = self.service.peer().clone();
-        spawn_sequential(calls, move || {
-            let peer = peer.clone();
-            async move { Self::call(&peer).await }
-        })
-        .await
-    }
-
-    async fn in_flight(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        calls: usize,
-    ) -> Result<Vec<Duration>, String> {
-        let peer = self.service.peer().clone();
-        spawn_in_flight(rt, calls, move || {
-            let peer = peer.clone();
-            async move { Self::call(&peer).await }
-        })
-        .await
-    }
-
-    async fn close(self) {
-        let _ = self.service.cancel().await;
-    }
+/// `rmcp`'s streamable HTTP client.
+async fn connect_rmcp(url: &str) -> Result<Rmcp, String> {
+    use rmcp::ServiceExt;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+    let service = ().serve(transport).await.map_err(|e| format!("rmcp: {e}"))?;
+    Rmcp::checked(service).await
 }
 
 /// The floor: HTTP/1.1 connections of its own (one per caller), requests

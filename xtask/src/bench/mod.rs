@@ -1,5 +1,6 @@
 //! `cargo xtask bench <what>`: benchmarks, always in an optimized build.
 
+mod clients;
 mod codec;
 mod http;
 mod runtime;

@@ -19,14 +19,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_session::{Session, SessionConfig};
 use mcp_transport::stdio::{StdioConfig, StdioTransport};
 use serde_json::{Value, json};
 
+use super::clients::{Ours, Rmcp, TEXT};
 use crate::args::Args;
 
 /// The echo tool's argument in every call.
-const TEXT: &str = "hello, bench";
 /// Calls in flight in the concurrent mode.
 pub(super) const IN_FLIGHT: usize = 8;
 /// The protocol versions the fast server answers with when asked for them.
@@ -189,11 +188,11 @@ fn bench_server(
 ) -> Result<Results, String> {
     let [with_ours, with_rmcp, with_floor] = run.clients;
     let ours = match with_ours {
-        true => Some(rt.block_on(Ours::connect(program, args))?),
+        true => Some(rt.block_on(connect_ours(program, args))?),
         false => None,
     };
     let rmcp = match with_rmcp {
-        true => Some(rt.block_on(Rmcp::connect(program, args))?),
+        true => Some(rt.block_on(connect_rmcp(program, args))?),
         false => None,
     };
     let mut floor = match with_floor {
@@ -246,7 +245,7 @@ fn bench_server(
         row.finish();
     }
     if let Some(ours) = ours {
-        rt.block_on(ours.session.close());
+        rt.block_on(ours.close());
     }
     if let Some(rmcp) = rmcp {
         rt.block_on(rmcp.close());
@@ -399,135 +398,28 @@ where
     Ok(all)
 }
 
-/// This stack.
-struct Ours {
-    session: Session,
+/// This stack over stdio.
+async fn connect_ours(program: &str, args: &[String]) -> Result<Ours, String> {
+    let transport = StdioTransport::spawn(
+        StdioConfig::new(program)
+            .args(args.iter().cloned())
+            .server_name("bench"),
+    )
+    .map_err(|e| format!("ours: {e}"))?;
+    Ours::over(transport).await
 }
 
-impl Ours {
-    async fn connect(program: &str, args: &[String]) -> Result<Self, String> {
-        let transport = StdioTransport::spawn(
-            StdioConfig::new(program)
-                .args(args.iter().cloned())
-                .server_name("bench"),
-        )
-        .map_err(|e| format!("ours: {e}"))?;
-        let session = Session::connect(transport, SessionConfig::default())
-            .await
-            .map_err(|e| format!("ours: {e}"))?;
-        let result = session
-            .call_tool("echo", json!({"text": TEXT}))
-            .await
-            .map_err(|e| format!("ours: {e}"))?;
-        if result.text() != TEXT {
-            return Err(format!("ours: echo answered {:?}", result.text()));
-        }
-        Ok(Ours { session })
-    }
-
-    async fn call(session: &Session) -> Result<(), String> {
-        let result = session
-            .call_tool("echo", json!({"text": TEXT}))
-            .await
-            .map_err(|e| format!("ours: {e}"))?;
-        std::hint::black_box(result);
-        Ok(())
-    }
-
-    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
-        let session = self.session.clone();
-        spawn_sequential(calls, move || {
-            let session = session.clone();
-            async move { Self::call(&session).await }
-        })
-        .await
-    }
-
-    async fn in_flight(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        calls: usize,
-    ) -> Result<Vec<Duration>, String> {
-        let session = self.session.clone();
-        spawn_in_flight(rt, calls, move || {
-            let session = session.clone();
-            async move { Self::call(&session).await }
-        })
-        .await
-    }
-}
-
-/// The `rmcp` SDK's client.
-struct Rmcp {
-    service: rmcp::service::RunningService<rmcp::RoleClient, ()>,
-}
-
-impl Rmcp {
-    async fn connect(program: &str, args: &[String]) -> Result<Self, String> {
-        use rmcp::ServiceExt;
-        let mut command = tokio::process::Command::new(program);
-        command.args(args);
-        let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(command)
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("rmcp: cannot start the server: {e}"))?;
-        let service = ().serve(transport).await.map_err(|e| format!("rmcp: {e}"))?;
-        let result = service
-            .peer()
-            .call_tool(Self::params())
-            .await
-            .map_err(|e| format!("rmcp: {e}"))?;
-        let text = result
-            .content
-            .first()
-            .and_then(|c| c.as_text())
-            .map(|t| t.text.as_str());
-        if text != Some(TEXT) {
-            return Err(format!("rmcp: echo answered {:?}", result.content));
-        }
-        Ok(Rmcp { service })
-    }
-
-    fn params() -> rmcp::model::CallToolRequestParams {
-        let mut arguments = serde_json::Map::new();
-        arguments.insert("text".into(), Value::String(TEXT.into()));
-        rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments)
-    }
-
-    async fn call(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<(), String> {
-        let result = peer
-            .call_tool(Self::params())
-            .await
-            .map_err(|e| format!("rmcp: {e}"))?;
-        std::hint::black_box(result);
-        Ok(())
-    }
-
-    async fn sequential(&self, calls: usize) -> Result<Vec<Duration>, String> {
-        let peer = self.service.peer().clone();
-        spawn_sequential(calls, move || {
-            let peer = peer.clone();
-            async move { Self::call(&peer).await }
-        })
-        .await
-    }
-
-    async fn in_flight(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        calls: usize,
-    ) -> Result<Vec<Duration>, String> {
-        let peer = self.service.peer().clone();
-        spawn_in_flight(rt, calls, move || {
-            let peer = peer.clone();
-            async move { Self::call(&peer).await }
-        })
-        .await
-    }
-
-    async fn close(self) {
-        let _ = self.service.cancel().await;
-    }
+/// `rmcp` over its child-process transport.
+async fn connect_rmcp(program: &str, args: &[String]) -> Result<Rmcp, String> {
+    use rmcp::ServiceExt;
+    let mut command = tokio::process::Command::new(program);
+    command.args(args);
+    let (transport, _stderr) = rmcp::transport::TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("rmcp: cannot start the server: {e}"))?;
+    let service = ().serve(transport).await.map_err(|e| format!("rmcp: {e}"))?;
+    Rmcp::checked(service).await
 }
 
 /// The floor: blocking pipe I/O and a `Value` parse per response.
