@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::clients::{Ours, Rmcp, TEXT};
-use super::stdio::{IN_FLIGHT, Mode, Row};
+use super::stdio::{IN_FLIGHT, Mode, Results, Row, RunConfig, run_rounds};
 use crate::args::Args;
 
 /// The echo tool's argument in every call.
@@ -139,23 +139,11 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// What one run does.
-#[derive(Debug)]
-struct RunConfig {
-    n: usize,
-    n_inflight: usize,
-    rounds: usize,
-    clients: [bool; 3],
-}
-
 const CLIENTS: [&str; 3] = [
     "ours (mcp-session)",
     "rmcp 3 (reqwest)",
     "floor (raw hyper)",
 ];
-
-/// Results by client (as in [`CLIENTS`]) and mode.
-type Results = [[Row; 2]; 3];
 
 /// The test server, on a thread and runtime of its own.
 struct ServerThread {
@@ -233,39 +221,7 @@ fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Res
         }
     };
 
-    // Warm-up: connections (8 of them for the in-flight pools), caches, the allocator.
-    for c in 0..CLIENTS.len() {
-        one_run(c, Mode::Sequential, run.n.min(500))?;
-        one_run(c, Mode::InFlight, run.n_inflight.min(2000))?;
-    }
-
-    let mut results: Results = Default::default();
-    for round in 0..run.rounds {
-        for (m, mode) in [Mode::Sequential, Mode::InFlight].into_iter().enumerate() {
-            let calls = match mode {
-                Mode::Sequential => run.n,
-                Mode::InFlight => run.n_inflight,
-            };
-            // A different client goes first each round.
-            for k in 0..CLIENTS.len() {
-                let c = (round + k) % CLIENTS.len();
-                if !run.clients.get(c).copied().unwrap_or(false) {
-                    continue;
-                }
-                let start = Instant::now();
-                let latencies = one_run(c, mode, calls)?;
-                let elapsed = start.elapsed();
-                if let Some(row) = results.get_mut(c).and_then(|r| r.get_mut(m)) {
-                    row.rates
-                        .push(calls as f64 / elapsed.as_secs_f64().max(1e-9));
-                    row.latencies.extend(latencies);
-                }
-            }
-        }
-    }
-    for row in results.iter_mut().flatten() {
-        row.finish();
-    }
+    let results = run_rounds(run, one_run)?;
     if let Some(ours) = ours {
         rt.block_on(ours.close());
     }

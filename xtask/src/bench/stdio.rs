@@ -129,14 +129,14 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
 
 /// What one run does.
 #[derive(Debug)]
-struct RunConfig {
+pub(super) struct RunConfig {
     /// Sequential calls per round.
-    n: usize,
+    pub(super) n: usize,
     /// Calls per round with 8 in flight.
-    n_inflight: usize,
-    rounds: usize,
-    /// Which of [`CLIENTS`] run.
-    clients: [bool; 3],
+    pub(super) n_inflight: usize,
+    pub(super) rounds: usize,
+    /// Which of the three clients run (ours, rmcp, the floor).
+    pub(super) clients: [bool; 3],
 }
 
 /// Which way of calling a row measures.
@@ -178,7 +178,7 @@ impl Row {
 const CLIENTS: [&str; 3] = ["ours (mcp-session)", "rmcp 3", "floor (raw pipes)"];
 
 /// Results by client (as in [`CLIENTS`]) and mode.
-type Results = [[Row; 2]; 3];
+pub(super) type Results = [[Row; 2]; 3];
 
 fn bench_server(
     rt: &tokio::runtime::Runtime,
@@ -211,6 +211,26 @@ fn bench_server(
         }
     };
 
+    let results = run_rounds(run, &mut one_run)?;
+    if let Some(ours) = ours {
+        rt.block_on(ours.close());
+    }
+    if let Some(rmcp) = rmcp {
+        rt.block_on(rmcp.close());
+    }
+    if let Some(floor) = floor {
+        floor.close();
+    }
+    Ok(results)
+}
+
+/// Warms every client up, then runs the rounds, interleaved (a different
+/// client first each round, so machine noise hits them alike), and collects
+/// each client's rates and latencies per mode.
+pub(super) fn run_rounds(
+    run: &RunConfig,
+    mut one_run: impl FnMut(usize, Mode, usize) -> Result<Vec<Duration>, String>,
+) -> Result<Results, String> {
     // Warm-up: connections, caches, schemas, the allocator, the server.
     for c in 0..CLIENTS.len() {
         one_run(c, Mode::Sequential, run.n.min(500))?;
@@ -243,15 +263,6 @@ fn bench_server(
     }
     for row in results.iter_mut().flatten() {
         row.finish();
-    }
-    if let Some(ours) = ours {
-        rt.block_on(ours.close());
-    }
-    if let Some(rmcp) = rmcp {
-        rt.block_on(rmcp.close());
-    }
-    if let Some(floor) = floor {
-        floor.close();
     }
     Ok(results)
 }
