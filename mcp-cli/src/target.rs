@@ -262,21 +262,10 @@ fn config_targets(
             millis(args.handshake_timeout).unwrap_or(server.handshake_timeout);
         session.supports_parallel_tool_calls = server.supports_parallel_tool_calls;
         let connect = match &server.transport {
-            mcp_config::TransportConfig::Stdio {
-                command,
-                args: argv,
-                env,
-                cwd,
-            } => {
-                let mut c = StdioConfig::new(command.clone())
-                    .args(argv.iter().cloned())
-                    .server_name(name.clone())
-                    .envs(env.iter().map(|(k, v)| (k.clone(), v.expose().to_string())));
-                if let Some(dir) = cwd {
-                    c = c.cwd(dir.clone());
-                }
-                Connect::Stdio(with_stderr(c, trace))
-            }
+            mcp_config::TransportConfig::Stdio { .. } => match mcp_runtime::stdio_config(server) {
+                Some(c) => Connect::Stdio(with_stderr(c, trace)),
+                None => Connect::Unsupported("not a stdio server".into()),
+            },
             mcp_config::TransportConfig::Http { url, headers, kind } => {
                 let mut options = http_options(name, args, trace);
                 if millis(args.timeout).is_none() {

@@ -68,6 +68,11 @@ impl RequestMeta {
         self
     }
 
+    /// The `_meta` entries, keyed as on the wire.
+    pub fn entries(&self) -> &Map<String, Value> {
+        &self.entries
+    }
+
     /// The protocol version these metadata declare.
     pub fn protocol_version(&self) -> Option<&str> {
         self.entries

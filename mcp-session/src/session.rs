@@ -1095,14 +1095,12 @@ impl Session {
         let mut rounds = 0usize;
         loop {
             let id = self.inner.next_id();
-            let mut meta = serde_json::Map::new();
-            if let Some(m) = &self.inner.meta {
-                let mut holder = Value::Object(serde_json::Map::new());
-                m.apply(&mut holder);
-                if let Some(Value::Object(entries)) = holder.get_mut("_meta").map(Value::take) {
-                    meta = entries;
-                }
-            }
+            let mut meta = self
+                .inner
+                .meta
+                .as_ref()
+                .map(|m| m.entries().clone())
+                .unwrap_or_default();
             if options.on_progress.is_some() {
                 meta.insert(
                     "progressToken".into(),
