@@ -5,7 +5,9 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Message;
-use mcp_transport::{BoxFuture, ExitInfo, Received, Transport, TransportError, TransportKind};
+use mcp_transport::{
+    BoxFuture, ExitInfo, Received, SendContext, Transport, TransportError, TransportKind,
+};
 
 use crate::output::{Style, printable, summarize};
 
@@ -71,6 +73,15 @@ impl Transport for Traced {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         self.show("→", message);
         self.inner.send(message)
+    }
+
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.show("→", message);
+        self.inner.send_with(message, context)
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {

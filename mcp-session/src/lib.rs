@@ -56,6 +56,7 @@
 
 mod error;
 pub mod handlers;
+pub mod headers;
 pub mod modern;
 mod pending;
 mod session;

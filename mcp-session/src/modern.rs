@@ -227,6 +227,9 @@ pub enum ProbeOutcome {
     ModernUnsupported(Vec<String>),
     /// A legacy server: fall back to `initialize`.
     Legacy,
+    /// A modern server that refused the request with a modern error
+    /// (`HeaderMismatch`, `MissingRequiredClientCapability`): no fallback.
+    ModernError(i64),
 }
 
 /// Classifies the answer to a `server/discover` probe, per the stdio
@@ -261,6 +264,12 @@ pub fn classify_probe(
                 Some(v) => ProbeOutcome::Modern(v),
                 None => ProbeOutcome::ModernUnsupported(supported),
             }
+        }
+        Err((code, _))
+            if code == mcp_jsonrpc::codes::HEADER_MISMATCH
+                || code == mcp_jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+        {
+            ProbeOutcome::ModernError(code)
         }
         Err(_) => ProbeOutcome::Legacy,
     }

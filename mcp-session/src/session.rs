@@ -10,7 +10,9 @@ use mcp_jsonrpc::{
     ErrorObject, ErrorResponse, Id, Message, Notification, RawJson, RawValue, Request, Response,
     codes,
 };
-use mcp_transport::{BoxFuture, InvalidFrame, Received, Transport, TransportError};
+use mcp_transport::{
+    BoxFuture, InvalidFrame, Received, SendContext, Transport, TransportError, TransportKind,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -19,6 +21,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::error::{SessionError, fmt_duration};
+use crate::headers;
 use crate::modern::{
     CacheHints, DiscoverResult, InputRequest, InputRequiredResult, ProbeOutcome, RequestMeta,
     classify_probe,
@@ -531,6 +534,12 @@ impl Drop for InFlight<'_> {
 }
 
 impl Inner {
+    /// Whether requests mirror tool arguments into `Mcp-Param-*` headers:
+    /// a 2026-07-28 session over streamable HTTP.
+    fn mirrors_headers(&self) -> bool {
+        self.version.is_modern() && self.transport.kind() == TransportKind::StreamableHttp
+    }
+
     fn next_id(&self) -> Id {
         Id::from(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
@@ -543,6 +552,7 @@ impl Inner {
         params: Option<RawJson>,
         timeout: Duration,
         on_progress: Option<&ProgressListener>,
+        context: &SendContext,
     ) -> Result<RawJson, SessionError> {
         let (progress_tx, mut progress_rx) = match on_progress {
             Some(_) => {
@@ -568,7 +578,9 @@ impl Inner {
         // The deadline covers sending too: an HTTP transport's send may wait
         // for the answer's head.
         let mut deadline = Deadline::new(Instant::now(), timeout, self.config.max_total_timeout);
-        match tokio::time::timeout_at(deadline.at(), self.transport.send(&message)).await {
+        match tokio::time::timeout_at(deadline.at(), self.transport.send_with(&message, context))
+            .await
+        {
             Ok(sent) => sent?,
             Err(_) => {
                 drop(guard);
@@ -624,7 +636,7 @@ impl Inner {
         let raw = self.params(method, params)?;
         let id = self.next_id();
         let result = self
-            .request_raw(id, method, Some(raw), timeout, None)
+            .request_raw(id, method, Some(raw), timeout, None, &SendContext::new())
             .await?;
         parse_result(method, &result)
     }
@@ -706,37 +718,55 @@ impl Inner {
         };
         let id = self.next_id();
         let ours = [modern.as_str()];
-        let outcome =
-            match self.request_raw(id, method, Some(raw), timeout, None).await {
-                Ok(raw) => {
-                    let value: Value = parse_result(method, &raw)?;
-                    match classify_probe(Ok(&value), &ours) {
-                        ProbeOutcome::Modern(_) => {
-                            let discovered: DiscoverResult = serde_json::from_value(value)
-                                .map_err(|e| SessionError::InvalidResponse {
+        let outcome = match self
+            .request_raw(id, method, Some(raw), timeout, None, &SendContext::new())
+            .await
+        {
+            Ok(raw) => {
+                let value: Value = parse_result(method, &raw)?;
+                match classify_probe(Ok(&value), &ours) {
+                    ProbeOutcome::Modern(_) => {
+                        let discovered: DiscoverResult =
+                            serde_json::from_value(value).map_err(|e| {
+                                SessionError::InvalidResponse {
                                     method: method.into(),
                                     reason: e.to_string(),
-                                })?;
-                            self.become_modern(discovered, meta);
-                            return Ok(());
-                        }
-                        other => other,
+                                }
+                            })?;
+                        self.become_modern(discovered, meta);
+                        return Ok(());
                     }
+                    other => other,
                 }
-                Err(SessionError::Protocol { error, .. }) => {
-                    let data: Option<Value> = error.data_as().and_then(Result::ok);
-                    match classify_probe(Err((error.code, data.as_ref())), &ours) {
-                        ProbeOutcome::Legacy if !fallback => {
-                            return Err(SessionError::LegacyServer {
-                                reason: format!("it answered server/discover with {error}"),
-                            });
-                        }
-                        other => other,
+            }
+            Err(SessionError::Protocol { error, .. }) => {
+                let data: Option<Value> = error.data_as().and_then(Result::ok);
+                match classify_probe(Err((error.code, data.as_ref())), &ours) {
+                    ProbeOutcome::Legacy if !fallback => {
+                        return Err(SessionError::LegacyServer {
+                            reason: format!("it answered server/discover with {error}"),
+                        });
                     }
+                    ProbeOutcome::ModernError(_) => {
+                        return Err(SessionError::Protocol {
+                            method: method.into(),
+                            error,
+                        });
+                    }
+                    other => other,
                 }
-                Err(e) if e.is_timeout() && fallback => ProbeOutcome::Legacy,
-                Err(e) => return Err(e),
-            };
+            }
+            Err(e) if e.is_timeout() && fallback => ProbeOutcome::Legacy,
+            // HTTP: a 400, 404 or 405 whose body is not a JSON-RPC error
+            // (those arrive as protocol errors, above) is a legacy server.
+            Err(SessionError::Transport(e))
+                if fallback && matches!(e.http_status(), Some(400 | 404 | 405)) =>
+            {
+                tracing::debug!(server = %self.config.server_name, "server/discover refused ({e})");
+                ProbeOutcome::Legacy
+            }
+            Err(e) => return Err(e),
+        };
         match outcome {
             ProbeOutcome::Legacy => {
                 tracing::debug!(server = %self.config.server_name, "legacy server: falling back to initialize");
@@ -762,7 +792,7 @@ impl Inner {
                 }
             }
             // A recognised modern error naming our version: modern after all.
-            ProbeOutcome::Modern(_) => Err(SessionError::InvalidResponse {
+            _ => Err(SessionError::InvalidResponse {
                 method: method.into(),
                 reason: "the server refused server/discover while naming 2026-07-28 as supported"
                     .into(),
@@ -923,7 +953,9 @@ impl Session {
         };
         let id = self.inner.next_id();
         let timeout = timeout.unwrap_or(self.inner.config.request_timeout);
-        self.inner.request_raw(id, method, raw, timeout, None).await
+        self.inner
+            .request_raw(id, method, raw, timeout, None, &SendContext::new())
+            .await
     }
 
     /// Sends a notification.
@@ -1015,7 +1047,24 @@ impl Session {
             }
             tools.extend(page.tools);
             match page.next_cursor {
-                None => return Ok((ToolCatalog::new(tools, Vec::new()), ttl)),
+                None => {
+                    let mut diagnostics = Vec::new();
+                    if self.inner.mirrors_headers() {
+                        tools.retain(|tool| match headers::annotations(&tool.input_schema) {
+                            Ok(_) => true,
+                            Err(why) => {
+                                tracing::warn!(server = %self.inner.config.server_name, tool = %tool.name, "tool left out: {why}");
+                                diagnostics.push(format!(
+                                    "tool `{}` left out: {why} (the 2026-07-28 spec excludes \
+                                     tools with invalid x-mcp-header annotations)",
+                                    tool.name
+                                ));
+                                false
+                            }
+                        });
+                    }
+                    return Ok((ToolCatalog::new(tools, diagnostics), ttl));
+                }
                 Some(next) => {
                     if !seen.insert(next.clone()) {
                         return Err(SessionError::InvalidResponse {
@@ -1091,6 +1140,13 @@ impl Session {
         };
         let method = "tools/call";
         let timeout = options.timeout.unwrap_or(self.inner.config.request_timeout);
+        let mirror_headers = self.inner.mirrors_headers();
+        let mut context = if mirror_headers {
+            crate::headers::param_headers(entry.header_params(), &arguments)
+        } else {
+            SendContext::new()
+        };
+        let mut refetched = false;
         let mut input: Option<(serde_json::Map<String, Value>, Option<String>)> = None;
         let mut rounds = 0usize;
         loop {
@@ -1115,10 +1171,39 @@ impl Session {
                 request_state: input.as_ref().and_then(|(_, s)| s.as_deref()),
             };
             let raw = to_raw_params(method, &params)?;
-            let result = self
+            let sent = self
                 .inner
-                .request_raw(id, method, Some(raw), timeout, options.on_progress.as_ref())
-                .await?;
+                .request_raw(
+                    id,
+                    method,
+                    Some(raw),
+                    timeout,
+                    options.on_progress.as_ref(),
+                    &context,
+                )
+                .await;
+            let result = match sent {
+                Err(SessionError::Protocol { error, .. })
+                    if mirror_headers
+                        && !refetched
+                        && error.code == mcp_jsonrpc::codes::HEADER_MISMATCH =>
+                {
+                    // The spec's remedy: the tool's schema may have changed;
+                    // fetch the catalog again and retry with its headers, once.
+                    refetched = true;
+                    tracing::info!(server = %self.inner.config.server_name, tool = name, "header mismatch ({}); fetching tools/list again and retrying", error.message);
+                    let fresh = self.refresh_tools().await?;
+                    let Some(entry) = fresh.get(name) else {
+                        return Err(SessionError::UnknownTool {
+                            name: name.to_string(),
+                            known: fresh.some_names(20),
+                        });
+                    };
+                    context = crate::headers::param_headers(entry.header_params(), &arguments);
+                    continue;
+                }
+                other => other?,
+            };
             let parsed: CallToolResult = parse_result(method, &result)?;
             if parsed.extra.get("resultType").and_then(Value::as_str) == Some("input_required") {
                 rounds += 1;

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::error::SchemaProblem;
+use crate::headers::{self, HeaderParam};
 use crate::types::Tool;
 
 /// How many problems a validation report keeps; the rest are counted.
@@ -32,6 +33,7 @@ pub struct CatalogTool {
     tool: Arc<Tool>,
     input: OnceLock<Compiled>,
     output: OnceLock<Option<Compiled>>,
+    header_params: OnceLock<Vec<HeaderParam>>,
 }
 
 impl fmt::Debug for CatalogTool {
@@ -98,6 +100,7 @@ impl CatalogTool {
             tool: Arc::new(tool),
             input: OnceLock::new(),
             output: OnceLock::new(),
+            header_params: OnceLock::new(),
         }
     }
 
@@ -123,6 +126,13 @@ impl CatalogTool {
             Some(c) => check(c, structured),
             None => Checked::Valid,
         }
+    }
+
+    /// The arguments its input schema marks with `x-mcp-header` (none when
+    /// the annotations are invalid; such tools are left out of HTTP catalogs).
+    pub fn header_params(&self) -> &[HeaderParam] {
+        self.header_params
+            .get_or_init(|| headers::annotations(&self.tool.input_schema).unwrap_or_default())
     }
 
     /// The tool has an output schema.

@@ -108,6 +108,44 @@ impl fmt::Display for TransportKind {
     }
 }
 
+/// Extras that travel with one message and that only some transports use
+/// (see [`Transport::send_with`]).
+///
+/// ```
+/// use mcp_transport::SendContext;
+/// let context = SendContext::new().param_header("Region", "us-west1");
+/// assert_eq!(context.param_headers(), &[("Region".to_string(), "us-west1".to_string())]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SendContext {
+    param_headers: Vec<(String, String)>,
+}
+
+impl SendContext {
+    /// No extras.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A tool argument to mirror as an `Mcp-Param-{name}` header on
+    /// streamable HTTP (protocol revision 2026-07-28): the name portion and
+    /// the value as text (the transport encodes it). Other transports ignore it.
+    pub fn param_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.param_headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// The `Mcp-Param-*` headers to send, as (name portion, value).
+    pub fn param_headers(&self) -> &[(String, String)] {
+        &self.param_headers
+    }
+
+    /// Whether there is nothing in it.
+    pub fn is_empty(&self) -> bool {
+        self.param_headers.is_empty()
+    }
+}
+
 /// A bidirectional message transport.
 ///
 /// * [`send`](Transport::send) may be called from many tasks at once; each
@@ -120,6 +158,17 @@ impl fmt::Display for TransportKind {
 pub trait Transport: Send + Sync + fmt::Debug + 'static {
     /// Sends one message.
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Sends one message with extras some transports use (HTTP headers
+    /// mirrored from tool arguments); the others just [`send`](Transport::send) it.
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        let _ = context;
+        self.send(message)
+    }
 
     /// Receives the next message or invalid frame.
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>>;
@@ -148,6 +197,13 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         (**self).send(message)
     }
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        (**self).send_with(message, context)
+    }
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
         (**self).recv()
     }
@@ -171,6 +227,13 @@ impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
 impl<T: Transport + ?Sized> Transport for Box<T> {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         (**self).send(message)
+    }
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        (**self).send_with(message, context)
     }
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
         (**self).recv()

@@ -4,7 +4,9 @@
 //! `initialize` request), as the spec's backwards-compatibility section
 //! says: it POSTs the message to the URL with streamable HTTP; when the
 //! server answers 400, 404 or 405, it GETs the same URL as an HTTP+SSE
-//! stream and goes on with that. The choice is remembered in a
+//! stream and goes on with that. A refused 2026-07-28 probe
+//! (`server/discover`) does not choose: the error goes back to the session,
+//! which falls back to `initialize`, and that decides. The choice is remembered in a
 //! [`TransportCache`] (keyed by URL) that the caller keeps, so the next
 //! connection to that server goes straight to the right transport.
 //!
@@ -26,7 +28,7 @@ use mcp_jsonrpc::Message;
 use tokio::sync::{Mutex, watch};
 
 use super::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
-use crate::{BoxFuture, Received, Transport, TransportError, TransportKind};
+use crate::{BoxFuture, Received, SendContext, Transport, TransportError, TransportKind};
 
 /// Which HTTP transport each URL turned out to speak. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
@@ -112,19 +114,29 @@ impl AutoTransport {
         self.chosen.borrow().clone()
     }
 
-    async fn choose_and_send(&self, message: &Message) -> Result<(), TransportError> {
+    async fn choose_and_send(
+        &self,
+        message: &Message,
+        context: &SendContext,
+    ) -> Result<(), TransportError> {
         let _guard = self.choosing.lock().await;
         if let Some(t) = self.current() {
-            return t.send(message).await;
+            return t.send_with(message, context).await;
         }
         let streamable = StreamableHttpTransport::connect(&self.url, self.options.clone()).await?;
-        match streamable.send(message).await {
+        match streamable.send_with(message, context).await {
             Ok(()) => {
                 self.cache.insert(&self.url, TransportKind::StreamableHttp);
                 self.chosen.send_replace(Some(Arc::new(streamable)));
                 Ok(())
             }
-            Err(e) if matches!(e.http_status(), Some(400 | 404 | 405)) => {
+            // Only a refused `initialize` says the server may speak HTTP+SSE:
+            // a refused 2026-07-28 probe (`server/discover`) goes back to the
+            // session, which falls back to `initialize` and so comes here again.
+            Err(e)
+                if matches!(e.http_status(), Some(400 | 404 | 405))
+                    && message.method() == Some("initialize") =>
+            {
                 streamable.close().await;
                 self.options.observe(HttpTrace::Note(format!(
                     "streamable HTTP was refused ({e}); falling back to HTTP+SSE"
@@ -165,7 +177,23 @@ impl Transport for AutoTransport {
             }
             match self.current() {
                 Some(t) => t.send(message).await,
-                None => self.choose_and_send(message).await,
+                None => self.choose_and_send(message, &SendContext::new()).await,
+            }
+        })
+    }
+
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(async move {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(TransportError::closed("closed by the client"));
+            }
+            match self.current() {
+                Some(t) => t.send_with(message, context).await,
+                None => self.choose_and_send(message, context).await,
             }
         })
     }

@@ -26,6 +26,8 @@ const SHOWN: &[&str] = &[
     "accept",
     "mcp-session-id",
     "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
     "last-event-id",
     "location",
     "www-authenticate",
@@ -194,7 +196,7 @@ impl HttpClient {
         for (name, value) in headers {
             let n = name.as_str();
             let configured = self.headers.contains_key(name);
-            if !configured && !SHOWN.contains(&n) {
+            if !configured && !SHOWN.contains(&n) && !n.starts_with("mcp-param-") {
                 continue;
             }
             let value = if configured || n == "authorization" || value.is_sensitive() {
@@ -278,6 +280,17 @@ pub(crate) async fn read_body(
 
 /// The error for an answer with an error status: the status and the start of the body.
 pub(crate) async fn status_error(response: Response<Incoming>, what: &str) -> TransportError {
+    match status_answer(response, what).await {
+        Ok((error, _)) | Err(error) => error,
+    }
+}
+
+/// Reads an error status: the error, and the JSON-RPC error response the
+/// body holds when it holds one (a modern server explains its 4xx that way).
+pub(crate) async fn status_answer(
+    response: Response<Incoming>,
+    what: &str,
+) -> Result<(TransportError, mcp_jsonrpc::ErrorResponse), TransportError> {
     let status = response.status().as_u16();
     let location = if response.headers().contains_key(header::LOCATION) {
         " (a redirect; redirects are not followed)"
@@ -291,12 +304,17 @@ pub(crate) async fn status_error(response: Response<Incoming>, what: &str) -> Tr
         what,
     )
     .await
-    .map(|b| mcp_jsonrpc::excerpt(&b))
     .unwrap_or_default();
-    TransportError::HttpStatus {
+    let error = TransportError::HttpStatus {
         status,
         url: what.to_owned(),
-        body: format!("{body}{location}").trim().to_owned(),
+        body: format!("{}{location}", mcp_jsonrpc::excerpt(&body))
+            .trim()
+            .to_owned(),
+    };
+    match mcp_jsonrpc::Message::from_slice(&body) {
+        Ok(mcp_jsonrpc::Message::Error(answer)) => Ok((error, answer)),
+        _ => Err(error),
     }
 }
 

@@ -5,7 +5,9 @@
 //!   2025-03-26 and later. Every message is a POST; answers come as JSON or
 //!   as an SSE stream; sessions (`Mcp-Session-Id`), the GET stream,
 //!   resumption with `Last-Event-ID`, transparent re-initialization when the
-//!   session expires, DELETE on close.
+//!   session expires, DELETE on close; for protocol 2026-07-28 requests, no
+//!   session and the request metadata headers (`Mcp-Method`, `Mcp-Name`,
+//!   `Mcp-Param-*`).
 //! * [`SseTransport`]: the HTTP+SSE transport of 2024-11-05. A GET opens the
 //!   event stream, whose `endpoint` event says where to POST.
 //! * [`auto::connect`]: tries streamable HTTP and falls back to SSE on 400,
@@ -46,6 +48,7 @@ use crate::{InvalidFrame, Received, TransportError};
 pub mod auto;
 mod client;
 mod legacy_sse;
+mod mirror;
 mod streamable;
 
 pub use legacy_sse::SseTransport;

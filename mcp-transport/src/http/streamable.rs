@@ -33,7 +33,27 @@
 //!   re-initialization and retry too. If it fails, the message fails with the error.
 //! * `close` ends every stream and sends `DELETE` with the session id
 //!   (bounded by [`HttpOptions::close_timeout`]; 405 is fine).
+//!
+//! Requests of protocol revision 2026-07-28 (their `_meta` names
+//! `io.modelcontextprotocol/protocolVersion`) follow that revision instead:
+//!
+//! * No session id, no GET stream, no `DELETE`, no resumption: a stream that
+//!   ends before its answer gives that request an error response.
+//! * The request metadata headers: `MCP-Protocol-Version` (the `_meta`
+//!   value), `Mcp-Method`, `Mcp-Name` (`params.name` of `tools/call` and
+//!   `prompts/get`, `params.uri` of `resources/read`), and `Mcp-Param-{Name}`
+//!   for what [`Transport::send_with`] passes in its [`SendContext`]. Values
+//!   that are not plain header-safe ASCII are sent as `=?base64?…?=`.
+//! * A 4xx whose body is a JSON-RPC error (a modern server explains
+//!   `UnsupportedProtocolVersion`, `HeaderMismatch` and unknown methods that
+//!   way) is the request's answer, with the request's id; any other 4xx
+//!   fails the request. `server/discover` waits for its answer's head like
+//!   `initialize`, so a plain 400/404/405 comes back from `send` itself and
+//!   the session can fall back to `initialize`.
+//! * `notifications/cancelled` for a request in flight is not posted: the
+//!   request's response stream is closed instead, which is the cancellation.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
@@ -45,17 +65,19 @@ use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Response, Uri};
 use mcp_jsonrpc::{ErrorObject, ErrorResponse, Id, Message, Oversized, codes};
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
-use super::client::{HttpClient, content_type, read_body, status_error};
+use super::client::{HttpClient, content_type, read_body, status_answer, status_error};
+use super::mirror::{Mirror, PROTOCOL_VERSION};
 use super::{HttpOptions, HttpTrace, parse_url, payload_to_received, redact_url};
 use crate::sse::{SseItem, SseParser};
-use crate::{BoxFuture, InvalidFrame, Received, Transport, TransportError, TransportKind};
+use crate::{
+    BoxFuture, InvalidFrame, Received, SendContext, Transport, TransportError, TransportKind,
+};
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// After the answer arrived on a request's stream, how long to wait for the
 /// server to end the stream before dropping it.
@@ -85,6 +107,9 @@ struct Inner {
     /// Held while a new session is being initialized.
     renewing: Mutex<()>,
     tasks: StdMutex<JoinSet<()>>,
+    /// The tasks of modern (2026-07-28) requests in flight: cancelling one
+    /// aborts its task, which closes its response stream.
+    modern_requests: StdMutex<HashMap<Id, AbortHandle>>,
     closing: CancellationToken,
 }
 
@@ -100,6 +125,9 @@ struct State {
     init_request: Option<(Id, Bytes)>,
     /// The initialized notification seen, to replay too.
     initialized: Option<Bytes>,
+    /// A request of protocol revision 2026-07-28 was sent: no sessions, no
+    /// GET stream, no resumption, and cancelling closes the response stream.
+    modern: bool,
 }
 
 /// Where a request task reports the head of its answer, once.
@@ -142,6 +170,7 @@ impl StreamableHttpTransport {
                 state: StdMutex::new(State::default()),
                 renewing: Mutex::new(()),
                 tasks: StdMutex::new(JoinSet::new()),
+                modern_requests: StdMutex::new(HashMap::new()),
                 closing: CancellationToken::new(),
             }),
             rx: Mutex::new(rx),
@@ -210,12 +239,45 @@ impl Inner {
         format!("{method} {}", redact_url(&self.url))
     }
 
-    fn spawn(&self, task: impl std::future::Future<Output = ()> + Send + 'static) {
+    fn spawn(
+        &self,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Option<AbortHandle> {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         while tasks.try_join_next().is_some() {}
-        if !self.closing.is_cancelled() {
-            tasks.spawn(task);
+        if self.closing.is_cancelled() {
+            None
+        } else {
+            Some(tasks.spawn(task))
         }
+    }
+
+    fn modern_requests(&self) -> std::sync::MutexGuard<'_, HashMap<Id, AbortHandle>> {
+        self.modern_requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A modern request is cancelled by closing its response stream: its
+    /// task (which holds the stream) is aborted. `false` when it is not in flight.
+    fn cancel_modern(&self, cancelled: &Message) -> bool {
+        let Message::Notification(n) = cancelled else {
+            return false;
+        };
+        let id = n
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+            .and_then(|p| p.get("requestId").cloned())
+            .and_then(|id| serde_json::from_value::<Id>(id).ok());
+        let Some(handle) = id.and_then(|id| self.modern_requests().remove(&id)) else {
+            return false;
+        };
+        handle.abort();
+        self.options().observe(HttpTrace::Note(
+            "request cancelled: its response stream was closed".into(),
+        ));
+        true
     }
 
     /// The session headers: `(headers, generation, carries a session id)`.
@@ -309,39 +371,93 @@ impl Inner {
     }
 
     /// Runs one request: POST, then its answer (JSON or SSE, resumed when dropped).
-    async fn run_request(self: Arc<Self>, id: Id, body: Bytes, is_init: bool, mut head: Head) {
+    ///
+    /// A modern request (`mirrored` holds its metadata headers) carries no
+    /// session, is not resumed, and takes a 4xx whose body is a JSON-RPC
+    /// error as its answer.
+    async fn run_request(
+        self: Arc<Self>,
+        id: Id,
+        body: Bytes,
+        is_init: bool,
+        mirrored: Option<HeaderMap>,
+        mut head: Head,
+    ) {
+        let modern = mirrored.is_some();
+        self.run_request_inner(&id, body, is_init, mirrored, &mut head)
+            .await;
+        if modern {
+            self.modern_requests().remove(&id);
+        }
+    }
+
+    async fn run_request_inner(
+        self: &Arc<Self>,
+        id: &Id,
+        body: Bytes,
+        is_init: bool,
+        mirrored: Option<HeaderMap>,
+        head: &mut Head,
+    ) {
+        let id = id.clone();
         let what = self.what(&Method::POST);
         let mut renewed = false;
+        let modern = mirrored.is_some();
         loop {
-            let (headers, generation, has_session) = self.headers(ACCEPT_BOTH, !is_init);
+            let (mut headers, generation, has_session) =
+                self.headers(ACCEPT_BOTH, !is_init && !modern);
+            if let Some(extra) = &mirrored {
+                headers.extend(extra.clone());
+            }
             let request =
                 match self
                     .client
                     .build(Method::POST, &self.url, headers, Some(body.clone()))
                 {
                     Ok(r) => r,
-                    Err(e) => return head.fail(&self, &id, e).await,
+                    Err(e) => return head.fail(self, &id, e).await,
                 };
             let response = match self.client.send(request).await {
                 Ok(r) => r,
-                Err(e) => return head.fail(&self, &id, e).await,
+                Err(e) => return head.fail(self, &id, e).await,
             };
             let status = response.status();
+            if modern && !status.is_success() {
+                return match status_answer(response, &what).await {
+                    Ok((error, mut answer)) => {
+                        // The JSON-RPC error explains the status: it is the answer.
+                        tracing::debug!(server = self.options().name(), "{error}");
+                        answer.id = Some(id.clone());
+                        head.ok();
+                        self.deliver(Received::Message(Message::from(answer))).await;
+                    }
+                    Err(error) => head.fail(self, &id, error).await,
+                };
+            }
             if !status.is_success() {
                 let error = status_error(response, &what).await;
                 if has_session && !renewed && Self::is_expiry(&error) {
                     renewed = true;
                     match self.renew(generation, error.http_status()).await {
                         Ok(()) => continue,
-                        Err(e) => return head.fail(&self, &id, e).await,
+                        Err(e) => return head.fail(self, &id, e).await,
                     }
                 }
-                return head.fail(&self, &id, error).await;
+                return head.fail(self, &id, error).await;
             }
             if is_init {
                 self.take_session(&response);
             }
             if status == hyper::StatusCode::ACCEPTED {
+                if modern {
+                    let error = TransportError::Http {
+                        url: what.clone(),
+                        message: "the server answered a request with 202 Accepted; in protocol \
+                                  2026-07-28 the answer must come on the request's own response"
+                            .into(),
+                    };
+                    return head.fail(self, &id, error).await;
+                }
                 // The answer will come on another stream (the GET stream).
                 head.ok();
                 return;
@@ -367,7 +483,7 @@ impl Inner {
                 }
                 "text/event-stream" => {
                     head.ok();
-                    self.read_request_stream(response.into_body(), &id, is_init)
+                    self.read_request_stream(response.into_body(), &id, is_init, modern)
                         .await;
                 }
                 other => {
@@ -378,7 +494,7 @@ impl Inner {
                              application/json or text/event-stream"
                         ),
                     };
-                    head.fail(&self, &id, error).await;
+                    head.fail(self, &id, error).await;
                 }
             }
             return;
@@ -387,7 +503,7 @@ impl Inner {
 
     /// Reads a request's SSE stream until its answer arrives, resuming the
     /// stream with `Last-Event-ID` when it drops.
-    async fn read_request_stream(&self, body: Incoming, id: &Id, is_init: bool) {
+    async fn read_request_stream(&self, body: Incoming, id: &Id, is_init: bool, modern: bool) {
         let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
         let mut body = Some(body);
         let mut attempts = 0u32;
@@ -399,6 +515,15 @@ impl Inner {
             }
             if self.closing.is_cancelled() {
                 return;
+            }
+            if modern {
+                let error = TransportError::Http {
+                    url: self.what(&Method::POST),
+                    message: "the server ended the SSE stream before answering (streams of \
+                              protocol 2026-07-28 are not resumable)"
+                        .into(),
+                };
+                return self.deliver_error(id, &error).await;
             }
             let Some(last) = parser.last_event_id().map(str::to_owned) else {
                 let error = TransportError::Http {
@@ -719,58 +844,105 @@ impl Inner {
     }
 }
 
+impl StreamableHttpTransport {
+    async fn send_message(
+        &self,
+        message: &Message,
+        context: &SendContext,
+    ) -> Result<(), TransportError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(closed_error());
+        }
+        let inner = &self.inner;
+        if message.method() == Some("notifications/cancelled")
+            && inner.state().modern
+            && inner.cancel_modern(message)
+        {
+            // Closing the response stream is the cancellation; nothing is posted.
+            return Ok(());
+        }
+        let body = Bytes::from(
+            message
+                .to_vec()
+                .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
+        );
+        match message {
+            Message::Request(request) => {
+                let is_init = request.method == "initialize";
+                let mirrored = Mirror::of(request).map(|mirror| {
+                    let mut headers = HeaderMap::new();
+                    mirror.apply(&request.method, context.param_headers(), &mut headers);
+                    headers
+                });
+                if is_init {
+                    let mut state = inner.state();
+                    state.init_request = Some((request.id.clone(), body.clone()));
+                    state.initialized = None;
+                    state.modern = false;
+                } else if mirrored.is_some() {
+                    inner.state().modern = true;
+                }
+                let modern = mirrored.is_some();
+                // The era probe waits for the head like `initialize`, so a
+                // refusal comes back from `send` itself.
+                let is_probe = request.method == "server/discover";
+                let (tx, rx) = oneshot::channel();
+                let task = Arc::clone(inner).run_request(
+                    request.id.clone(),
+                    body,
+                    is_init,
+                    mirrored,
+                    Head(Some(tx)),
+                );
+                if modern {
+                    // Registered before the task runs, so it can remove itself.
+                    let mut requests = inner.modern_requests();
+                    if let Some(handle) = inner.spawn(task) {
+                        requests.insert(request.id.clone(), handle);
+                    }
+                } else {
+                    inner.spawn(task);
+                }
+                let options = inner.options();
+                let wait = if is_init || is_probe {
+                    options.request_timeout + options.connect_timeout
+                } else {
+                    options.accept_wait
+                };
+                match tokio::time::timeout(wait, rx).await {
+                    Ok(Ok(result)) => result,
+                    // The task was stopped (closing) or is still waiting:
+                    // the answer, or an error response, comes through recv.
+                    Ok(Err(_)) | Err(_) => Ok(()),
+                }
+            }
+            _ => {
+                let is_initialized = message.method() == Some("notifications/initialized");
+                inner.post_other(body.clone()).await?;
+                if is_initialized {
+                    inner.state().initialized = Some(body);
+                    inner.start_get_stream();
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 impl Transport for StreamableHttpTransport {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(async move {
-            if self.closed.load(Ordering::SeqCst) {
-                return Err(closed_error());
-            }
-            let body = Bytes::from(
-                message
-                    .to_vec()
-                    .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
-            );
-            let inner = &self.inner;
-            match message {
-                Message::Request(request) => {
-                    let is_init = request.method == "initialize";
-                    if is_init {
-                        let mut state = inner.state();
-                        state.init_request = Some((request.id.clone(), body.clone()));
-                        state.initialized = None;
-                    }
-                    let (tx, rx) = oneshot::channel();
-                    let task = Arc::clone(inner).run_request(
-                        request.id.clone(),
-                        body,
-                        is_init,
-                        Head(Some(tx)),
-                    );
-                    inner.spawn(task);
-                    let options = inner.options();
-                    let wait = if is_init {
-                        options.request_timeout + options.connect_timeout
-                    } else {
-                        options.accept_wait
-                    };
-                    match tokio::time::timeout(wait, rx).await {
-                        Ok(Ok(result)) => result,
-                        // The task was stopped (closing) or is still waiting:
-                        // the answer, or an error response, comes through recv.
-                        Ok(Err(_)) | Err(_) => Ok(()),
-                    }
-                }
-                _ => {
-                    let is_initialized = message.method() == Some("notifications/initialized");
-                    inner.post_other(body.clone()).await?;
-                    if is_initialized {
-                        inner.state().initialized = Some(body);
-                        inner.start_get_stream();
-                    }
-                    Ok(())
-                }
-            }
-        })
+        static NONE: SendContext = SendContext {
+            param_headers: Vec::new(),
+        };
+        Box::pin(self.send_message(message, &NONE))
+    }
+
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
+        Box::pin(self.send_message(message, context))
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
