@@ -128,6 +128,20 @@ pub enum SessionError {
     /// The server does not offer this feature (it did not declare the capability).
     #[error("the server does not support {0} (capability not declared)")]
     NotSupported(&'static str),
+    /// A feature of protocol revision 2026-07-28 on a session that
+    /// negotiated an earlier revision.
+    #[error(
+        "{feature} needs protocol revision 2026-07-28, and this server speaks {version}; \
+         {advice}"
+    )]
+    NeedsModern {
+        /// The feature.
+        feature: &'static str,
+        /// The negotiated revision.
+        version: String,
+        /// What to do instead.
+        advice: &'static str,
+    },
     /// The session was closed by this client.
     #[error("the session is closed")]
     Closed,

@@ -60,6 +60,7 @@ pub mod headers;
 pub mod modern;
 mod pending;
 mod session;
+pub mod subscriptions;
 mod tools;
 pub mod types;
 mod version;

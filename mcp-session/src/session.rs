@@ -27,6 +27,9 @@ use crate::modern::{
     classify_probe,
 };
 use crate::pending::{Deadline, Delivery, Outcome, PendingTable};
+use crate::subscriptions::{
+    ListenFilter, Subscribers, Subscription, SubscriptionEvent, subscription_id,
+};
 use crate::tools::{Checked, ToolCatalog};
 use crate::types::{
     CallToolResult, CancelledParams, ClientCapabilities, Implementation, InitializeParams,
@@ -237,6 +240,7 @@ struct Shared {
     handler: Option<Arc<dyn ClientHandler>>,
     on_notification: Option<NotificationListener>,
     notifications_seen: AtomicU64,
+    subscribers: Arc<Subscribers>,
 }
 
 impl Shared {
@@ -428,6 +432,24 @@ fn on_notification(shared: &Shared, n: Notification) {
                 .ok()
         })
     };
+    // Notifications of a `subscriptions/listen` stream name their subscription.
+    let subscription = if shared.subscribers.is_empty() {
+        None
+    } else {
+        subscription_id(parse("notification").as_ref())
+    };
+    if let Some(id) = &subscription
+        && n.method == "notifications/subscriptions/acknowledged"
+    {
+        let filter = parse("acknowledgment")
+            .and_then(|p| p.get("notifications").cloned())
+            .and_then(|f| serde_json::from_value::<ListenFilter>(f).ok())
+            .unwrap_or_default();
+        shared
+            .subscribers
+            .route(id, SubscriptionEvent::Acknowledged(filter));
+        return;
+    }
     let event = match n.method.as_str() {
         "notifications/progress" => {
             match parse("progress").and_then(|v| serde_json::from_value::<ProgressParams>(v).ok()) {
@@ -466,6 +488,11 @@ fn on_notification(shared: &Shared, n: Notification) {
     };
     if let Some(listener) = &shared.on_notification {
         listener(&event);
+    }
+    if let Some(id) = &subscription {
+        shared
+            .subscribers
+            .route(id, SubscriptionEvent::Notification(event));
     }
 }
 
@@ -864,6 +891,7 @@ impl Session {
             handler: config.handler.clone(),
             on_notification: config.on_notification.clone(),
             notifications_seen: AtomicU64::new(0),
+            subscribers: Arc::default(),
         });
         let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
 
@@ -974,6 +1002,90 @@ impl Session {
             "ping"
         };
         self.request(method, None, None).await.map(|_| ())
+    }
+
+    /// Opens a `subscriptions/listen` stream (protocol 2026-07-28) for the
+    /// notifications in `filter`, and waits (up to the request timeout) for
+    /// the server's acknowledgment. See [`crate::subscriptions`].
+    ///
+    /// The subscription holds the session open while it lives. A legacy
+    /// session gets [`SessionError::NeedsModern`]: servers of the handshake
+    /// era send change notifications without being asked.
+    pub async fn listen(&self, filter: ListenFilter) -> Result<Subscription, SessionError> {
+        if !self.inner.version.is_modern() {
+            return Err(SessionError::NeedsModern {
+                feature: "subscriptions/listen",
+                version: self.inner.version.to_string(),
+                advice: "servers of earlier revisions send change notifications unasked, to the \
+                         session's notification listener",
+            });
+        }
+        let method = "subscriptions/listen";
+        let raw = self
+            .inner
+            .params(method, &json!({ "notifications": filter }))?;
+        let id = self.inner.next_id();
+        let subscribers = Arc::clone(&self.inner.shared.subscribers);
+        let mut events = subscribers.insert(id.clone());
+        let inner = Arc::clone(&self.inner);
+        let request_id = id.clone();
+        let task = tokio::spawn(async move {
+            // The stream lasts until either side ends it: no deadline.
+            let forever = Duration::from_secs(100 * 365 * 24 * 3600);
+            let outcome = inner
+                .request_raw(
+                    request_id.clone(),
+                    method,
+                    Some(raw),
+                    forever,
+                    None,
+                    &SendContext::new(),
+                )
+                .await
+                .map(drop);
+            inner.shared.subscribers.end(&request_id, outcome);
+        });
+        let mut subscription = Subscription {
+            id,
+            acknowledged: ListenFilter::default(),
+            events: mpsc::unbounded_channel().1,
+            task,
+            subscribers,
+            ended: false,
+        };
+        let timeout = self.inner.config.request_timeout;
+        let acknowledged = tokio::time::timeout(timeout, async {
+            loop {
+                match events.recv().await {
+                    Some(SubscriptionEvent::Acknowledged(filter)) => return Ok(filter),
+                    // The spec puts the acknowledgment first; tolerate one late.
+                    Some(SubscriptionEvent::Notification(_)) => continue,
+                    Some(SubscriptionEvent::Ended(Ok(()))) => {
+                        return Err(SessionError::InvalidResponse {
+                            method: method.into(),
+                            reason: "the server ended the subscription before acknowledging it"
+                                .into(),
+                        });
+                    }
+                    Some(SubscriptionEvent::Ended(Err(e))) => return Err(e),
+                    None => return Err(SessionError::Closed),
+                }
+            }
+        })
+        .await;
+        match acknowledged {
+            Ok(Ok(filter)) => {
+                subscription.acknowledged = filter;
+                subscription.events = events;
+                Ok(subscription)
+            }
+            // Dropping the subscription cancels the request.
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(SessionError::Timeout {
+                method: format!("{method} (waiting for its acknowledgment)"),
+                after: timeout,
+            }),
+        }
     }
 
     /// The tool catalog: cached, fetched (every page) when missing or marked

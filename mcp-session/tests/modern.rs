@@ -397,3 +397,255 @@ async fn a_pinned_modern_version_means_modern_mode() {
     assert!(s.protocol_version().is_modern());
     assert_eq!(fake.methods(), ["server/discover"]);
 }
+
+fn on_subscription(method: &str, subscription: &Value, mut params: Value) -> Message {
+    params["_meta"] = json!({"io.modelcontextprotocol/subscriptionId": subscription});
+    Message::from(mcp_jsonrpc::Notification::new(
+        method,
+        Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+    ))
+}
+
+/// A modern server whose `subscriptions/listen` acknowledges, sends a tool
+/// list change (and one for another subscription), then `end`s or stays open.
+fn listening_server(end: bool) -> common::Script {
+    let tools_lists = Arc::new(Mutex::new(0));
+    Arc::new(move |r: &Request| {
+        let p = params(r);
+        match r.method.as_str() {
+            "server/discover" => Reply::Ok(discover_result(Some(60_000))),
+            "tools/list" => {
+                *tools_lists.lock().unwrap() += 1;
+                Reply::Ok(echo_tools(Some(60_000)))
+            }
+            "subscriptions/listen" => {
+                assert_eq!(p["_meta"][META_PROTOCOL_VERSION], "2026-07-28");
+                let id = serde_json::to_value(&r.id).unwrap();
+                let messages = vec![
+                    on_subscription(
+                        "notifications/subscriptions/acknowledged",
+                        &id,
+                        json!({"notifications": {"toolsListChanged": true}}),
+                    ),
+                    on_subscription(
+                        "notifications/resources/updated",
+                        &json!(999),
+                        json!({"uri": "x"}),
+                    ),
+                    on_subscription("notifications/tools/list_changed", &id, json!({})),
+                ];
+                if end {
+                    Reply::Then(
+                        messages,
+                        json!({"resultType": "complete",
+                        "_meta": {"io.modelcontextprotocol/subscriptionId": id}}),
+                    )
+                } else {
+                    Reply::Only(messages)
+                }
+            }
+            _ => Reply::Err(-32601, "method not found"),
+        }
+    })
+}
+
+#[tokio::test]
+async fn listen_yields_its_own_notifications_and_a_graceful_end() {
+    use mcp_session::subscriptions::ListenFilter;
+    let (t, fake) = start(listening_server(true));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    s.list_tools().await.unwrap();
+    let filter = ListenFilter::new()
+        .tools_list_changed()
+        .resource("file:///a");
+    let mut sub = s.listen(filter).await.unwrap();
+    let listen = fake
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|m| match m {
+            Message::Request(r) if r.method == "subscriptions/listen" => Some(params(r)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        listen["notifications"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]})
+    );
+    // The server agreed to less than was asked.
+    assert_eq!(
+        sub.acknowledged(),
+        &ListenFilter::new().tools_list_changed()
+    );
+    // Another subscription's notification is not ours.
+    let first = sub.next().await.unwrap().unwrap();
+    assert!(
+        matches!(first, mcp_session::ServerNotification::ToolsListChanged),
+        "{first:?}"
+    );
+    assert!(sub.next().await.unwrap().is_none(), "a graceful end");
+    // The change marked the catalog stale, cache hints notwithstanding.
+    s.list_tools().await.unwrap();
+    let lists = fake.methods().iter().filter(|m| *m == "tools/list").count();
+    assert_eq!(lists, 2);
+}
+
+#[tokio::test]
+async fn dropping_a_subscription_cancels_its_request() {
+    use mcp_session::subscriptions::ListenFilter;
+    let (t, fake) = start(listening_server(false));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    let mut sub = s
+        .listen(ListenFilter::new().tools_list_changed())
+        .await
+        .unwrap();
+    assert!(sub.next().await.unwrap().is_some());
+    let id = serde_json::to_value(sub.id()).unwrap();
+    drop(sub);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let cancelled = fake.seen.lock().unwrap().iter().any(|m| {
+            m.method() == Some("notifications/cancelled")
+                && matches!(m, Message::Notification(n)
+                    if serde_json::from_str::<Value>(n.params.as_ref().unwrap().get()).unwrap()["requestId"] == id)
+        });
+        if cancelled {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no cancellation sent"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(s.in_flight(), 0);
+}
+
+#[tokio::test]
+async fn listen_on_a_legacy_session_says_what_to_do() {
+    use mcp_session::subscriptions::ListenFilter;
+    let (t, _fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
+        "initialize" => Reply::Ok(init_result("2025-11-25", json!({"tools": {}}))),
+        _ => Reply::Ok(json!({})),
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Legacy))
+        .await
+        .unwrap();
+    let err = s.listen(ListenFilter::new()).await.unwrap_err();
+    assert!(matches!(err, SessionError::NeedsModern { .. }), "{err}");
+    assert!(err.to_string().contains("unasked"), "{err}");
+}
+
+/// The memory transport, presented as streamable HTTP, keeping what each
+/// send was given to mirror into headers.
+#[derive(Debug)]
+struct AsHttp {
+    inner: Arc<mcp_transport::memory::MemoryTransport>,
+    contexts: Mutex<Vec<(String, mcp_transport::SendContext)>>,
+}
+
+impl Transport for AsHttp {
+    fn send<'a>(
+        &'a self,
+        message: &'a Message,
+    ) -> BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        self.inner.send(message)
+    }
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a mcp_transport::SendContext,
+    ) -> BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        self.contexts.lock().unwrap().push((
+            message.method().unwrap_or_default().to_owned(),
+            context.clone(),
+        ));
+        self.inner.send(message)
+    }
+    fn recv(
+        &self,
+    ) -> BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>> {
+        self.inner.recv()
+    }
+    fn close(&self) -> BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+    fn kind(&self) -> mcp_transport::TransportKind {
+        mcp_transport::TransportKind::StreamableHttp
+    }
+}
+
+fn annotated_tools() -> Value {
+    json!({"resultType": "complete", "ttlMs": 60_000, "tools": [
+        {"name": "route", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "query": {"type": "string"}}}},
+        {"name": "bad", "inputSchema": {"type": "object", "properties": {
+            "ratio": {"type": "number", "x-mcp-header": "Ratio"}}}}
+    ]})
+}
+
+#[tokio::test]
+async fn over_http_annotated_arguments_become_headers_and_invalid_tools_are_dropped() {
+    let calls = Arc::new(Mutex::new(0));
+    let c = Arc::clone(&calls);
+    let (t, fake) = start(Arc::new(move |r: &Request| match r.method.as_str() {
+        "server/discover" => Reply::Ok(discover_result(Some(60_000))),
+        "tools/list" => Reply::Ok(annotated_tools()),
+        "tools/call" => {
+            let mut n = c.lock().unwrap();
+            *n += 1;
+            if *n == 1 {
+                // The server wants a header the client did not send.
+                Reply::Err(-32020, "Header mismatch: Mcp-Param-Region missing")
+            } else {
+                Reply::Ok(json!({"resultType": "complete", "content": []}))
+            }
+        }
+        _ => Reply::Err(-32601, "method not found"),
+    }));
+    let http = Arc::new(AsHttp {
+        inner: t,
+        contexts: Mutex::new(Vec::new()),
+    });
+    let s = Session::connect_shared(http.clone(), config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    let catalog = s.list_tools().await.unwrap();
+    let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["route"]);
+    assert!(
+        catalog.diagnostics()[0].contains("`bad` left out")
+            && catalog.diagnostics()[0].contains("number"),
+        "{:?}",
+        catalog.diagnostics()
+    );
+    s.call_tool("route", json!({"region": "eu-west", "query": "q"}))
+        .await
+        .unwrap();
+    let calls: Vec<mcp_transport::SendContext> = http
+        .contexts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "tools/call")
+        .map(|(_, c)| c.clone())
+        .collect();
+    assert_eq!(calls.len(), 2, "a header mismatch is retried once");
+    for c in &calls {
+        assert_eq!(
+            c.param_headers(),
+            &[("Region".to_string(), "eu-west".to_string())]
+        );
+    }
+    // The retry came after fetching the tool list again.
+    let methods = fake.methods();
+    let last_list = methods.iter().rposition(|m| m == "tools/list").unwrap();
+    let first_call = methods.iter().position(|m| m == "tools/call").unwrap();
+    assert!(last_list > first_call, "{methods:?}");
+}

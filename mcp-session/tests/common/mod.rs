@@ -20,6 +20,8 @@ pub enum Reply {
     Then(Vec<Message>, Value),
     /// Wait, then answer.
     After(Duration, Value),
+    /// Send these messages and no answer.
+    Only(Vec<Message>),
 }
 
 pub type Script = Arc<dyn Fn(&Request) -> Reply + Send + Sync>;
@@ -74,6 +76,11 @@ pub fn start(script: Script) -> (Arc<memory::MemoryTransport>, Fake) {
                         .unwrap()
                 }
                 Reply::Silence => {}
+                Reply::Only(messages) => {
+                    for m in messages {
+                        s.send(&m).await.unwrap();
+                    }
+                }
                 Reply::Then(before, v) => {
                     for m in before {
                         s.send(&m).await.unwrap();

@@ -1,0 +1,194 @@
+//! `subscriptions/listen` (protocol revision 2026-07-28): a long-lived
+//! request whose stream carries the change notifications the client asked for.
+//!
+//! [`Session::listen`](crate::Session::listen) opens one and waits for the
+//! server's `notifications/subscriptions/acknowledged`; the [`Subscription`]
+//! then yields the notifications that carry its id in
+//! `_meta["io.modelcontextprotocol/subscriptionId"]`. They also reach the
+//! session's own notification listener, and `tools/list_changed` marks the
+//! tool catalog stale as always. Dropping or closing the subscription cancels
+//! the request (on HTTP by closing its stream, on stdio with
+//! `notifications/cancelled`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use mcp_jsonrpc::Id;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::error::SessionError;
+use crate::session::ServerNotification;
+
+/// The `_meta` key that names a notification's subscription.
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Which notifications a subscription asks for (and, acknowledged, which the
+/// server agreed to send).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ListenFilter {
+    /// `notifications/tools/list_changed`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tools_list_changed: bool,
+    /// `notifications/prompts/list_changed`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prompts_list_changed: bool,
+    /// `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub resources_list_changed: bool,
+    /// `notifications/resources/updated` for these URIs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_subscriptions: Vec<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl ListenFilter {
+    /// Nothing yet; add with the builder methods.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ask for tool list changes.
+    pub fn tools_list_changed(mut self) -> Self {
+        self.tools_list_changed = true;
+        self
+    }
+
+    /// Ask for prompt list changes.
+    pub fn prompts_list_changed(mut self) -> Self {
+        self.prompts_list_changed = true;
+        self
+    }
+
+    /// Ask for resource list changes.
+    pub fn resources_list_changed(mut self) -> Self {
+        self.resources_list_changed = true;
+        self
+    }
+
+    /// Ask for updates of one resource.
+    pub fn resource(mut self, uri: impl Into<String>) -> Self {
+        self.resource_subscriptions.push(uri.into());
+        self
+    }
+}
+
+/// What the reader task hands a subscription.
+#[derive(Debug)]
+pub(crate) enum SubscriptionEvent {
+    Acknowledged(ListenFilter),
+    Notification(ServerNotification),
+    /// The listen request ended: `Ok` when the server closed it gracefully.
+    Ended(Result<(), SessionError>),
+}
+
+/// The open subscriptions of a session, by the id of their listen request.
+#[derive(Debug, Default)]
+pub(crate) struct Subscribers(Mutex<HashMap<Id, mpsc::UnboundedSender<SubscriptionEvent>>>);
+
+impl Subscribers {
+    fn map(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Id, mpsc::UnboundedSender<SubscriptionEvent>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn insert(&self, id: Id) -> mpsc::UnboundedReceiver<SubscriptionEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.map().insert(id, tx);
+        rx
+    }
+
+    /// Ends a subscription with this outcome.
+    pub(crate) fn end(&self, id: &Id, outcome: Result<(), SessionError>) {
+        if let Some(tx) = self.map().remove(id) {
+            let _ = tx.send(SubscriptionEvent::Ended(outcome));
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map().is_empty()
+    }
+
+    /// Routes a notification by its subscription id: the acknowledgment
+    /// (`Some(filter)`) or another notification. `false` when no open
+    /// subscription has that id.
+    pub(crate) fn route(&self, id: &Id, event: SubscriptionEvent) -> bool {
+        match self.map().get(id) {
+            Some(tx) => tx.send(event).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// The subscription id a notification's params carry, if any.
+pub(crate) fn subscription_id(params: Option<&Value>) -> Option<Id> {
+    let id = params?.get("_meta")?.get(META_SUBSCRIPTION_ID)?;
+    serde_json::from_value(id.clone()).ok()
+}
+
+/// An open `subscriptions/listen` stream. Dropping it cancels the request.
+#[derive(Debug)]
+pub struct Subscription {
+    pub(crate) id: Id,
+    pub(crate) acknowledged: ListenFilter,
+    pub(crate) events: mpsc::UnboundedReceiver<SubscriptionEvent>,
+    pub(crate) task: JoinHandle<()>,
+    pub(crate) subscribers: Arc<Subscribers>,
+    pub(crate) ended: bool,
+}
+
+impl Subscription {
+    /// The subscription's id (the id of its listen request).
+    pub fn id(&self) -> &Id {
+        &self.id
+    }
+
+    /// What the server agreed to send; types it does not support are left out.
+    pub fn acknowledged(&self) -> &ListenFilter {
+        &self.acknowledged
+    }
+
+    /// The next notification. `Ok(None)` when the server ended the
+    /// subscription gracefully (a result to the listen request); an error
+    /// when it ended otherwise (the connection closed, an error answer).
+    pub async fn next(&mut self) -> Result<Option<ServerNotification>, SessionError> {
+        if self.ended {
+            return Ok(None);
+        }
+        loop {
+            match self.events.recv().await {
+                Some(SubscriptionEvent::Notification(n)) => return Ok(Some(n)),
+                Some(SubscriptionEvent::Acknowledged(_)) => continue,
+                Some(SubscriptionEvent::Ended(outcome)) => {
+                    self.ended = true;
+                    return outcome.map(|()| None);
+                }
+                None => {
+                    self.ended = true;
+                    return Err(SessionError::Closed);
+                }
+            }
+        }
+    }
+
+    /// Cancels the subscription.
+    pub fn close(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // Dropping the request's future sends the cancellation.
+        self.task.abort();
+        self.subscribers.map().remove(&self.id);
+    }
+}
