@@ -128,6 +128,15 @@ pub enum SessionError {
     /// The server does not offer this feature (it did not declare the capability).
     #[error("the server does not support {0} (capability not declared)")]
     NotSupported(&'static str),
+    /// `resources/read` named a resource the server does not have (code
+    /// -32602 from 2026-07-28 servers, -32002 from earlier ones).
+    #[error("the server has no resource {uri} ({message})")]
+    ResourceNotFound {
+        /// The URI asked for.
+        uri: String,
+        /// The server's message.
+        message: String,
+    },
     /// A feature of protocol revision 2026-07-28 on a session that
     /// negotiated an earlier revision.
     #[error(

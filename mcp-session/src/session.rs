@@ -33,7 +33,7 @@ use crate::subscriptions::{
 use crate::tools::{Checked, ToolCatalog};
 use crate::types::{
     CallToolResult, CancelledParams, ClientCapabilities, Implementation, InitializeParams,
-    InitializeResult, ListToolsResult, LoggingMessageParams, ProgressParams,
+    InitializeResult, ListToolsResult, LoggingMessageParams, ProgressParams, ReadResourceResult,
 };
 use crate::version::{ProtocolMode, ProtocolVersion};
 
@@ -848,6 +848,25 @@ impl Inner {
     }
 }
 
+/// Whether an error answer to `resources/read` of `uri` says the resource
+/// does not exist: -32002 (before 2026-07-28), or -32602 naming the URI in
+/// its data or saying "not found" (an invalid-params error about something
+/// else stays a protocol error).
+fn is_not_found(error: &mcp_jsonrpc::ErrorObject, uri: &str) -> bool {
+    if error.code == mcp_jsonrpc::codes::RESOURCE_NOT_FOUND {
+        return true;
+    }
+    if error.code != mcp_jsonrpc::codes::INVALID_PARAMS {
+        return false;
+    }
+    let data: Option<Value> = error.data_as().and_then(Result::ok);
+    data.as_ref()
+        .and_then(|d| d.get("uri"))
+        .and_then(Value::as_str)
+        == Some(uri)
+        || error.message.to_ascii_lowercase().contains("not found")
+}
+
 fn to_raw_params<P: Serialize + ?Sized>(method: &str, params: &P) -> Result<RawJson, SessionError> {
     mcp_jsonrpc::to_raw(params).map_err(|e| SessionError::InvalidResponse {
         method: method.to_string(),
@@ -1346,6 +1365,27 @@ impl Session {
                 });
             }
             return Ok(parsed);
+        }
+    }
+
+    /// Reads a resource. A resource the server does not have is
+    /// [`SessionError::ResourceNotFound`], whichever code the server's
+    /// revision uses for it (-32602 from 2026-07-28 on, -32002 before).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
+        let method = "resources/read";
+        let timeout = self.inner.config.request_timeout;
+        match self
+            .inner
+            .request(method, &json!({ "uri": uri }), timeout)
+            .await
+        {
+            Err(SessionError::Protocol { error, .. }) if is_not_found(&error, uri) => {
+                Err(SessionError::ResourceNotFound {
+                    uri: uri.to_string(),
+                    message: error.message,
+                })
+            }
+            other => other,
         }
     }
 

@@ -214,6 +214,17 @@ pub struct ListToolsResult {
     pub extra: Extra,
 }
 
+/// `resources/read` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadResourceResult {
+    /// The contents (text or blob entries, each with its `uri`), as sent.
+    pub contents: Vec<Value>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 /// `tools/call` result.
 ///
 /// `is_error: true` means the tool ran and failed (a missing file, a rate

@@ -649,3 +649,36 @@ async fn over_http_annotated_arguments_become_headers_and_invalid_tools_are_drop
     let first_call = methods.iter().position(|m| m == "tools/call").unwrap();
     assert!(last_list > first_call, "{methods:?}");
 }
+
+#[tokio::test]
+async fn resource_not_found_is_recognised_under_both_codes() {
+    let (t, _fake) = start(Arc::new(|r: &Request| {
+        let p = params(r);
+        match (r.method.as_str(), p["uri"].as_str()) {
+            ("server/discover", _) => Reply::Ok(discover_result(Some(60_000))),
+            ("resources/read", Some("file:///new")) => {
+                Reply::ErrData(-32602, "Resource not found", json!({"uri": "file:///new"}))
+            }
+            ("resources/read", Some("file:///old")) => Reply::Err(-32002, "no such thing"),
+            ("resources/read", Some("bad uri")) => Reply::Err(-32602, "uri must be absolute"),
+            ("resources/read", _) => Reply::Ok(json!({"resultType": "complete",
+                "contents": [{"uri": "file:///ok", "text": "hello"}]})),
+            _ => Reply::Err(-32601, "method not found"),
+        }
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    let ok = s.read_resource("file:///ok").await.unwrap();
+    assert_eq!(ok.contents[0]["text"], "hello");
+    for uri in ["file:///new", "file:///old"] {
+        let err = s.read_resource(uri).await.unwrap_err();
+        assert!(
+            matches!(&err, SessionError::ResourceNotFound { uri: u, .. } if u == uri),
+            "{err}"
+        );
+    }
+    // Invalid params about something else stay a protocol error.
+    let err = s.read_resource("bad uri").await.unwrap_err();
+    assert_eq!(err.protocol_error().unwrap().code, -32602);
+}
