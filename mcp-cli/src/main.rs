@@ -95,7 +95,7 @@ pub(crate) struct TargetArgs {
     /// Protocol lifecycle: `legacy` (the initialize handshake, 2024-11-05 to
     /// 2025-11-25), `modern` (2026-07-28: server/discover and per-request
     /// metadata), or `auto` (probe with server/discover, fall back to the
-    /// handshake). Default: legacy, or the config's `protocolVersion`.
+    /// handshake). Default: auto, or the config's `protocolVersion`.
     #[arg(long, value_name = "MODE")]
     pub(crate) protocol: Option<String>,
 }

@@ -115,8 +115,12 @@ fn trace_shows_every_message_both_ways() {
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     for needle in [
-        "→ {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\"",
-        "← {\"jsonrpc\":\"2.0\",\"id\":0,\"result\"",
+        // The default probe for 2026-07-28, refused by the (legacy) demo
+        // server, then the handshake.
+        "→ {\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"server/discover\"",
+        "← {\"jsonrpc\":\"2.0\",\"id\":0,\"error\"",
+        "→ {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"",
+        "← {\"jsonrpc\":\"2.0\",\"id\":1,\"result\"",
         "→ {\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
         "\"method\":\"tools/list\"",
         "\"method\":\"tools/call\"",

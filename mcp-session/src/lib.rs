@@ -1,8 +1,10 @@
 //! One MCP client connection over any [`Transport`](mcp_transport::Transport).
 //!
-//! A [`Session`] runs the `initialize` handshake (offering 2025-11-25 and
-//! accepting 2024-11-05 through 2025-11-25), then serves any number of
-//! concurrent requests, each with a timeout. It lists tools (every page,
+//! A [`Session`] speaks every MCP revision. By default it probes with
+//! 2026-07-28's `server/discover` and falls back to the `initialize`
+//! handshake (offering 2025-11-25, accepting 2024-11-05 through 2025-11-25)
+//! when the server turns out to be a legacy one ([`ProtocolMode`]); then it
+//! serves any number of concurrent requests, each with a timeout. It lists tools (every page,
 //! cached until the server says the list changed) and calls them, checking
 //! the arguments against the tool's JSON Schema before anything is sent.
 //!

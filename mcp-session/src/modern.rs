@@ -246,10 +246,14 @@ pub fn classify_probe(
     };
     match answer {
         Ok(result) => {
-            let supported: Vec<String> = result
+            // A result without `supportedVersions` is no discover result: a
+            // legacy server that answers any method (some do) is still legacy.
+            let Some(supported) = result
                 .get("supportedVersions")
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default();
+                .and_then(|v| serde_json::from_value::<Vec<String>>(v.clone()).ok())
+            else {
+                return ProbeOutcome::Legacy;
+            };
             match pick(&supported) {
                 Some(v) => ProbeOutcome::Modern(v),
                 None => ProbeOutcome::ModernUnsupported(supported),
@@ -330,5 +334,16 @@ mod tests {
                 ProbeOutcome::Legacy
             );
         }
+        for modern_code in [-32020, -32021] {
+            assert_eq!(
+                classify_probe(Err((modern_code, None)), &ours),
+                ProbeOutcome::ModernError(modern_code)
+            );
+        }
+        // A server that answers anything with a result is not thereby modern.
+        assert_eq!(
+            classify_probe(Ok(&json!({"content": []})), &ours),
+            ProbeOutcome::Legacy
+        );
     }
 }

@@ -91,8 +91,9 @@ pub struct SessionConfig {
     /// The version offered in `initialize`. Default: 2025-11-25. A modern
     /// version here (2026-07-28) means [`ProtocolMode::Modern`].
     pub protocol_version: ProtocolVersion,
-    /// Which lifecycle to use: the handshake (default), 2026-07-28's
-    /// `server/discover`, or a probe that picks one.
+    /// Which lifecycle to use: the handshake, 2026-07-28's
+    /// `server/discover`, or (the default) a `server/discover` probe that
+    /// falls back to the handshake for a legacy server.
     pub mode: ProtocolMode,
     /// In [`ProtocolMode::Auto`], how long a silent `server/discover` probe
     /// waits before the server is taken for a legacy one. Default: 3 s.
@@ -177,7 +178,7 @@ impl Default for SessionConfig {
             client_info: Implementation::new("mcp-client-rs", env!("CARGO_PKG_VERSION")),
             capabilities: ClientCapabilities::default(),
             protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
-            mode: ProtocolMode::Legacy,
+            mode: ProtocolMode::Auto,
             probe_timeout: Duration::from_secs(3),
             log_level: None,
             max_input_rounds: 8,

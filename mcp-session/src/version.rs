@@ -72,13 +72,14 @@ impl fmt::Display for ProtocolVersion {
 #[non_exhaustive]
 pub enum ProtocolMode {
     /// The `initialize` handshake only, offering the configured version.
-    #[default]
     Legacy,
     /// 2026-07-28 only: `server/discover`, then per-request metadata.
     Modern,
     /// Probe with `server/discover` and fall back to the handshake for a
     /// legacy server (an error that is not a recognised modern one, or no
-    /// answer within the probe timeout).
+    /// answer within the probe timeout). The default: users need not know
+    /// which era a server belongs to.
+    #[default]
     Auto,
 }
 

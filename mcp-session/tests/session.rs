@@ -52,9 +52,12 @@ fn tools_server(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'stati
     })
 }
 
+/// These tests cover handshake-era sessions, so they skip the default
+/// `server/discover` probe (tests/modern.rs covers the probe).
 fn config() -> SessionConfig {
     SessionConfig {
         server_name: "fake".into(),
+        mode: mcp_session::ProtocolMode::Legacy,
         ..SessionConfig::default()
     }
 }
