@@ -177,10 +177,14 @@ pub struct DiscoverResult {
 
 impl DiscoverResult {
     /// The server's name and version, from `_meta`.
+    ///
+    /// Read from `_meta` as the spec says; some servers put a `serverInfo`
+    /// member in the result instead, which is accepted too.
     pub fn server_info(&self) -> Option<Implementation> {
         self.meta
-            .as_ref()?
-            .get(META_SERVER_INFO)
+            .as_ref()
+            .and_then(|m| m.get(META_SERVER_INFO))
+            .or_else(|| self.extra.get("serverInfo"))
             .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 }

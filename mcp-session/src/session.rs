@@ -744,56 +744,73 @@ impl Inner {
         } else {
             self.config.handshake_timeout
         };
-        let id = self.next_id();
         let ours = [modern.as_str()];
-        let outcome = match self
-            .request_raw(id, method, Some(raw), timeout, None, &SendContext::new())
-            .await
-        {
-            Ok(raw) => {
-                let value: Value = parse_result(method, &raw)?;
-                match classify_probe(Ok(&value), &ours) {
-                    ProbeOutcome::Modern(_) => {
-                        let discovered: DiscoverResult =
-                            serde_json::from_value(value).map_err(|e| {
-                                SessionError::InvalidResponse {
+        // A server may refuse a first request with UnsupportedProtocolVersion
+        // while listing our version as supported: the spec's answer is to
+        // retry with a listed version, so the probe is sent at most twice.
+        let mut retried = false;
+        let outcome = loop {
+            let id = self.next_id();
+            let outcome = match self
+                .request_raw(
+                    id,
+                    method,
+                    Some(raw.clone()),
+                    timeout,
+                    None,
+                    &SendContext::new(),
+                )
+                .await
+            {
+                Ok(raw) => {
+                    let value: Value = parse_result(method, &raw)?;
+                    match classify_probe(Ok(&value), &ours) {
+                        ProbeOutcome::Modern(_) => {
+                            let discovered: DiscoverResult = serde_json::from_value(value)
+                                .map_err(|e| SessionError::InvalidResponse {
                                     method: method.into(),
                                     reason: e.to_string(),
-                                }
-                            })?;
-                        self.become_modern(discovered, meta);
-                        return Ok(());
+                                })?;
+                            self.become_modern(discovered, meta);
+                            return Ok(());
+                        }
+                        other => other,
                     }
-                    other => other,
                 }
-            }
-            Err(SessionError::Protocol { error, .. }) => {
-                let data: Option<Value> = error.data_as().and_then(Result::ok);
-                match classify_probe(Err((error.code, data.as_ref())), &ours) {
-                    ProbeOutcome::Legacy if !fallback => {
-                        return Err(SessionError::LegacyServer {
-                            reason: format!("it answered server/discover with {error}"),
-                        });
+                Err(SessionError::Protocol { error, .. }) => {
+                    let data: Option<Value> = error.data_as().and_then(Result::ok);
+                    match classify_probe(Err((error.code, data.as_ref())), &ours) {
+                        ProbeOutcome::Legacy if !fallback => {
+                            return Err(SessionError::LegacyServer {
+                                reason: format!("it answered server/discover with {error}"),
+                            });
+                        }
+                        ProbeOutcome::ModernError(_) => {
+                            return Err(SessionError::Protocol {
+                                method: method.into(),
+                                error,
+                            });
+                        }
+                        ProbeOutcome::Modern(v) if !retried => {
+                            tracing::debug!(server = %self.config.server_name, "server/discover refused ({error}) while {v} is listed as supported; retrying once");
+                            retried = true;
+                            continue;
+                        }
+                        other => other,
                     }
-                    ProbeOutcome::ModernError(_) => {
-                        return Err(SessionError::Protocol {
-                            method: method.into(),
-                            error,
-                        });
-                    }
-                    other => other,
                 }
-            }
-            Err(e) if e.is_timeout() && fallback => ProbeOutcome::Legacy,
-            // HTTP: a 400, 404 or 405 whose body is not a JSON-RPC error
-            // (those arrive as protocol errors, above) is a legacy server.
-            Err(SessionError::Transport(e))
-                if fallback && matches!(e.http_status(), Some(400 | 404 | 405)) =>
-            {
-                tracing::debug!(server = %self.config.server_name, "server/discover refused ({e})");
-                ProbeOutcome::Legacy
-            }
-            Err(e) => return Err(e),
+                Err(e) if e.is_timeout() && fallback => ProbeOutcome::Legacy,
+                // HTTP: a 400, 404 or 405 whose body is not a JSON-RPC error
+                // (those arrive as protocol errors, above) is a legacy server.
+                Err(SessionError::Transport(e))
+                    if fallback && matches!(e.http_status(), Some(400 | 404 | 405)) =>
+                {
+                    tracing::debug!(server = %self.config.server_name, "server/discover refused ({e})");
+                    ProbeOutcome::Legacy
+                }
+                Err(e) => return Err(e),
+            };
+            break outcome;
         };
         match outcome {
             ProbeOutcome::Legacy => {

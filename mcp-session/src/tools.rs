@@ -63,6 +63,30 @@ fn compile(schema: &Value) -> Compiled {
         .map_err(|e| format!("the schema cannot be used: {e}"))
 }
 
+/// `arguments` without its top-level `null` members that the schema does
+/// not list as `required`; `None` when there are none.
+fn without_optional_nulls(schema: &Value, arguments: &Value) -> Option<Value> {
+    let Value::Object(args) = arguments else {
+        return None;
+    };
+    let required = |key: &str| {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|k| k.as_str() == Some(key)))
+    };
+    let optional_null = |(k, v): (&String, &Value)| v.is_null() && !required(k);
+    if !args.iter().any(optional_null) {
+        return None;
+    }
+    let kept = args
+        .iter()
+        .filter(|entry| !optional_null(*entry))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Some(Value::Object(kept))
+}
+
 fn check(compiled: &Compiled, value: &Value) -> Checked {
     match compiled {
         Ok(v) => {
@@ -109,12 +133,16 @@ impl CatalogTool {
         &self.tool
     }
 
-    /// Checks arguments against the input schema.
+    /// Checks arguments against the input schema. An optional argument
+    /// given as `null` counts as absent for the check (agents send `null`
+    /// for "not given", and the 2026-07-28 header rules expect such
+    /// arguments); the arguments are sent as given.
     pub(crate) fn check_arguments(&self, arguments: &Value) -> Checked {
-        check(
-            self.input.get_or_init(|| compile(&self.tool.input_schema)),
-            arguments,
-        )
+        let compiled = self.input.get_or_init(|| compile(&self.tool.input_schema));
+        match without_optional_nulls(&self.tool.input_schema, arguments) {
+            Some(stripped) => check(compiled, &stripped),
+            None => check(compiled, arguments),
+        }
     }
 
     /// Checks structured content against the output schema, when there is one.
@@ -210,6 +238,28 @@ mod tests {
         CatalogTool::new(
             serde_json::from_value(json!({"name": "t", "inputSchema": schema})).unwrap(),
         )
+    }
+
+    #[test]
+    fn optional_nulls_count_as_absent_required_ones_do_not() {
+        let t = tool(json!({
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "verbose": {"type": "boolean"}},
+            "required": ["q"],
+            "additionalProperties": false
+        }));
+        assert_eq!(
+            t.check_arguments(&json!({"q": "x", "verbose": null})),
+            Checked::Valid
+        );
+        assert!(matches!(
+            t.check_arguments(&json!({"q": null})),
+            Checked::Invalid(_)
+        ));
+        assert!(matches!(
+            t.check_arguments(&json!({"q": "x", "verbose": "yes"})),
+            Checked::Invalid(_)
+        ));
     }
 
     #[test]

@@ -682,3 +682,51 @@ async fn resource_not_found_is_recognised_under_both_codes() {
     let err = s.read_resource("bad uri").await.unwrap_err();
     assert_eq!(err.protocol_error().unwrap().code, -32602);
 }
+
+#[tokio::test]
+async fn an_unsupported_version_naming_ours_is_retried_once() {
+    let discovers = Arc::new(Mutex::new(0));
+    let d = Arc::clone(&discovers);
+    let (t, _fake) = start(Arc::new(move |r: &Request| match r.method.as_str() {
+        "server/discover" => {
+            let mut n = d.lock().unwrap();
+            *n += 1;
+            if *n == 1 {
+                Reply::ErrData(
+                    -32022,
+                    "Unsupported protocol version",
+                    json!({"supported": ["2026-07-28"], "requested": "2026-07-28"}),
+                )
+            } else {
+                let mut result = discover_result(None);
+                // serverInfo in the body rather than _meta is accepted too.
+                result["_meta"] = json!({});
+                result["serverInfo"] = json!({"name": "body-info", "version": "1"});
+                Reply::Ok(result)
+            }
+        }
+        _ => Reply::Err(-32601, "method not found"),
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Auto))
+        .await
+        .unwrap();
+    assert_eq!(s.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(s.server().server_info.name, "body-info");
+    assert_eq!(*discovers.lock().unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_second_refusal_naming_ours_is_an_error_not_a_loop() {
+    let (t, fake) = start(Arc::new(|_: &Request| {
+        Reply::ErrData(
+            -32022,
+            "Unsupported protocol version",
+            json!({"supported": ["2026-07-28"]}),
+        )
+    }));
+    let err = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("refused"), "{err}");
+    assert_eq!(fake.methods(), ["server/discover", "server/discover"]);
+}
