@@ -5,7 +5,7 @@
 //! cargo xtask bench stdio [--n N] [--n-inflight N] [--rounds K] [--server testkit|fast|both]
 //! cargo xtask bench http [--n N] [--n-inflight N] [--rounds K] [--answers json|sse]
 //! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--sessions N] [--servers N]
-//! cargo xtask conformance [--only suite|servers] [--timeout SECS]
+//! cargo xtask conformance [--only suite|draft|servers] [--timeout SECS]
 //! ```
 //!
 //! Benchmarks always run an optimized build: when this binary was built
@@ -43,11 +43,13 @@ tasks:
       latency and ratios
   bench runtime [--warm-iters N] [--cold-iters N] [--sessions N] [--servers N]
       the session runtime manager's warm path, cold path and idle memory
-  conformance [--only suite|servers] [--timeout SECS]
+  conformance [--only suite|draft|servers] [--timeout SECS]
       the official MCP conformance suite's client scenarios against our
-      client, and our stack against the reference servers; prepares Node 22,
-      the pinned npm packages and a Python virtualenv under
-      target/conformance/cache; writes target/conformance/report.md
+      client (the pinned release, then the alpha line's draft scenarios at
+      2026-07-28; `--only draft` runs those alone), and our stack against the
+      reference servers; prepares Node 22, the pinned npm packages and a
+      Python virtualenv under target/conformance/cache; writes
+      target/conformance/report.md
   help
       this text
 ";

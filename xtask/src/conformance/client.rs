@@ -7,18 +7,39 @@
 //! drawn from its input schema ([`fill`](super::fill)) while following its
 //! progress, answer elicitation with the requested schema's defaults
 //! ([`DefaultsElicitationHandler`]), and close. The scenario's name
-//! (`MCP_CONFORMANCE_SCENARIO`) is only logged: no scenario is special-cased.
+//! (`MCP_CONFORMANCE_SCENARIO`) is logged and, for one scenario only, picks
+//! a driver ([`scenario_arguments`]): `json-schema-2020-12-preservation`
+//! can only observe whether the client kept a tool's `inputSchema` intact if
+//! the client sends that schema back to an echo tool, as its instructions
+//! say. The driver sends what the library's catalog holds; the library
+//! behaviour checked is the same for every client.
+//!
+//! What the suite tells any client, it follows:
+//!
+//! - the protocol revision to speak, `MCP_CONFORMANCE_PROTOCOL_VERSION`
+//!   (set by the suite's alpha line; `--protocol` overrides it), applied as
+//!   a config pin ([`SessionConfig::pin_protocol`]): a 2026-07-28 revision
+//!   selects the modern lifecycle;
+//! - arguments the harness supplies for named tools, the `toolCalls` list of
+//!   `MCP_CONFORMANCE_CONTEXT` (`[{"name", "arguments"}]`), used instead of
+//!   drawn ones for those tools, as a user's task would supply them.
 //!
 //! The exit status is 0 when every step succeeded. A tool that reports
 //! `isError: true` ran and failed; that is the tool's result, not the
-//! client's failure.
+//! client's failure. So is a JSON-RPC error in answer to `tools/call`: the
+//! server answered. Everything else (no connection, a timeout, an answer
+//! that is not valid, arguments the client itself refused) fails the run.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use serde_json::Value;
 
 use mcp_session::types::Implementation;
 use mcp_session::{
     CallOptions, DefaultsElicitationHandler, ServerNotification, Session, SessionConfig,
+    SessionError, ToolCatalog,
 };
 
 use super::fill;
@@ -28,21 +49,39 @@ use crate::args::Args;
 /// The whole client run is bounded by this (the suite's own limit is 30 s).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(25);
 
-/// Runs the client: the server URL is the last argument.
-pub(crate) fn main(args: Args) -> Result<(), String> {
+/// Runs the client: `[--protocol PIN] <server-url>` (the URL last).
+pub(crate) fn main(mut args: Args) -> Result<(), String> {
+    let pin = match args.option("protocol", String::new())? {
+        p if !p.is_empty() => Some(p),
+        _ => std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+            .ok()
+            .filter(|p| !p.is_empty()),
+    };
     let url = args
         .remaining()
         .last()
         .cloned()
-        .ok_or("usage: xtask conformance-client <server-url>")?;
+        .ok_or("usage: xtask conformance-client [--protocol PIN] <server-url>")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    eprintln!("conformance-client: scenario `{scenario}`, server {url}");
+    eprintln!(
+        "conformance-client: scenario `{scenario}`, server {url}, protocol {}",
+        pin.as_deref().unwrap_or("(default)")
+    );
+    let mut config = config();
+    if let Some(pin) = &pin {
+        config
+            .pin_protocol(pin)
+            .map_err(|e| format!("protocol pin `{pin}`: {e}"))?;
+    }
+    let given = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .map(|c| given_arguments(&c))
+        .unwrap_or_default();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async {
-        match tokio::time::timeout(CLIENT_TIMEOUT, run(&url)).await {
+        match tokio::time::timeout(CLIENT_TIMEOUT, run(&url, config, &given, &scenario)).await {
             Ok(r) => r,
             Err(_) => Err(format!("gave up after {} s", CLIENT_TIMEOUT.as_secs())),
         }
@@ -65,12 +104,39 @@ fn config() -> SessionConfig {
     }
 }
 
-async fn run(url: &str) -> Result<(), String> {
+/// Arguments the harness gives for named tools: the `toolCalls` of the
+/// context (`{"toolCalls": [{"name": …, "arguments": {…}}]}`); the first
+/// entry for a name wins. Anything else in the context is not for us.
+fn given_arguments(context: &str) -> HashMap<String, Value> {
+    let mut given = HashMap::new();
+    let Ok(context) = serde_json::from_str::<Value>(context) else {
+        return given;
+    };
+    let calls = context.get("toolCalls").and_then(Value::as_array);
+    for call in calls.into_iter().flatten() {
+        if let (Some(name), Some(arguments)) = (
+            call.get("name").and_then(Value::as_str),
+            call.get("arguments").filter(|a| a.is_object()),
+        ) {
+            given
+                .entry(name.to_string())
+                .or_insert_with(|| arguments.clone());
+        }
+    }
+    given
+}
+
+async fn run(
+    url: &str,
+    config: SessionConfig,
+    given: &HashMap<String, Value>,
+    scenario: &str,
+) -> Result<(), String> {
     if !http::AVAILABLE {
         return Err("this build has no HTTP transport".into());
     }
     let transport = http::connect(url, http::Mode::Auto, "conformance").await?;
-    let session = Session::connect_shared(transport, config())
+    let session = Session::connect_shared(transport, config)
         .await
         .map_err(|e| format!("connect: {e}"))?;
     let server = session.server();
@@ -81,23 +147,52 @@ async fn run(url: &str) -> Result<(), String> {
         session.protocol_version(),
         session.transport().kind()
     );
-    let result = use_tools(&session).await;
+    let result = use_tools(&session, given, scenario).await;
     session.close().await;
     result
 }
 
-async fn use_tools(session: &Session) -> Result<(), String> {
+/// The one scenario driver: `json-schema-2020-12-preservation` asks the
+/// client to pass the focal tool's `inputSchema`, exactly as the client holds
+/// it, to the `json_schema_echo` tool; the server compares the echo with what
+/// it sent. Every other scenario gets nothing here.
+fn scenario_arguments(scenario: &str, catalog: &ToolCatalog) -> HashMap<String, Value> {
+    let mut out = HashMap::new();
+    if scenario == "json-schema-2020-12-preservation" {
+        const ECHO: &str = "json_schema_echo";
+        if let Some(focal) = catalog.iter().find(|t| t.name != ECHO) {
+            out.insert(
+                ECHO.to_string(),
+                serde_json::json!({ "schema": focal.input_schema }),
+            );
+        }
+    }
+    out
+}
+
+async fn use_tools(
+    session: &Session,
+    given: &HashMap<String, Value>,
+    scenario: &str,
+) -> Result<(), String> {
     let catalog = session
         .list_tools()
         .await
         .map_err(|e| format!("tools/list: {e}"))?;
+    let mut given = given.clone();
+    for (name, arguments) in scenario_arguments(scenario, &catalog) {
+        given.entry(name).or_insert(arguments);
+    }
     for note in catalog.diagnostics() {
         eprintln!("tools/list: {note}");
     }
     eprintln!("{} tools", catalog.len());
     let mut failures = Vec::new();
     for tool in catalog.iter() {
-        let arguments = fill::arguments(&tool.input_schema);
+        let arguments = given
+            .get(&tool.name)
+            .cloned()
+            .unwrap_or_else(|| fill::arguments(&tool.input_schema));
         eprintln!("calling {} with {arguments}", tool.name);
         let name = tool.name.clone();
         let options = CallOptions {
@@ -111,6 +206,12 @@ async fn use_tools(session: &Session) -> Result<(), String> {
                 eprintln!("{} reported an error: {}", tool.name, result.text());
             }
             Ok(result) => eprintln!("{} returned: {}", tool.name, result.text()),
+            // The server answered, with a JSON-RPC error: like `isError`,
+            // that is the server's answer (a tool it lists but does not
+            // serve, say), not this client failing.
+            Err(e @ SessionError::Protocol { .. }) => {
+                eprintln!("{}: the server answered with an error: {e}", tool.name);
+            }
             Err(e) => {
                 eprintln!("{} failed: {e}", tool.name);
                 failures.push(format!("{}: {e}", tool.name));
@@ -121,5 +222,30 @@ async fn use_tools(session: &Session) -> Result<(), String> {
         Ok(())
     } else {
         Err(failures.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn given_arguments_come_from_the_context_tool_calls() {
+        let context = json!({
+            "name": "whatever",
+            "toolCalls": [
+                {"name": "a", "arguments": {"x": 1}},
+                {"name": "a", "arguments": {"x": 2}},
+                {"name": "b", "arguments": "not an object"},
+                {"arguments": {"y": 1}}
+            ],
+            "client_id": "ignored"
+        });
+        let given = given_arguments(&context.to_string());
+        assert_eq!(given.len(), 1);
+        assert_eq!(given["a"], json!({"x": 1}));
+        assert!(given_arguments("not json").is_empty());
+        assert!(given_arguments(r#"{"client_id": "x"}"#).is_empty());
     }
 }

@@ -6,7 +6,9 @@
 //!    with the pinned `mcp` package. A second run reuses it, offline.
 //! 2. Part 1 ([`suite`]): every client scenario of
 //!    `@modelcontextprotocol/conformance`, each run against our client
-//!    (`xtask conformance-client`, [`client`]).
+//!    (`xtask conformance-client`, [`client`]); then the client scenarios of
+//!    the suite's alpha line that apply at protocol revision 2026-07-28
+//!    (`auth/` aside), run at that revision's wire (rows `draft/…`).
 //! 3. Part 2 ([`servers`]): our stack against the reference servers and a
 //!    Python SDK server.
 //! 4. The report ([`report`]): a table of checks, judged against
@@ -84,17 +86,39 @@ impl Paths {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Only {
     All,
+    /// Part 1: the release's scenarios and the draft ones.
     Suite,
+    /// Only the draft scenarios of part 1.
+    Draft,
     Servers,
 }
 
-/// Runs `conformance [--only suite|servers] [--timeout SECS]`.
+impl Only {
+    fn release_suite(self) -> bool {
+        matches!(self, Only::All | Only::Suite)
+    }
+
+    fn draft_suite(self) -> bool {
+        matches!(self, Only::All | Only::Suite | Only::Draft)
+    }
+
+    fn servers(self) -> bool {
+        matches!(self, Only::All | Only::Servers)
+    }
+}
+
+/// Runs `conformance [--only suite|draft|servers] [--timeout SECS]`.
 pub(crate) fn run(mut args: Args) -> Result<(), String> {
     let only = match args.option("only", String::new())?.as_str() {
         "" => Only::All,
         "suite" => Only::Suite,
+        "draft" => Only::Draft,
         "servers" => Only::Servers,
-        other => return Err(format!("--only: `{other}` is not `suite` or `servers`")),
+        other => {
+            return Err(format!(
+                "--only: `{other}` is not `suite`, `draft` or `servers`"
+            ));
+        }
     };
     let timeout = Duration::from_secs(args.option("timeout", 900u64)?);
     args.finish()?;
@@ -124,10 +148,13 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
     let (header, rows) = outcome??;
 
     let mut ran = Vec::new();
-    if only != Only::Servers {
+    if only.release_suite() {
         ran.push("suite/");
     }
-    if only != Only::Suite {
+    if only.draft_suite() {
+        ran.push("draft/");
+    }
+    if only.servers() {
         ran.extend(["everything/", "filesystem/", "memory/", "python/"]);
     }
     let report = Report::judge(rows, &expected, &ran);
@@ -157,9 +184,10 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
     // Results of an earlier run would only confuse.
     let _ = std::fs::remove_dir_all(&paths.results);
     let suite_results = paths.results.join("suite");
+    let draft_results = paths.results.join("draft");
     let logs = paths.results.join("logs");
     let scratch = paths.results.join("scratch");
-    for dir in [&suite_results, &logs, &scratch] {
+    for dir in [&suite_results, &draft_results, &logs, &scratch] {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -180,7 +208,15 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
     let pins: Vec<String> = setup::NPM_PACKAGES
         .iter()
         .map(|(p, v)| format!("`{p}@{v}`"))
-        .chain([format!("`mcp=={}` (PyPI)", setup::PYPI_MCP)])
+        .chain([
+            format!(
+                "`{}@{}` (draft scenarios, at {})",
+                setup::DRAFT_SUITE.0,
+                setup::DRAFT_SUITE.1,
+                suite::DRAFT_VERSION
+            ),
+            format!("`mcp=={}` (PyPI)", setup::PYPI_MCP),
+        ])
         .collect();
     let header = format!(
         "Pinned: {}; Node {node_version}. HTTP transports: {}.",
@@ -193,22 +229,50 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
     );
 
     let mut rows = Vec::new();
-    if only != Only::Servers {
-        println!("== part 1: the official conformance suite, client scenarios");
+    if only.release_suite() || only.draft_suite() {
         let exe = std::env::current_exe().map_err(|e| format!("where is this program? {e}"))?;
         let exe = exe.to_string_lossy();
-        if exe.chars().any(char::is_whitespace) {
-            // The suite splits the client command on spaces.
-            rows.push(Row::fail(
-                "suite/setup",
-                format!("the suite cannot run a client whose path has spaces: {exe}"),
-            ));
-        } else {
-            let client = format!("{exe} conformance-client");
-            rows.extend(suite::run(&tools, &client, &suite_results, http::AVAILABLE).await);
+        // The suite splits the client command on spaces.
+        let client =
+            (!exe.chars().any(char::is_whitespace)).then(|| format!("{exe} conformance-client"));
+        let no_client = format!("the suite cannot run a client whose path has spaces: {exe}");
+        if only.release_suite() {
+            println!("== part 1: the official conformance suite, client scenarios");
+            match &client {
+                Some(client) => {
+                    let suite = suite::Suite::release(&tools);
+                    rows.extend(
+                        suite::run(&tools, &suite, client, &suite_results, http::AVAILABLE).await,
+                    );
+                }
+                None => rows.push(Row::fail("suite/setup", no_client.clone())),
+            }
+        }
+        if only.draft_suite() {
+            println!(
+                "== part 1b: the suite's draft client scenarios ({}@{}, at {})",
+                setup::DRAFT_SUITE.0,
+                setup::DRAFT_SUITE.1,
+                suite::DRAFT_VERSION
+            );
+            let started = Instant::now();
+            match (&client, &tools.draft_node_modules) {
+                (Some(client), Ok(node_modules)) => {
+                    let suite = suite::Suite::draft(node_modules.clone());
+                    rows.extend(
+                        suite::run(&tools, &suite, client, &draft_results, http::AVAILABLE).await,
+                    );
+                }
+                (None, _) => rows.push(Row::fail("draft/setup", no_client)),
+                (_, Err(e)) => rows.push(Row::fail("draft/setup", e.clone())),
+            }
+            println!(
+                "   draft scenarios took {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
         }
     }
-    if only != Only::Suite {
+    if only.servers() {
         println!("== part 2: reference servers");
         rows.extend(servers::run(&tools, &scratch, &logs).await);
     }

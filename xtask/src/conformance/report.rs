@@ -20,6 +20,9 @@ pub(crate) struct Row {
     pub(crate) id: String,
     pub(crate) outcome: Outcome,
     pub(crate) detail: String,
+    /// The suite's checks of this row that failed or warned, one line each
+    /// (listed under the table).
+    pub(crate) checks: Vec<String>,
 }
 
 impl Row {
@@ -28,6 +31,7 @@ impl Row {
             id: id.into(),
             outcome: Outcome::Pass,
             detail: detail.into(),
+            checks: Vec::new(),
         }
     }
 
@@ -36,6 +40,7 @@ impl Row {
             id: id.into(),
             outcome: Outcome::Fail,
             detail: detail.into(),
+            checks: Vec::new(),
         }
     }
 
@@ -44,7 +49,14 @@ impl Row {
             id: id.into(),
             outcome: Outcome::Pending,
             detail: detail.into(),
+            checks: Vec::new(),
         }
+    }
+
+    /// The same row, with the suite's failing checks.
+    pub(crate) fn with_checks(mut self, checks: Vec<String>) -> Self {
+        self.checks = checks;
+        self
     }
 
     pub(crate) fn from_result(id: impl Into<String>, r: Result<String, String>) -> Self {
@@ -187,6 +199,25 @@ impl Report {
             );
         }
         let _ = writeln!(out, "\n**Totals:** {}", self.totals());
+        let with_checks: Vec<_> = self
+            .rows
+            .iter()
+            .filter(|(row, verdict, _)| {
+                !row.checks.is_empty() && matches!(verdict, Verdict::Fail | Verdict::Stale)
+            })
+            .collect();
+        if !with_checks.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n## Checks that failed or warned\n\nThe suite's own checks, for each new failure.\n"
+            );
+            for (row, verdict, _) in with_checks {
+                let _ = writeln!(out, "- `{}` ({})", row.id, verdict.label());
+                for c in &row.checks {
+                    let _ = writeln!(out, "  - {}", c.replace('\n', " "));
+                }
+            }
+        }
         out
     }
 }
@@ -260,6 +291,21 @@ mod tests {
             md.contains("| suite/auth/a | expected failure | 401 — expected: no OAuth yet |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn failing_checks_of_new_failures_are_listed() {
+        let expected = parse_expected("[expected-failures]\n\"a\" = \"why\"\n").unwrap();
+        let rows = vec![
+            Row::fail("a", "x").with_checks(vec!["FAILURE old (Old): known".into()]),
+            Row::fail("b", "y").with_checks(vec!["WARNING new (New): retry".into()]),
+        ];
+        let md = Report::judge(rows, &expected, &[""]).markdown("h");
+        assert!(
+            md.contains("- `b` (**FAIL**)\n  - WARNING new (New): retry\n"),
+            "{md}"
+        );
+        assert!(!md.contains("known"), "{md}");
     }
 
     #[test]

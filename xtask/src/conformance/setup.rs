@@ -14,13 +14,19 @@ pub(crate) const NODE_VERSION: &str = "22.23.3";
 
 /// The npm packages, pinned.
 pub(crate) const NPM_PACKAGES: &[(&str, &str)] = &[
-    // 0.1.16: the 2025-11-25 client scenarios. (A 0.2.0 alpha will bring
-    // the 2026-07-28 ones.)
+    // 0.1.16: the 2025-11-25 client scenarios (the 2026-07-28 ones come
+    // from `DRAFT_SUITE`).
     ("@modelcontextprotocol/conformance", "0.1.16"),
     ("@modelcontextprotocol/server-everything", "2026.8.31"),
     ("@modelcontextprotocol/server-filesystem", "2026.8.31"),
     ("@modelcontextprotocol/server-memory", "2026.8.31"),
 ];
+
+/// The conformance suite's alpha line, for its draft client scenarios
+/// (protocol revision 2026-07-28). Installed in a folder of its own beside
+/// the packages above, so the two suites never share a `node_modules`.
+pub(crate) const DRAFT_SUITE: (&str, &str) =
+    ("@modelcontextprotocol/conformance", "0.2.0-alpha.12");
 
 /// The `mcp` package from PyPI (the official Python SDK), pinned.
 pub(crate) const PYPI_MCP: &str = "2.3.0";
@@ -42,6 +48,9 @@ pub(crate) struct Tools {
     pub(crate) node: PathBuf,
     /// `node_modules` with the pinned packages.
     pub(crate) node_modules: PathBuf,
+    /// `node_modules` with the draft suite ([`DRAFT_SUITE`]), or why there
+    /// is none (the rest of the run goes on without it).
+    pub(crate) draft_node_modules: Result<PathBuf, String>,
     /// `--import` this into Node servers to keep them on 127.0.0.1.
     pub(crate) loopback: PathBuf,
     /// The virtualenv's Python with `mcp`, or why there is none.
@@ -67,7 +76,12 @@ pub(crate) async fn prepare(cache: &Path) -> Result<Tools, String> {
     write_if_changed(&python_server, PYTHON_SERVER)?;
 
     let node = node(cache).await?;
-    let node_modules = npm_packages(cache).await?;
+    let node_modules = npm_packages(&cache.join("npm"), "npm packages", NPM_PACKAGES).await?;
+    let draft_node_modules =
+        npm_packages(&cache.join("npm-draft"), "draft suite", &[DRAFT_SUITE]).await;
+    if let Err(e) = &draft_node_modules {
+        println!("   draft suite: {e}");
+    }
     let python = python(cache).await;
     if let Err(e) = &python {
         println!("   python: {e}");
@@ -75,6 +89,7 @@ pub(crate) async fn prepare(cache: &Path) -> Result<Tools, String> {
     Ok(Tools {
         node,
         node_modules,
+        draft_node_modules,
         loopback,
         python,
         python_server,
@@ -154,8 +169,8 @@ fn npm() -> tokio::process::Command {
     cmd
 }
 
-fn npm_manifest() -> String {
-    let deps: Vec<String> = NPM_PACKAGES
+fn npm_manifest(packages: &[(&str, &str)]) -> String {
+    let deps: Vec<String> = packages
         .iter()
         .map(|(name, version)| format!("    \"{name}\": \"{version}\""))
         .collect();
@@ -171,27 +186,32 @@ fn installed_version(node_modules: &Path, package: &str) -> Option<String> {
     v.get("version")?.as_str().map(str::to_string)
 }
 
-async fn npm_packages(cache: &Path) -> Result<PathBuf, String> {
-    let dir = cache.join("npm");
+/// Installs `packages` (exact versions) into `dir` with its own
+/// `package.json`, or finds them there already (then offline).
+async fn npm_packages(
+    dir: &Path,
+    label: &str,
+    packages: &[(&str, &str)],
+) -> Result<PathBuf, String> {
     let node_modules = dir.join("node_modules");
-    let all_there = NPM_PACKAGES
+    let all_there = packages
         .iter()
         .all(|(p, v)| installed_version(&node_modules, p).as_deref() == Some(*v));
     if all_there {
-        println!("   npm packages: pinned versions in the cache");
+        println!("   {label}: pinned versions in the cache");
         return Ok(node_modules);
     }
-    println!("   npm packages: installing the pinned versions into the cache");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    write_if_changed(&dir.join("package.json"), &npm_manifest())?;
+    println!("   {label}: installing the pinned versions into the cache");
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    write_if_changed(&dir.join("package.json"), &npm_manifest(packages))?;
     let mut cmd = npm();
-    cmd.current_dir(&dir)
+    cmd.current_dir(dir)
         .args(["install", "--no-audit", "--no-fund"]);
     let out = process::run(cmd, INSTALL_TIMEOUT).await?;
     if !out.success() {
         return Err(format!("npm install: {}", out.describe()));
     }
-    for (p, v) in NPM_PACKAGES {
+    for (p, v) in packages {
         let got = installed_version(&node_modules, p);
         if got.as_deref() != Some(*v) {
             return Err(format!("npm install left {p} at {got:?}, not {v}"));
@@ -261,9 +281,11 @@ mod tests {
 
     #[test]
     fn manifest_is_json_with_every_pin() {
-        let v: serde_json::Value = serde_json::from_str(&npm_manifest()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&npm_manifest(NPM_PACKAGES)).unwrap();
         for (p, version) in NPM_PACKAGES {
             assert_eq!(v["dependencies"][p], *version);
         }
+        let v: serde_json::Value = serde_json::from_str(&npm_manifest(&[DRAFT_SUITE])).unwrap();
+        assert_eq!(v["dependencies"][DRAFT_SUITE.0], DRAFT_SUITE.1);
     }
 }

@@ -1,10 +1,13 @@
 //! Part 1: the official conformance suite (`@modelcontextprotocol/conformance`)
-//! runs our client against each of its client scenarios.
+//! runs our client against each of its client scenarios: the pinned release
+//! (rows `suite/…`), then the alpha line's scenarios for protocol revision
+//! 2026-07-28 (rows `draft/…`), run at that revision's wire.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::process;
@@ -20,28 +23,86 @@ const SCENARIO_TIMEOUT: Duration = Duration::from_secs(75);
 /// Scenarios run at once.
 const PARALLEL: usize = 3;
 
+/// Failing checks printed per scenario as it finishes (the report lists
+/// them all for new failures).
+const SHOWN_CHECKS: usize = 3;
+
 const PACKAGE: &str = "@modelcontextprotocol/conformance";
 
-/// Runs every client scenario the suite lists. `client` is the command the
+/// One run of the suite: which install, which scenarios, at which wire.
+#[derive(Debug, Clone)]
+pub(crate) struct Suite {
+    /// The first part of each row's name: `suite` or `draft`.
+    pub(crate) prefix: &'static str,
+    /// The `node_modules` holding the suite's package.
+    pub(crate) node_modules: PathBuf,
+    /// `--spec-version` for listing and for each run: the scenarios that
+    /// apply at this revision, each run at its wire (the suite tells the
+    /// client through `MCP_CONFORMANCE_PROTOCOL_VERSION`). `None`: the
+    /// suite's default (each scenario at its own).
+    pub(crate) spec_version: Option<&'static str>,
+    /// Scenarios whose names start with one of these are left out.
+    pub(crate) skip: &'static [&'static str],
+}
+
+impl Suite {
+    /// The pinned release: every client scenario it lists.
+    pub(crate) fn release(tools: &Tools) -> Self {
+        Suite {
+            prefix: "suite",
+            node_modules: tools.node_modules.clone(),
+            spec_version: None,
+            skip: &[],
+        }
+    }
+
+    /// The alpha line's client scenarios that apply at 2026-07-28, at that
+    /// wire. The `auth/` scenarios are left out: OAuth is not implemented
+    /// yet, and the release run lists them as expected failures already.
+    pub(crate) fn draft(node_modules: PathBuf) -> Self {
+        Suite {
+            prefix: "draft",
+            node_modules,
+            spec_version: Some(DRAFT_VERSION),
+            skip: &["auth/"],
+        }
+    }
+}
+
+/// The protocol revision the draft scenarios are run at.
+pub(crate) const DRAFT_VERSION: &str = "2026-07-28";
+
+/// Runs every client scenario of `suite`. `client` is the command the
 /// suite runs (it appends the server URL).
-pub(crate) async fn run(tools: &Tools, client: &str, results: &Path, http: bool) -> Vec<Row> {
-    let scenarios = match list(tools).await {
+pub(crate) async fn run(
+    tools: &Tools,
+    suite: &Suite,
+    client: &str,
+    results: &Path,
+    http: bool,
+) -> Vec<Row> {
+    let prefix = suite.prefix;
+    let scenarios = match list(tools, suite).await {
         Ok(s) if !s.is_empty() => s,
         Ok(_) => {
             return vec![Row::fail(
-                "suite/list",
+                format!("{prefix}/list"),
                 "the suite lists no client scenarios",
             )];
         }
-        Err(e) => return vec![Row::fail("suite/list", e)],
+        Err(e) => return vec![Row::fail(format!("{prefix}/list"), e)],
     };
-    println!("   {} client scenarios", scenarios.len());
+    println!(
+        "   {} client scenarios: {}",
+        scenarios.len(),
+        scenarios.join(", ")
+    );
     if !http {
         return scenarios
             .into_iter()
             .map(|s| {
                 Row::pending(
-                    format!("suite/{s}"),
+                    format!("{prefix}/{s}"),
                     "every scenario talks HTTP; this build has no HTTP transport",
                 )
             })
@@ -52,12 +113,15 @@ pub(crate) async fn run(tools: &Tools, client: &str, results: &Path, http: bool)
     for (i, scenario) in scenarios.iter().enumerate() {
         let gate = Arc::clone(&gate);
         let tools = tools.clone();
+        let suite = suite.clone();
         let client = client.to_string();
-        let results = results.to_path_buf();
+        // Each scenario writes into a folder of its own, so its checks are
+        // found without guessing.
+        let results = results.join(format!("{i:02}-{}", scenario.replace('/', "_")));
         let scenario = scenario.clone();
         runs.spawn(async move {
             let _permit = gate.acquire_owned().await;
-            let row = one(&tools, &client, &results, &scenario).await;
+            let row = one(&tools, &suite, &client, &results, &scenario).await;
             (i, row)
         });
     }
@@ -74,11 +138,23 @@ pub(crate) async fn run(tools: &Tools, client: &str, results: &Path, http: bool)
                         "fail"
                     }
                 );
+                for c in row.checks.iter().take(SHOWN_CHECKS) {
+                    println!("      {c}");
+                }
+                if row.checks.len() > SHOWN_CHECKS {
+                    println!(
+                        "      … {} more in the suite's checks.json",
+                        row.checks.len() - SHOWN_CHECKS
+                    );
+                }
                 rows.push((i, row));
             }
             Err(e) => rows.push((
                 usize::MAX,
-                Row::fail("suite/?", format!("a scenario task failed: {e}")),
+                Row::fail(
+                    format!("{prefix}/?"),
+                    format!("a scenario task failed: {e}"),
+                ),
             )),
         }
     }
@@ -90,21 +166,28 @@ pub(crate) async fn run(tools: &Tools, client: &str, results: &Path, http: bool)
 /// port and are handed to our client as `http://localhost:PORT`; they read
 /// their port back synchronously, so the 127.0.0.1 preload used for the
 /// reference servers cannot be applied to them.)
-fn suite_command(tools: &Tools) -> tokio::process::Command {
+fn suite_command(tools: &Tools, suite: &Suite) -> tokio::process::Command {
     let mut cmd = process::command(&tools.node);
-    cmd.arg(tools.package_file(PACKAGE, "dist/index.js"));
+    cmd.arg(suite.node_modules.join(PACKAGE).join("dist/index.js"));
     cmd
 }
 
-/// The client scenarios, as `conformance list --client` names them.
-async fn list(tools: &Tools) -> Result<Vec<String>, String> {
-    let mut cmd = suite_command(tools);
+/// The client scenarios, as `conformance list --client` names them (at the
+/// suite's `--spec-version`), less the skipped ones.
+async fn list(tools: &Tools, suite: &Suite) -> Result<Vec<String>, String> {
+    let mut cmd = suite_command(tools, suite);
     cmd.args(["list", "--client"]);
+    if let Some(v) = suite.spec_version {
+        cmd.args(["--spec-version", v]);
+    }
     let out = process::run(cmd, Duration::from_secs(60)).await?;
     if !out.success() {
         return Err(format!("conformance list --client: {}", out.describe()));
     }
-    Ok(parse_list(&out.stdout))
+    Ok(parse_list(&out.stdout)
+        .into_iter()
+        .filter(|s| !suite.skip.iter().any(|p| s.starts_with(p)))
+        .collect())
 }
 
 /// `  - initialize [2025-06-18,2025-11-25]` → `initialize`.
@@ -116,15 +199,18 @@ fn parse_list(text: &str) -> Vec<String> {
         .collect()
 }
 
-async fn one(tools: &Tools, client: &str, results: &Path, scenario: &str) -> Row {
-    let id = format!("suite/{scenario}");
-    let mut cmd = suite_command(tools);
+async fn one(tools: &Tools, suite: &Suite, client: &str, results: &Path, scenario: &str) -> Row {
+    let id = format!("{}/{scenario}", suite.prefix);
+    let mut cmd = suite_command(tools, suite);
     cmd.arg("client")
         .arg("--command")
         .arg(client)
         .arg("--scenario")
-        .arg(scenario)
-        .arg("--timeout")
+        .arg(scenario);
+    if let Some(v) = suite.spec_version {
+        cmd.args(["--spec-version", v]);
+    }
+    cmd.arg("--timeout")
         .arg(CLIENT_TIMEOUT_MS.to_string())
         .arg("--output-dir")
         .arg(results);
@@ -132,6 +218,9 @@ async fn one(tools: &Tools, client: &str, results: &Path, scenario: &str) -> Row
         Ok(o) => o,
         Err(e) => return Row::fail(id, e),
     };
+    let checks = read_checks(results)
+        .map(|c| failing_checks(&c))
+        .unwrap_or_default();
     let all = format!("{}\n{}", out.stdout, out.stderr);
     let summary = all
         .lines()
@@ -140,7 +229,7 @@ async fn one(tools: &Tools, client: &str, results: &Path, scenario: &str) -> Row
         .unwrap_or("no summary from the suite")
         .to_string();
     if out.success() {
-        return Row::pass(id, summary);
+        return Row::pass(id, summary).with_checks(checks);
     }
     if out.status.is_none() {
         return Row::fail(
@@ -175,7 +264,61 @@ async fn one(tools: &Tools, client: &str, results: &Path, scenario: &str) -> Row
         .collect();
     why.dedup();
     why.truncate(4);
-    Row::fail(id, format!("{summary}; {}", why.join("; ")))
+    Row::fail(id, format!("{summary}; {}", why.join("; "))).with_checks(checks)
+}
+
+/// The checks the suite saved for one scenario (`checks.json`, somewhere
+/// under the scenario's own output folder).
+fn read_checks(dir: &Path) -> Option<Vec<Value>> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).ok()?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "checks.json") {
+                let text = std::fs::read_to_string(&path).ok()?;
+                return serde_json::from_str::<Value>(&text)
+                    .ok()?
+                    .as_array()
+                    .cloned();
+            }
+        }
+    }
+    None
+}
+
+/// One line per check that failed or warned:
+/// `FAILURE check-id (Name): message`.
+fn failing_checks(checks: &[Value]) -> Vec<String> {
+    let text = |c: &Value, key: &str| c.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    checks
+        .iter()
+        .filter(|c| {
+            matches!(
+                c.get("status").and_then(Value::as_str),
+                Some("FAILURE" | "WARNING")
+            )
+        })
+        .map(|c| {
+            let mut message = text(c, "errorMessage");
+            if message.is_empty() {
+                message = text(c, "description");
+            }
+            let message: String = message.split_whitespace().collect::<Vec<_>>().join(" ");
+            let message = if message.chars().count() > 240 {
+                format!("{}…", message.chars().take(240).collect::<String>())
+            } else {
+                message
+            };
+            format!(
+                "{} {} ({}): {message}",
+                text(c, "status"),
+                text(c, "id"),
+                text(c, "name")
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -186,5 +329,38 @@ mod tests {
     fn scenario_list() {
         let text = "Client scenarios (test against a client):\n  - initialize [2025-06-18,2025-11-25]\n  - auth/metadata-default [2025-11-25]\n";
         assert_eq!(parse_list(text), ["initialize", "auth/metadata-default"]);
+    }
+
+    #[test]
+    fn failing_checks_are_listed_with_their_messages() {
+        let checks: Vec<Value> = serde_json::from_str(
+            r#"[
+              {"id": "a", "name": "A", "status": "SUCCESS", "description": "fine"},
+              {"id": "b", "name": "B", "status": "FAILURE", "description": "d", "errorMessage": "Missing\n header"},
+              {"id": "c", "name": "C", "status": "WARNING", "description": "should do"},
+              {"id": "d", "name": "D", "status": "SKIPPED", "description": "n/a"}
+            ]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            failing_checks(&checks),
+            ["FAILURE b (B): Missing header", "WARNING c (C): should do"]
+        );
+    }
+
+    #[test]
+    fn checks_are_found_in_the_scenario_folder() {
+        let dir = std::env::temp_dir().join(format!("xtask-checks-{}", std::process::id()));
+        let nested = dir.join("auth/x-2026");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(
+            nested.join("checks.json"),
+            r#"[{"id": "a", "status": "FAILURE"}]"#,
+        )
+        .unwrap();
+        let found = read_checks(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(found.len(), 1);
+        assert!(read_checks(&dir).is_none());
     }
 }
