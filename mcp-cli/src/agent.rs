@@ -63,6 +63,15 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
             eprintln!("{} {e}", style.fail("✗"));
             ExitCode::FAILURE
         })?;
+    for s in runtime.catalog().connected() {
+        eprintln!(
+            "{} {}: protocol {} over {}",
+            style.dim("·"),
+            printable(&s.server),
+            s.protocol,
+            s.transport
+        );
+    }
     for f in runtime.catalog().failures() {
         eprintln!("{} {}", style.fail("✗"), printable(&f.to_string()));
     }

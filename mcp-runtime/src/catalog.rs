@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_config::{Fingerprint, ToolFilter};
+use mcp_session::ProtocolVersion;
 use mcp_session::types::{Tool, ToolAnnotations};
+use mcp_transport::TransportKind;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -134,6 +136,18 @@ pub struct ServerNote {
     pub message: String,
 }
 
+/// A server the session is connected to, and what was negotiated with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectedServer {
+    /// The server's name in the config.
+    pub server: String,
+    /// The protocol revision in use (2026-07-28 or a handshake revision).
+    pub protocol: ProtocolVersion,
+    /// The transport in use.
+    pub transport: TransportKind,
+}
+
 /// The session's tools, sorted by namespaced name, with diagnostics.
 #[derive(Debug, Default)]
 pub struct RuntimeCatalog {
@@ -141,6 +155,7 @@ pub struct RuntimeCatalog {
     index: HashMap<String, usize>,
     failures: Vec<ServerFailure>,
     notes: Vec<ServerNote>,
+    connected: Vec<ConnectedServer>,
 }
 
 /// What the catalog is built from, per connected server.
@@ -149,12 +164,23 @@ pub(crate) struct ServerTools<'a> {
     pub(crate) filter: &'a ToolFilter,
     pub(crate) tools: Vec<&'a Arc<Tool>>,
     pub(crate) diagnostics: &'a [String],
+    pub(crate) protocol: ProtocolVersion,
+    pub(crate) transport: TransportKind,
 }
 
 impl RuntimeCatalog {
     /// Builds the catalog: filters, names (see [`naming::assign`]), sorts.
     pub(crate) fn build(servers: &[ServerTools<'_>], failures: Vec<ServerFailure>) -> Self {
         let mut notes = Vec::new();
+        let mut connected: Vec<ConnectedServer> = servers
+            .iter()
+            .map(|s| ConnectedServer {
+                server: s.server.to_owned(),
+                protocol: s.protocol,
+                transport: s.transport,
+            })
+            .collect();
+        connected.sort_by(|a, b| a.server.cmp(&b.server));
         let mut pairs = BTreeSet::new();
         let mut by_pair: BTreeMap<(String, String), Arc<Tool>> = BTreeMap::new();
         for s in servers {
@@ -200,7 +226,14 @@ impl RuntimeCatalog {
             index,
             failures,
             notes,
+            connected,
         }
+    }
+
+    /// The servers connected, by name, with the protocol revision and
+    /// transport each one uses.
+    pub fn connected(&self) -> &[ConnectedServer] {
+        &self.connected
     }
 
     /// The tools, sorted by namespaced name.
@@ -271,12 +304,16 @@ mod tests {
                 filter: &filter_a,
                 tools: a.iter().collect(),
                 diagnostics: &[],
+                protocol: ProtocolVersion::V2026_07_28,
+                transport: TransportKind::StreamableHttp,
             },
             ServerTools {
                 server: "alpha",
                 filter: &open,
                 tools: b.iter().collect(),
                 diagnostics: &["no tools capability".to_owned()],
+                protocol: ProtocolVersion::V2025_11_25,
+                transport: TransportKind::Stdio,
             },
         ];
         let c = RuntimeCatalog::build(&servers, Vec::new());
@@ -289,5 +326,11 @@ mod tests {
         assert!(c.get("zeta__secret").is_none());
         assert_eq!(c.notes().len(), 1);
         assert_eq!(c.notes()[0].server, "alpha");
+        let connected: Vec<(&str, &str)> = c
+            .connected()
+            .iter()
+            .map(|s| (s.server.as_str(), s.protocol.as_str()))
+            .collect();
+        assert_eq!(connected, [("alpha", "2025-11-25"), ("zeta", "2026-07-28")]);
     }
 }

@@ -94,7 +94,9 @@ pub mod naming;
 mod plan;
 
 pub use adhoc::{AD_HOC_SESSION, AdHocRuntime};
-pub use catalog::{RuntimeCatalog, RuntimeTool, ServerFailure, ServerNote, StartupStep};
+pub use catalog::{
+    ConnectedServer, RuntimeCatalog, RuntimeTool, ServerFailure, ServerNote, StartupStep,
+};
 pub use connector::{Connector, DefaultConnector, stdio_config};
 pub use error::{ConnectError, RuntimeError};
 pub use manager::{

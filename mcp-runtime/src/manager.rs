@@ -750,6 +750,8 @@ impl RuntimeManager {
                 filter: &c.server.tools,
                 tools: c.catalog.iter().collect(),
                 diagnostics: c.catalog.diagnostics(),
+                protocol: c.session.protocol_version(),
+                transport: c.session.transport().kind(),
             })
             .collect();
         let retry_at = failures.iter().map(|f| f.retry_at).min();
