@@ -5,7 +5,7 @@
 //! connect over HTTP (streamable HTTP, falling back to HTTP+SSE) with
 //! `mcp-session`, list the tools (every page), call each one with arguments
 //! drawn from its input schema ([`fill`](super::fill)) while following its
-//! progress, answer elicitation with the requested schema's defaults
+//! progress, list resources and prompts and read the first of each, answer elicitation with the requested schema's defaults
 //! ([`DefaultsElicitationHandler`]), and close. The scenario's name
 //! (`MCP_CONFORMANCE_SCENARIO`) is logged and, for one scenario only, picks
 //! a driver ([`scenario_arguments`]): `json-schema-2020-12-preservation`
@@ -148,8 +148,61 @@ async fn run(
         session.transport().kind()
     );
     let result = use_tools(&session, given, scenario).await;
+    browse(&session).await;
     session.close().await;
     result
+}
+
+/// Lists the resources and prompts, when the server offers them, and reads
+/// (gets) the first of each, as an agent looking around would. Their answers
+/// are only logged: this client's verdict is about tools.
+async fn browse(session: &Session) {
+    let caps = &session.server().capabilities;
+    if caps.resources.is_some() {
+        match session.request("resources/list", None, None).await {
+            Ok(raw) => {
+                let list: Value = serde_json::from_str(raw.get()).unwrap_or_default();
+                let first = list
+                    .get("resources")
+                    .and_then(|r| r.get(0))
+                    .and_then(|r| r.get("uri"))
+                    .and_then(Value::as_str);
+                if let Some(uri) = first {
+                    match session.read_resource(uri).await {
+                        Ok(r) => eprintln!("read {uri}: {} content item(s)", r.contents.len()),
+                        Err(e) => eprintln!("read {uri}: {e}"),
+                    }
+                }
+            }
+            Err(e) => eprintln!("resources/list: {e}"),
+        }
+    }
+    if caps.prompts.is_some() {
+        match session.request("prompts/list", None, None).await {
+            Ok(raw) => {
+                let list: Value = serde_json::from_str(raw.get()).unwrap_or_default();
+                if let Some(prompt) = list.get("prompts").and_then(|p| p.get(0)) {
+                    let name = prompt.get("name").and_then(Value::as_str).unwrap_or("");
+                    // Required arguments get a placeholder value.
+                    let arguments: serde_json::Map<String, Value> = prompt
+                        .get("arguments")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter(|a| a.get("required").and_then(Value::as_bool) == Some(true))
+                        .filter_map(|a| a.get("name").and_then(Value::as_str))
+                        .map(|n| (n.to_string(), Value::from("example")))
+                        .collect();
+                    let params = serde_json::json!({"name": name, "arguments": arguments});
+                    match session.request("prompts/get", Some(params), None).await {
+                        Ok(_) => eprintln!("got prompt {name}"),
+                        Err(e) => eprintln!("prompts/get {name}: {e}"),
+                    }
+                }
+            }
+            Err(e) => eprintln!("prompts/list: {e}"),
+        }
+    }
 }
 
 /// The one scenario driver: `json-schema-2020-12-preservation` asks the
