@@ -301,6 +301,25 @@ async fn a_4xx_with_a_json_rpc_error_is_the_answer_and_a_plain_one_is_an_error()
         .await
         .unwrap_err();
     assert_eq!(err.http_status(), Some(404));
+
+    // An auth refusal stays an HTTP error even with a JSON-RPC body.
+    let auth = raw_server(|_| {
+        Answer::Full(
+            401,
+            "application/json",
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32001, "message": "no token"}})
+                .to_string(),
+        )
+    })
+    .await;
+    let t = StreamableHttpTransport::connect(&auth.url, HttpOptions::new())
+        .await
+        .unwrap();
+    let err = t
+        .send(&modern_request(1, "server/discover", json!({})))
+        .await
+        .unwrap_err();
+    assert_eq!(err.http_status(), Some(401));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

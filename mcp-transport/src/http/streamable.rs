@@ -44,7 +44,8 @@
 //!   `prompts/get`, `params.uri` of `resources/read`), and `Mcp-Param-{Name}`
 //!   for what [`Transport::send_with`] passes in its [`SendContext`]. Values
 //!   that are not plain header-safe ASCII are sent as `=?base64?…?=`.
-//! * A 4xx whose body is a JSON-RPC error (a modern server explains
+//! * A 4xx (other than 401, 403 and 407, which stay HTTP errors so the
+//!   caller sees the auth problem) whose body is a JSON-RPC error (a modern server explains
 //!   `UnsupportedProtocolVersion`, `HeaderMismatch` and unknown methods that
 //!   way) is the request's answer, with the request's id; any other 4xx
 //!   fails the request. `server/discover` waits for its answer's head like
@@ -422,7 +423,10 @@ impl Inner {
                 Err(e) => return head.fail(self, &id, e).await,
             };
             let status = response.status();
-            if modern && !status.is_success() {
+            // Auth refusals (401, 403, 407) stay HTTP errors whatever their
+            // body says, so callers see the status they must act on.
+            let explained = status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407);
+            if modern && explained {
                 return match status_answer(response, &what).await {
                     Ok((error, mut answer)) => {
                         // The JSON-RPC error explains the status: it is the answer.
