@@ -135,3 +135,79 @@ fn http_servers_from_a_config_are_probed_with_their_headers() {
     assert!(t.contains("X-Api-Key: <redacted>"), "{t}");
     assert!(!t.contains("k3y-from-env"), "{t}");
 }
+
+#[test]
+fn over_http_the_same_commands_work_against_every_era() {
+    for (era, revision) in [
+        ("legacy", "2025-11-25"),
+        ("modern", "2026-07-28"),
+        ("dual", "2026-07-28"),
+    ] {
+        let server = Server::start(&["--era", era]);
+        let out = mcp(&["probe", "--url", &server.url]);
+        let t = text(&out);
+        assert!(out.status.success(), "{era}:\n{t}");
+        assert!(t.contains(&format!("protocol {revision}")), "{era}:\n{t}");
+        let out = mcp(&["tools", "--url", &server.url]);
+        let t = text(&out);
+        assert!(out.status.success() && t.contains("echo"), "{era}:\n{t}");
+        let out = mcp(&[
+            "call",
+            "--url",
+            &server.url,
+            "add",
+            "--args",
+            r#"{"a": 1, "b": 2}"#,
+        ]);
+        let t = text(&out);
+        assert!(out.status.success() && t.contains('3'), "{era}:\n{t}");
+    }
+}
+
+#[test]
+fn modern_http_trace_shows_the_standard_and_mirrored_headers() {
+    let server = Server::start(&["--era", "modern"]);
+    let out = mcp(&[
+        "call",
+        "--url",
+        &server.url,
+        "--trace",
+        "route",
+        "--args",
+        r#"{"region": "eu-west-1", "shard": 7, "query": "SELECT 1"}"#,
+    ]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    for needle in [
+        "MCP-Protocol-Version: 2026-07-28",
+        "Mcp-Method: server/discover",
+        "Mcp-Method: tools/call",
+        "Mcp-Name: route",
+        "Mcp-Param-Region: eu-west-1",
+        "Mcp-Param-Shard: 7",
+    ] {
+        assert!(t.contains(needle), "missing {needle:?}:\n{t}");
+    }
+    assert!(
+        !t.contains("Mcp-Session-Id"),
+        "no session in 2026-07-28:\n{t}"
+    );
+    assert!(!t.contains("DELETE"), "no DELETE in 2026-07-28:\n{t}");
+}
+
+#[test]
+fn over_http_a_tool_with_an_invalid_header_annotation_is_left_out() {
+    let server = Server::start(&["--era", "modern"]);
+    let out = mcp(&["tools", "--url", &server.url]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("route"), "{t}");
+    assert!(t.contains("`bad_header` left out"), "{t}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let listed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(listed.contains(&"route"), "{t}");
+    assert!(!listed.contains(&"bad_header"), "{t}");
+}

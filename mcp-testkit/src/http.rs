@@ -14,6 +14,62 @@
 //!   and answered on the stream. A legacy-only server answers POST `/sse`
 //!   with 405 and anything at `/mcp` with 404, so fallback can be tested.
 //!
+//! A stateful server answers a POST without a session id that is not
+//! `initialize` as the TypeScript SDK does: 400 with
+//! `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`,
+//! so a legacy-era server (the default, [`Era::Legacy`]) refuses a
+//! 2026-07-28 request the way clients falling back expect.
+//!
+//! # 2026-07-28 (modern) streamable HTTP
+//!
+//! With [`ServerOptions::era`] [`Era::Modern`] (every POST) or [`Era::Dual`]
+//! (a request whose `params._meta` names
+//! `io.modelcontextprotocol/protocolVersion`, a `server/discover`, or a
+//! notification without a session id that says it is modern), `/mcp` serves
+//! POSTs statelessly: no `Mcp-Session-Id` is minted or needed (one sent is
+//! ignored), and each request runs on an MCP instance of its own, which ends
+//! with the answer. Multi-round-trip retries (the `ask_name` tool) are new
+//! POSTs carrying the self-contained `requestState`, so this is all they need.
+//! The answer comes as an SSE stream scoped to the request (notifications
+//! such as progress, then the response; no event ids, no resumption) or as
+//! JSON with [`HttpServerOptions::json_response`]. In the modern era GET and
+//! DELETE answer 405; a dual-era server keeps them for its legacy sessions.
+//!
+//! Before a modern request reaches the MCP instance, its headers are checked
+//! against its body as the spec's "Server Validation" says (header names in
+//! any case):
+//!
+//! * `MCP-Protocol-Version` must be present and equal the `_meta` version,
+//!   else 400 + `-32020` (`HeaderMismatch`); a version other than
+//!   2026-07-28 gets 400 + `-32022` with `data: {"supported", "requested"}`
+//!   (a dual-era server lists the legacy versions too);
+//! * `Mcp-Method` must equal `method`; an unknown method then gets 404 +
+//!   `-32601`;
+//! * `Mcp-Name` must equal `params.name` (`tools/call`, `prompts/get`) or
+//!   `params.uri` (`resources/read`), after decoding the Base64 sentinel
+//!   form `=?base64?…?=`;
+//! * for `tools/call`, `Mcp-Param-{Name}` for every argument of the tool
+//!   annotated `x-mcp-header: Name` (reached through `properties` only):
+//!   required when the argument has a non-null value, equal to it after
+//!   decoding (integers numerically, booleans as `true`/`false`), absent
+//!   otherwise.
+//!
+//! A failed check is 400 + `-32020` naming the header (`data: {"header"}`),
+//! with the request's id. An `initialize` to a modern-only server gets 400 +
+//! `-32022` naming the versions it speaks.
+//!
+//! Closing a request's SSE stream (or the connection) before the answer is
+//! its cancellation: the instance and its work are dropped and
+//! [`HttpStats::disconnect_cancels`] counts it. Notification POSTs are
+//! answered 202 and counted in [`HttpStats::modern_notifications`] (a
+//! conforming client sends no `notifications/cancelled` over HTTP). The
+//! modern-only tools are `ask_name`, `route` (arguments `region` and `shard`
+//! mirrored into `Mcp-Param-Region` and `Mcp-Param-Shard`) and `bad_header`
+//! (an invalid annotation: a conforming HTTP client drops it from its
+//! catalog). The `status-500`, `slow-head` and `wrong-content-type`
+//! misbehaviours apply to modern requests too; with `drop-stream`, a
+//! `tools/call` stream ends with no answer.
+//!
 //! ```
 //! use mcp_testkit::http::{HttpServer, HttpServerOptions};
 //!
@@ -21,6 +77,42 @@
 //! let server = HttpServer::start(HttpServerOptions::default()).await.unwrap();
 //! assert!(server.url().starts_with("http://127.0.0.1:"));
 //! assert!(server.url().ends_with("/mcp"));
+//! server.shutdown().await;
+//! # });
+//! ```
+//!
+//! A modern server answers `server/discover` without any session:
+//!
+//! ```
+//! use mcp_testkit::http::{HttpServer, HttpServerOptions};
+//! use mcp_testkit::{Era, ServerOptions};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let mut server = ServerOptions::default();
+//! server.era = Era::Modern;
+//! let options = HttpServerOptions { server, json_response: true, ..HttpServerOptions::default() };
+//! let server = HttpServer::start(options).await.unwrap();
+//!
+//! let body = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{
+//!     "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+//!     "io.modelcontextprotocol/clientInfo":{"name":"doc","version":"1"},
+//!     "io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+//! let request = format!(
+//!     "POST /mcp HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
+//!      Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+//!      MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: server/discover\r\n\
+//!      Content-Length: {}\r\n\r\n{body}",
+//!     server.addr(),
+//!     body.len()
+//! );
+//! let mut tcp = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+//! tcp.write_all(request.as_bytes()).await.unwrap();
+//! let mut response = String::new();
+//! tcp.read_to_string(&mut response).await.unwrap();
+//! assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+//! assert!(!response.to_ascii_lowercase().contains("mcp-session-id"));
+//! assert!(response.contains(r#""supportedVersions":["2026-07-28"]"#), "{response}");
 //! server.shutdown().await;
 //! # });
 //! ```
@@ -37,18 +129,20 @@ use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{self, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use mcp_jsonrpc::{Id, Message};
-use serde_json::Value;
+use mcp_jsonrpc::{Id, Message, codes};
+use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, WriteHalf};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::options::ServerOptions;
+use crate::options::{Era, ServerOptions};
+
+mod modern;
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -197,6 +291,20 @@ pub struct HttpStats {
     pub protocol_versions: Mutex<Vec<String>>,
     /// The `Last-Event-ID` values seen.
     pub last_event_ids: Mutex<Vec<String>>,
+    /// POSTs served the 2026-07-28 way (requests and notifications, refused
+    /// or not).
+    pub modern_posts: AtomicUsize,
+    /// The `MCP-Protocol-Version` and `Mcp-*` headers of each modern POST, in
+    /// order: lower-cased names, raw values.
+    pub modern_headers: Mutex<Vec<Vec<(String, String)>>>,
+    /// Modern requests refused with `400` + `-32020` (`HeaderMismatch`).
+    pub header_rejections: AtomicUsize,
+    /// Notification POSTs in the 2026-07-28 mode. A conforming client sends
+    /// none: it cancels by closing the response stream.
+    pub modern_notifications: AtomicUsize,
+    /// Modern requests whose client closed the response stream (or the
+    /// connection) before the answer; their work was aborted.
+    pub disconnect_cancels: AtomicUsize,
 }
 
 /// A running HTTP test server. Dropping it stops it.
@@ -246,6 +354,19 @@ struct Routes {
     next_stream: u64,
     /// The GET stream (streamable) or the stream of a legacy session.
     standalone: Option<mpsc::UnboundedSender<Bytes>>,
+    /// Events carry no ids (2026-07-28 streams cannot be resumed).
+    no_event_ids: bool,
+}
+
+/// What a [`Session`] serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SessionKind {
+    /// A streamable HTTP session (or the one instance of a stateless server).
+    Streamable,
+    /// A legacy HTTP+SSE session.
+    LegacySse,
+    /// One 2026-07-28 request.
+    Modern,
 }
 
 #[derive(Debug)]
@@ -285,7 +406,8 @@ fn sse_event(id: Option<&str>, event: Option<&str>, data: &[u8]) -> Bytes {
 }
 
 impl Session {
-    fn start(id: String, legacy: bool, options: ServerOptions) -> Arc<Session> {
+    fn start(id: String, kind: SessionKind, options: ServerOptions) -> Arc<Session> {
+        let legacy = kind == SessionKind::LegacySse;
         let (client, server) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server);
         let (client_read, client_write) = tokio::io::split(client);
@@ -307,21 +429,45 @@ impl Session {
                     let text = line.strip_suffix(b"\n").unwrap_or(&line);
                     session.route(Bytes::copy_from_slice(text));
                 }
+                // A modern request's instance ended (a crash, say): end its
+                // stream or JSON wait rather than leave the client hanging.
+                if kind == SessionKind::Modern
+                    && let Some(session) = weak.upgrade()
+                {
+                    let mut routes = lock(&session.routes);
+                    routes.pending.clear();
+                    for stream in routes.streams.values_mut() {
+                        stream.live = None;
+                    }
+                }
             });
             Session {
                 id,
                 legacy,
                 input: tokio::sync::Mutex::new(client_write),
-                routes: Mutex::new(Routes::default()),
+                routes: Mutex::new(Routes {
+                    no_event_ids: kind == SessionKind::Modern,
+                    ..Routes::default()
+                }),
                 posts: AtomicUsize::new(0),
                 tasks: vec![serve.abort_handle(), router.abort_handle()],
             }
         })
     }
 
+    /// Writes one message, as one line, to the MCP server. Line breaks in a
+    /// (pretty-printed) body can only be JSON whitespace: they become spaces.
     async fn write(&self, body: &[u8]) -> io::Result<()> {
+        let line: std::borrow::Cow<'_, [u8]> = if body.contains(&b'\n') || body.contains(&b'\r') {
+            body.iter()
+                .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+                .collect::<Vec<u8>>()
+                .into()
+        } else {
+            body.into()
+        };
         let mut input = self.input.lock().await;
-        input.write_all(body).await?;
+        input.write_all(&line).await?;
         input.write_all(b"\n").await?;
         input.flush().await
     }
@@ -388,8 +534,11 @@ fn emit(routes: &mut Routes, sid: u64, data: &[u8], last: bool) {
         return;
     };
     let n = stream.log.len();
-    let event = sse_event(Some(&format!("{sid}-{n}")), None, data);
-    stream.log.push(event.clone());
+    let id = (!routes.no_event_ids).then(|| format!("{sid}-{n}"));
+    let event = sse_event(id.as_deref(), None, data);
+    if id.is_some() {
+        stream.log.push(event.clone());
+    }
     if let Some(tx) = &stream.live
         && tx.send(event).is_err()
     {
@@ -432,15 +581,70 @@ fn sse_response(rx: mpsc::UnboundedReceiver<Bytes>) -> Response<Body> {
             .await
             .map(|bytes| (Ok::<_, Infallible>(Frame::data(bytes)), rx))
     });
-    let mut response = Response::new(StreamBody::new(stream).boxed());
-    response.headers_mut().insert(
+    sse_headers(Response::new(StreamBody::new(stream).boxed()))
+}
+
+/// An SSE response that owns one modern request's instance: the stream
+/// ending (after the answer) finishes the call; the client dropping it
+/// first cancels the call.
+fn sse_response_for(rx: mpsc::UnboundedReceiver<Bytes>, call: ModernCall) -> Response<Body> {
+    let stream = futures_util::stream::unfold((rx, call), |(mut rx, mut call)| async move {
+        match rx.recv().await {
+            Some(bytes) => Some((Ok::<_, Infallible>(Frame::data(bytes)), (rx, call))),
+            None => {
+                call.finish();
+                None
+            }
+        }
+    });
+    sse_headers(Response::new(StreamBody::new(stream).boxed()))
+}
+
+fn sse_headers(mut response: Response<Body>) -> Response<Body> {
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),
     );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+}
+
+/// One 2026-07-28 request's MCP instance. Dropping it ends the instance
+/// (aborting the request's work); dropping it before the answer went out
+/// counts a [`HttpStats::disconnect_cancels`].
+#[derive(Debug)]
+struct ModernCall {
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+    finished: bool,
+}
+
+impl ModernCall {
+    /// The answer went out (or the instance ended): no cancellation.
+    fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for ModernCall {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.shared
+                .stats
+                .disconnect_cancels
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn rejection_response(rejection: &modern::Rejection, id: Option<&Id>) -> Response<Body> {
+    full(
+        rejection.status,
+        "application/json",
+        rejection.body(id).to_string(),
+    )
 }
 
 fn header_str<'a>(request: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
@@ -451,7 +655,12 @@ impl Shared {
     fn new_session(&self, legacy: bool) -> Arc<Session> {
         let n = self.next_session.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("testkit-session-{n}-{:x}", std::process::id());
-        let session = Session::start(id.clone(), legacy, self.options.server.clone());
+        let kind = if legacy {
+            SessionKind::LegacySse
+        } else {
+            SessionKind::Streamable
+        };
+        let session = Session::start(id.clone(), kind, self.options.server.clone());
         lock(&self.sessions).insert(id, Arc::clone(&session));
         session
     }
@@ -504,11 +713,9 @@ impl Shared {
                 "Not Acceptable: Client must accept both application/json and text/event-stream",
             );
         }
-        let session_header = header_str(&request, "mcp-session-id").map(str::to_owned);
-        let version = header_str(&request, "mcp-protocol-version")
-            .unwrap_or_default()
-            .to_owned();
-        let body = match request.into_body().collect().await {
+        let (parts, body) = request.into_parts();
+        let headers = parts.headers;
+        let body = match body.collect().await {
             Ok(b) => b.to_bytes(),
             Err(_) => return empty(StatusCode::BAD_REQUEST),
         };
@@ -522,13 +729,29 @@ impl Shared {
                 );
             }
         };
+        if modern::is_modern(self.options.server.era, &headers, &message) {
+            return self.modern_post(&headers, body, message).await;
+        }
+        let session_header = headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let version = headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
         let is_init = message.method() == Some("initialize");
         let session = if is_init {
             self.stats.initializes.fetch_add(1, Ordering::Relaxed);
             if self.options.stateless {
                 let mut s = lock(&self.stateless);
                 Arc::clone(s.get_or_insert_with(|| {
-                    Session::start(String::new(), false, self.options.server.clone())
+                    Session::start(
+                        String::new(),
+                        SessionKind::Streamable,
+                        self.options.server.clone(),
+                    )
                 }))
             } else {
                 self.new_session(false)
@@ -639,19 +862,149 @@ impl Shared {
         with_session(sse_response(rx))
     }
 
+    /// A 2026-07-28 POST: no session; the headers are checked against the
+    /// body; a request is served by an MCP instance of its own.
+    async fn modern_post(
+        self: Arc<Self>,
+        headers: &HeaderMap,
+        body: Bytes,
+        message: Message,
+    ) -> Response<Body> {
+        self.stats.modern_posts.fetch_add(1, Ordering::Relaxed);
+        lock(&self.stats.modern_headers).push(modern::recorded_headers(headers));
+        let req = match &message {
+            Message::Request(req) => req,
+            Message::Notification(_) => {
+                self.stats
+                    .modern_notifications
+                    .fetch_add(1, Ordering::Relaxed);
+                return empty(StatusCode::ACCEPTED);
+            }
+            _ => {
+                return json_error(
+                    StatusCode::BAD_REQUEST,
+                    codes::INVALID_REQUEST,
+                    "Bad Request: a 2026-07-28 client sends only requests and notifications",
+                );
+            }
+        };
+        let params = req
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
+            .unwrap_or_default();
+        let era = self.options.server.era;
+        let checked = if req.method == "initialize" {
+            Err(modern::refuse_initialize(era, &params))
+        } else {
+            modern::validate(&self.options.server, headers, &req.method, &params)
+        };
+        if let Err(rejection) = checked {
+            if rejection.code == codes::HEADER_MISMATCH {
+                self.stats.header_rejections.fetch_add(1, Ordering::Relaxed);
+            }
+            return rejection_response(&rejection, Some(&req.id));
+        }
+        let tools_call = req.method == "tools/call";
+        if tools_call && self.options.has(HttpMisbehaviour::Status500) {
+            return full(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain",
+                "Internal Server Error",
+            );
+        }
+        if self.options.has(HttpMisbehaviour::SlowHead) {
+            tokio::time::sleep(Duration::from_millis(self.options.slow_ms)).await;
+        }
+        if tools_call && self.options.has(HttpMisbehaviour::DropStream) {
+            // The stream ends before the answer, and nothing can resume it.
+            let (_, rx) = mpsc::unbounded_channel();
+            return sse_response(rx);
+        }
+        let session = Session::start(
+            String::new(),
+            SessionKind::Modern,
+            self.options.server.clone(),
+        );
+        let mut call = ModernCall {
+            shared: Arc::clone(&self),
+            session,
+            finished: false,
+        };
+        let wrong_type = self.options.has(HttpMisbehaviour::WrongContentType);
+        if self.options.json_response || wrong_type {
+            let (tx, rx) = oneshot::channel();
+            lock(&call.session.routes)
+                .pending
+                .insert(key(&req.id), Target::Json(tx));
+            if call.session.write(&body).await.is_err() {
+                call.finish();
+                return empty(StatusCode::INTERNAL_SERVER_ERROR);
+            }
+            // Dropped here when the client goes away first.
+            let answer = rx.await;
+            call.finish();
+            return match answer {
+                Ok(answer) => full(
+                    StatusCode::OK,
+                    if wrong_type {
+                        "text/plain"
+                    } else {
+                        "application/json"
+                    },
+                    answer,
+                ),
+                Err(_) => empty(StatusCode::INTERNAL_SERVER_ERROR),
+            };
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        {
+            let mut routes = lock(&call.session.routes);
+            routes.next_stream += 1;
+            let sid = routes.next_stream;
+            if let Some(token) = params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .map(Value::to_string)
+            {
+                routes.progress.insert(token, sid);
+            }
+            routes.pending.insert(key(&req.id), Target::Stream(sid));
+            routes.streams.insert(
+                sid,
+                EventStream {
+                    log: Vec::new(),
+                    live: Some(tx),
+                    done: false,
+                },
+            );
+        }
+        if call.session.write(&body).await.is_err() {
+            call.finish();
+            return empty(StatusCode::INTERNAL_SERVER_ERROR);
+        }
+        sse_response_for(rx, call)
+    }
+
     /// The session a streamable request belongs to, or the answer to give instead.
     fn find_session_by(&self, id: Option<&str>) -> Result<Arc<Session>, Box<Response<Body>>> {
         if self.options.stateless {
             let mut s = lock(&self.stateless);
             return Ok(Arc::clone(s.get_or_insert_with(|| {
-                Session::start(String::new(), false, self.options.server.clone())
+                Session::start(
+                    String::new(),
+                    SessionKind::Streamable,
+                    self.options.server.clone(),
+                )
             })));
         }
         let Some(id) = id else {
+            // What the TypeScript SDK answers before `initialize`; a client
+            // probing with a 2026-07-28 request falls back on it.
             return Err(Box::new(json_error(
                 StatusCode::BAD_REQUEST,
                 -32000,
-                "Bad Request: No valid session ID provided",
+                "Bad Request: Server not initialized",
             )));
         };
         match lock(&self.sessions).get(id) {
@@ -661,7 +1014,10 @@ impl Shared {
     }
 
     fn get(&self, request: Request<Incoming>) -> Response<Body> {
-        if self.options.stateless || !self.options.get_stream {
+        if self.options.stateless
+            || !self.options.get_stream
+            || self.options.server.era == Era::Modern
+        {
             return empty(StatusCode::METHOD_NOT_ALLOWED);
         }
         let session = match self.find_session_by(header_str(&request, "mcp-session-id")) {
@@ -699,7 +1055,7 @@ impl Shared {
 
     fn delete(&self, request: &Request<Incoming>) -> Response<Body> {
         self.stats.deletes.fetch_add(1, Ordering::Relaxed);
-        if self.options.stateless {
+        if self.options.stateless || self.options.server.era == Era::Modern {
             return empty(StatusCode::METHOD_NOT_ALLOWED);
         }
         match header_str(request, "mcp-session-id") {

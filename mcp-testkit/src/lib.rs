@@ -1,7 +1,10 @@
 //! Our own MCP server for tests and demos: well-behaved, or broken on purpose.
 //!
 //! `mcp-testkit` is a small MCP server (protocol revisions 2024-11-05 to
-//! 2025-11-25) that speaks newline-delimited JSON-RPC over stdio. Client tests
+//! 2025-11-25, and 2026-07-28 with [`ServerOptions::era`] `Modern` or `Dual`)
+//! that speaks newline-delimited JSON-RPC over stdio, and over HTTP with the
+//! [`http`] module (streamable HTTP, sessions or the stateless 2026-07-28
+//! form with header validation, and legacy HTTP+SSE). Client tests
 //! run it as a child process (the `mcp-testkit` binary, or a program that calls
 //! [`run`] / [`serve_stdio`]) or in-process over any `AsyncRead`/`AsyncWrite`
 //! pair with [`serve`].
@@ -22,6 +25,12 @@
 //! | `progress` | `steps`, `intervalMs?` | `notifications/progress` per step when the call has a progress token |
 //! | `get_env` | `name` | the variable's value, or `isError: true` when unset |
 //! | `bad_output` | — | `structuredContent` that violates its own `outputSchema` |
+//! | `ask_name` (2026-07-28 only) | — | an `input_required` result asking for a name (elicitation), then `hello NAME` on the retry |
+//! | `route` (2026-07-28 only) | `query`, `region?`, `shard?` | where the query would run; `region` and `shard` carry `x-mcp-header` (`Mcp-Param-Region`, `Mcp-Param-Shard` over HTTP) |
+//! | `bad_header` (2026-07-28 only) | `weight?` | an invalid `x-mcp-header` (on a `number`): a conforming HTTP client drops the tool |
+//!
+//! So a legacy client sees the 8 tools of [`TOOL_NAMES`], a modern one the
+//! 11 of [`MODERN_TOOL_NAMES`] (10 after an HTTP client drops `bad_header`).
 //!
 //! Arguments that break a tool's input schema (missing, wrong type, out of
 //! range) and unknown tools get `-32602` with `data: {"field", "reason"}`;
@@ -85,7 +94,7 @@ pub use server::{
     BOGUS_PROTOCOL_VERSION, EXIT_IMMEDIATELY_MESSAGE, LATEST_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION, SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS,
 };
-pub use tools::TOOL_NAMES;
+pub use tools::{MODERN_TOOL_NAMES, TOOL_NAMES};
 
 /// Serves MCP over any reader and writer until the reader ends.
 ///
@@ -161,8 +170,8 @@ pub async fn run(args: impl IntoIterator<Item = String>) -> ExitCode {
 
 /// `--http ADDR [--legacy-sse|--both] [--stateless] [--json-response]
 /// [--no-get-stream] [--http-misbehave NAME] [--require-header 'K: V']` plus
-/// the usual server options: serves HTTP until interrupted, printing the
-/// URL to stderr.
+/// the usual server options (`--era modern|dual` for 2026-07-28 streamable
+/// HTTP): serves HTTP until interrupted, printing the URL to stderr.
 #[cfg(feature = "http")]
 async fn run_http(args: Vec<String>) -> ExitCode {
     let fail = |e: String| {

@@ -304,7 +304,23 @@ Options:
                           2026-07-28 only (server/discover, _meta, multi-round-trip), or both
   -h, --help              show this help and exit
 
-Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output.
+HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
+  --http ADDR             listen on ADDR (IP:PORT, e.g. 127.0.0.1:0) for streamable HTTP at /mcp
+  --legacy-sse            serve the 2024-11-05 HTTP+SSE transport (/sse, /messages) instead
+  --both                  serve streamable HTTP and HTTP+SSE
+  --stateless             no sessions (no Mcp-Session-Id; GET and DELETE answer 405)
+  --json-response         answer requests with application/json instead of SSE
+  --no-get-stream         GET /mcp answers 405
+  --http-misbehave NAME   drop-stream, expire-session, expire-session-400, status-500,
+                          wrong-content-type or slow-head (repeatable)
+  --require-header 'K: V' answer 401 unless every request carries this header
+  With --era modern, /mcp speaks 2026-07-28: every POST is stateless, its MCP-Protocol-Version,
+  Mcp-Method, Mcp-Name and Mcp-Param-* headers are checked against the body (400 -32020),
+  GET and DELETE answer 405. With --era dual, requests with 2026-07-28 _meta are served that
+  way and initialize starts a legacy session.
+
+Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output;
+2026-07-28 clients also get ask_name, route and bad_header.
 ";
 
 fn number<T: FromStr>(flag: &'static str, value: String) -> Result<T, ArgsError> {

@@ -29,7 +29,7 @@ pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 /// The modern revision the server speaks with `--era modern|dual`.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 /// The `_meta` key a modern request names its version with.
-const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// The `requestState` the `ask_name` tool hands out and expects back.
 const ASK_NAME_STATE: &str = "ask-name:v1";
 /// The version [`Misbehaviour::UnsupportedVersion`] answers with.
@@ -51,6 +51,39 @@ const LOG_LEVELS: &[&str] = &[
     "alert",
     "emergency",
 ];
+
+/// The versions a server of this era names in `supportedVersions` and in
+/// `-32022` errors, newest first.
+pub(crate) fn supported_versions(era: Era) -> Vec<&'static str> {
+    let mut supported = vec![MODERN_PROTOCOL_VERSION];
+    if era == Era::Dual {
+        supported.extend(SUPPORTED_PROTOCOL_VERSIONS.iter().rev());
+    }
+    supported
+}
+
+/// The message and `data` of the `-32022` error refusing `requested`.
+pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String, Value) {
+    let supported = supported_versions(era);
+    (
+        format!(
+            "Unsupported protocol version (this server speaks {})",
+            supported.join(", ")
+        ),
+        json!({"supported": supported, "requested": requested}),
+    )
+}
+
+/// Whether a modern (2026-07-28) request for `method` is served, rather than
+/// answered `-32601`. Keep in step with `Server::handle_request`.
+#[cfg(feature = "http")]
+pub(crate) fn modern_method_known(options: &ServerOptions, method: &str) -> bool {
+    match method {
+        "server/discover" | "logging/setLevel" => true,
+        "tools/list" | "tools/call" => !options.has(Misbehaviour::NoToolsCapability),
+        _ => false,
+    }
+}
 
 /// Where the server runs: as its own process (exits are real) or inside a caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -482,19 +515,9 @@ impl Server {
             // Every modern request names its version; `initialize` to a
             // modern-only server lands here too, and the error names what the
             // server does speak.
-            let mut supported = vec![MODERN_PROTOCOL_VERSION];
-            if era == Era::Dual {
-                supported.extend(SUPPORTED_PROTOCOL_VERSIONS.iter().rev());
-            }
-            let mut error = ErrorObject::new(
-                codes::UNSUPPORTED_PROTOCOL_VERSION,
-                format!(
-                    "Unsupported protocol version (this server speaks {})",
-                    supported.join(", ")
-                ),
-            );
-            error.data =
-                mcp_jsonrpc::to_raw(&json!({"supported": supported, "requested": requested})).ok();
+            let (message, data) = unsupported_version(era, requested.as_deref());
+            let mut error = ErrorObject::new(codes::UNSUPPORTED_PROTOCOL_VERSION, message);
+            error.data = mcp_jsonrpc::to_raw(&data).ok();
             self.outbox
                 .send_response(
                     Some(id.clone()),
@@ -508,6 +531,10 @@ impl Server {
             "ping" if modern => Err(ProtocolError::method_not_found(
                 &method,
                 " (2026-07-28 has no ping)",
+            )),
+            "initialize" if modern => Err(ProtocolError::method_not_found(
+                &method,
+                " (2026-07-28 has no initialize handshake; send requests with _meta)",
             )),
             "initialize" => {
                 if let Some(log) = &self.options().instance_log
@@ -644,10 +671,7 @@ impl Server {
 
     /// The `server/discover` result.
     fn discover(&self, era: Era) -> Value {
-        let mut supported = vec![MODERN_PROTOCOL_VERSION];
-        if era == Era::Dual {
-            supported.extend(SUPPORTED_PROTOCOL_VERSIONS.iter().rev());
-        }
+        let supported = supported_versions(era);
         let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
             json!({})
         } else {
@@ -728,6 +752,7 @@ impl Server {
             workspace: self.workspace.clone(),
             outbox: self.outbox.clone(),
             progress_token,
+            modern,
         };
         let options = &self.shared.options;
         let late = options
@@ -899,6 +924,55 @@ mod tests {
                 assert_eq!(line.len() - 1, len + 1);
                 let value: Value = serde_json::from_slice(&line).unwrap();
                 assert_eq!(value["method"], "notifications/message");
+            }
+        }
+    }
+
+    /// The HTTP layer answers 404 for the methods `modern_method_known`
+    /// refuses: it must agree with what the server itself serves.
+    #[cfg(feature = "http")]
+    #[tokio::test]
+    async fn modern_method_known_agrees_with_the_dispatch() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        for misbehaviours in [vec![], vec![Misbehaviour::NoToolsCapability]] {
+            for era in [Era::Modern, Era::Dual] {
+                let options = ServerOptions {
+                    era,
+                    misbehaviours: misbehaviours.clone(),
+                    ..ServerOptions::default()
+                };
+                let (client, server) = tokio::io::duplex(1 << 16);
+                let (r, w) = tokio::io::split(server);
+                let task = tokio::spawn(serve_on(options.clone(), r, w, Host::InMemory));
+                let (r, mut w) = tokio::io::split(client);
+                let mut lines = BufReader::new(r).lines();
+                for method in [
+                    "server/discover",
+                    "logging/setLevel",
+                    "tools/list",
+                    "tools/call",
+                    "ping",
+                    "initialize",
+                    "resources/list",
+                    "prompts/get",
+                    "completion/complete",
+                ] {
+                    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method,
+                        "params": {"_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION}}});
+                    w.write_all(format!("{request}\n").as_bytes())
+                        .await
+                        .unwrap();
+                    let answer: Value =
+                        serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+                    let not_found = answer["error"]["code"] == codes::METHOD_NOT_FOUND;
+                    assert_eq!(
+                        modern_method_known(&options, method),
+                        !not_found,
+                        "{era:?} {method}: {answer}"
+                    );
+                }
+                w.shutdown().await.unwrap();
+                task.await.unwrap().unwrap();
             }
         }
     }

@@ -21,6 +21,28 @@ pub const TOOL_NAMES: &[&str] = &[
     "bad_output",
 ];
 
+/// The names of the tools a modern (2026-07-28) client sees, in `tools/list`
+/// order: [`TOOL_NAMES`] plus `ask_name` (a multi-round-trip call), `route`
+/// (arguments mirrored into `Mcp-Param-Region` and `Mcp-Param-Shard` headers
+/// over HTTP) and `bad_header` (an invalid `x-mcp-header` annotation, which a
+/// conforming HTTP client drops from its catalog).
+pub const MODERN_TOOL_NAMES: &[&str] = &[
+    "echo",
+    "add",
+    "read_file",
+    "slow",
+    "fail",
+    "progress",
+    "get_env",
+    "bad_output",
+    "ask_name",
+    "route",
+    "bad_header",
+];
+
+/// The largest JSON-safe integer (2^53 - 1), the most `route`'s `shard` takes.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
 /// The largest `maxBytes` `read_file` accepts: 8 MiB, well inside a 16 MiB frame.
 const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 /// `read_file`'s default `maxBytes`: 1 MiB.
@@ -41,9 +63,9 @@ fn read_only() -> Value {
     })
 }
 
-/// The `tools/list` entries, in order.
-/// The tools a modern (2026-07-28) client sees: the others plus `ask_name`,
-/// which shows multi-round-trip results.
+/// The tools a modern (2026-07-28) client sees ([`MODERN_TOOL_NAMES`]): the
+/// others plus `ask_name` (multi-round-trip results), `route` (`x-mcp-header`
+/// annotations) and `bad_header` (an invalid annotation).
 pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     let mut all = DEFINITIONS.clone();
     all.push(json!({
@@ -51,12 +73,43 @@ pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
         "title": "Ask name",
         "description": "Asks for your name (an elicitation input request), then greets you.",
         "inputSchema": {"type": "object", "properties": {}},
-        "annotations": {"readOnlyHint": true, "destructiveHint": false,
-            "idempotentHint": true, "openWorldHint": false},
+        "annotations": read_only(),
+    }));
+    all.push(json!({
+        "name": "route",
+        "title": "Route",
+        "description": "Says where a query would run. Over HTTP, `region` and `shard` are \
+            mirrored into the Mcp-Param-Region and Mcp-Param-Shard headers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region",
+                           "description": "The region to run in."},
+                "shard": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER,
+                          "x-mcp-header": "Shard", "description": "The shard to run on."},
+                "query": {"type": "string", "description": "The query."}
+            },
+            "required": ["query"]
+        },
+        "annotations": read_only(),
+    }));
+    all.push(json!({
+        "name": "bad_header",
+        "title": "Bad header",
+        "description": "Has an invalid x-mcp-header annotation (on a `number` property): \
+            a conforming HTTP client leaves this tool out of its catalog.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "weight": {"type": "number", "x-mcp-header": "Weight"}
+            }
+        },
+        "annotations": read_only(),
     }));
     all
 });
 
+/// The `tools/list` entries a legacy client sees, in order ([`TOOL_NAMES`]).
 pub(crate) static DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
     vec![
         json!({
@@ -186,6 +239,8 @@ pub(crate) struct CallContext {
     pub(crate) outbox: Outbox,
     /// The request's `_meta.progressToken`, when it has one.
     pub(crate) progress_token: Option<Value>,
+    /// Whether the call is a 2026-07-28 one (the modern-only tools exist).
+    pub(crate) modern: bool,
 }
 
 fn text_result(text: impl Into<String>) -> Value {
@@ -298,6 +353,19 @@ pub(crate) async fn call(
         }
         "progress" => progress(&args, &ctx).await,
         "get_env" => Ok(get_env(args.string("name")?)),
+        "route" if ctx.modern => {
+            let query = args.string("query")?;
+            let region = args.opt_string("region")?.unwrap_or("any");
+            let shard = args
+                .opt_integer("shard", MAX_SAFE_INTEGER)?
+                .map_or_else(|| "any".to_owned(), |n| n.to_string());
+            Ok(text_result(format!(
+                "routed query {query:?} to region {region}, shard {shard}"
+            )))
+        }
+        "bad_header" if ctx.modern => Ok(text_result(
+            "bad_header ran: a conforming HTTP client should have dropped this tool",
+        )),
         "bad_output" => Ok(json!({
             "content": [{"type": "text", "text": "{\"count\":\"three\"}"}],
             "structuredContent": {"count": "three"}
@@ -439,6 +507,12 @@ mod tests {
         for d in DEFINITIONS.iter() {
             assert_eq!(d["inputSchema"]["type"], "object", "{d}");
         }
+        let modern: Vec<&str> = MODERN_DEFINITIONS
+            .iter()
+            .map(|d| d["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(modern, MODERN_TOOL_NAMES);
+        assert_eq!(modern.get(..TOOL_NAMES.len()), Some(TOOL_NAMES));
     }
 
     #[test]

@@ -191,15 +191,13 @@ fn ok(id: &Value, result: Value) -> Answer {
 }
 
 async fn next_message(t: &dyn Transport) -> Message {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(5), t.recv())
-            .await
-            .expect("an answer within 5 s")
-            .unwrap()
-        {
-            Received::Message(m) => return m,
-            other => panic!("not a message: {other:?}"),
-        }
+    match tokio::time::timeout(Duration::from_secs(5), t.recv())
+        .await
+        .expect("an answer within 5 s")
+        .unwrap()
+    {
+        Received::Message(m) => m,
+        other => panic!("not a message: {other:?}"),
     }
 }
 
