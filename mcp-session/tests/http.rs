@@ -1,0 +1,144 @@
+//! A session over streamable HTTP against the testkit's servers, in every
+//! era: the revision picked, the headers mirrored, multi-round-trip results,
+//! and cancellation by closing the response stream.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcp_session::{
+    CallOptions, DefaultsElicitationHandler, ProtocolVersion, Session, SessionConfig, SessionError,
+};
+use mcp_testkit::Era;
+use mcp_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
+use serde_json::json;
+
+async fn server(era: Era) -> HttpServer {
+    let mut options = HttpServerOptions::default();
+    options.server.era = era;
+    HttpServer::start(options).await.unwrap()
+}
+
+async fn connect(server: &HttpServer) -> Session {
+    let transport = StreamableHttpTransport::connect(&server.url(), HttpOptions::new())
+        .await
+        .unwrap();
+    let config = SessionConfig {
+        handler: Some(std::sync::Arc::new(DefaultsElicitationHandler::new())),
+        ..SessionConfig::default()
+    };
+    Session::connect(transport, config).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_mode_picks_each_servers_revision_over_http() {
+    for (era, revision) in [
+        (Era::Legacy, ProtocolVersion::V2025_11_25),
+        (Era::Modern, ProtocolVersion::V2026_07_28),
+        (Era::Dual, ProtocolVersion::V2026_07_28),
+    ] {
+        let server = server(era).await;
+        let session = connect(&server).await;
+        assert_eq!(session.protocol_version(), revision, "{era:?}");
+        let r = session
+            .call_tool("add", json!({"a": 2, "b": 3}))
+            .await
+            .unwrap();
+        assert!(r.text().contains('5'), "{era:?}: {}", r.text());
+        session.close().await;
+        let stats = server.stats();
+        if revision.is_modern() {
+            assert_eq!(stats.initializes.load(Ordering::SeqCst), 0, "{era:?}");
+            assert!(stats.modern_posts.load(Ordering::SeqCst) >= 3, "{era:?}");
+            assert_eq!(stats.deletes.load(Ordering::SeqCst), 0, "{era:?}");
+            assert_eq!(stats.get_streams.load(Ordering::SeqCst), 0, "{era:?}");
+        } else {
+            // One refused probe, then the handshake.
+            assert_eq!(stats.initializes.load(Ordering::SeqCst), 1, "{era:?}");
+        }
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotated_arguments_reach_the_server_as_headers_and_it_accepts_them() {
+    let server = server(Era::Modern).await;
+    let session = connect(&server).await;
+    let catalog = session.list_tools().await.unwrap();
+    assert!(catalog.get("route").is_some());
+    assert!(
+        catalog.get("bad_header").is_none(),
+        "invalid annotation dropped"
+    );
+    let r = session
+        .call_tool(
+            "route",
+            json!({"region": "Zürich", "shard": 3, "query": "SELECT 1"}),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{}", r.text());
+    let stats = server.stats();
+    assert_eq!(stats.header_rejections.load(Ordering::SeqCst), 0);
+    let seen = stats.modern_headers.lock().unwrap().clone();
+    let call = seen
+        .iter()
+        .find(|h| h.iter().any(|(k, v)| k == "mcp-name" && v == "route"))
+        .expect("the tools/call POST");
+    let header = |name: &str| {
+        call.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(header("mcp-param-region"), Some("=?base64?WsO8cmljaA==?="));
+    assert_eq!(header("mcp-param-shard"), Some("3"));
+    assert_eq!(header("mcp-method"), Some("tools/call"));
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_round_trip_results_work_over_http() {
+    let server = server(Era::Modern).await;
+    let session = connect(&server).await;
+    let r = session.call_tool("ask_name", json!({})).await.unwrap();
+    // The defaults handler accepts with the schema's default.
+    assert_eq!(r.text(), "hello octocat");
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_call_closes_its_stream_and_posts_no_cancellation() {
+    let server = server(Era::Modern).await;
+    let session = connect(&server).await;
+    let options = CallOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..CallOptions::default()
+    };
+    let err = session
+        .call_tool_with("slow", json!({"ms": 60_000}), options)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SessionError::Timeout { .. }), "{err}");
+    let stats = server.stats();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while stats.disconnect_cancels.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server never saw the stream close"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(stats.disconnect_cancels.load(Ordering::SeqCst), 1);
+    assert_eq!(stats.modern_notifications.load(Ordering::SeqCst), 0);
+    // The session goes on.
+    let r = session
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert!(r.text().contains('2'));
+    session.close().await;
+    server.shutdown().await;
+}
