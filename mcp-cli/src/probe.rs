@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_session::types::{CallToolResult, Content, InitializeResult};
-use mcp_session::{Session, SessionError, ToolCatalog};
+use mcp_session::{ProtocolMode, Session, SessionError, ToolCatalog};
 use mcp_transport::http::{SseTransport, StreamableHttpTransport, auto};
 use mcp_transport::stdio::StdioTransport;
 use mcp_transport::{Transport, TransportError};
@@ -521,12 +521,11 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
     } else {
         ("initialize", (Status::Pass, "notification sent"))
     };
-    report.step(
-        first,
-        Status::Pass,
-        Some(t0.elapsed()),
-        describe_init(session.server(), negotiated.as_str()),
-    );
+    let mut detail = describe_init(session.server(), negotiated.as_str());
+    if !negotiated.is_modern() && target.session.mode == ProtocolMode::Auto {
+        detail.push_str(" · 2026-07-28 probe declined, fell back to the handshake");
+    }
+    report.step(first, Status::Pass, Some(t0.elapsed()), detail);
     report.server = serde_json::to_value(session.server()).ok();
     report.step("initialized", initialized.0, None, initialized.1.into());
 

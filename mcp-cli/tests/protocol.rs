@@ -35,6 +35,11 @@ fn auto_picks_the_right_revision_for_each_kind_of_server() {
         assert!(t.contains(&format!("protocol {revision}")), "{era}:\n{t}");
         assert!(t.contains(first_step), "{era}:\n{t}");
         assert!(t.contains("✓ tools/call"), "{era}:\n{t}");
+        assert_eq!(
+            t.contains("probe declined, fell back to the handshake"),
+            era == "legacy",
+            "{era}:\n{t}"
+        );
     }
 }
 
