@@ -142,3 +142,38 @@ async fn a_timed_out_call_closes_its_stream_and_posts_no_cancellation() {
     session.close().await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_over_http_is_acknowledged_and_dropping_it_closes_its_stream() {
+    use mcp_session::subscriptions::ListenFilter;
+    let server = server(Era::Modern).await;
+    let session = connect(&server).await;
+    let subscription = session
+        .listen(
+            ListenFilter::new()
+                .tools_list_changed()
+                .resource("file:///x"),
+        )
+        .await
+        .unwrap();
+    // The testkit can only promise tool list changes.
+    assert_eq!(
+        subscription.acknowledged(),
+        &ListenFilter::new().tools_list_changed()
+    );
+    let stats = server.stats();
+    assert_eq!(stats.disconnect_cancels.load(Ordering::SeqCst), 0);
+    drop(subscription);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while stats.disconnect_cancels.load(Ordering::SeqCst) == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the server never saw the subscription's stream close"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(stats.modern_notifications.load(Ordering::SeqCst), 0);
+    assert_eq!(session.in_flight(), 0);
+    session.close().await;
+    server.shutdown().await;
+}

@@ -79,7 +79,7 @@ pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String,
 #[cfg(feature = "http")]
 pub(crate) fn modern_method_known(options: &ServerOptions, method: &str) -> bool {
     match method {
-        "server/discover" | "logging/setLevel" => true,
+        "server/discover" | "logging/setLevel" | "subscriptions/listen" => true,
         "tools/list" | "tools/call" => !options.has(Misbehaviour::NoToolsCapability),
         _ => false,
     }
@@ -570,6 +570,10 @@ impl Server {
                     }
                     r
                 }),
+            "subscriptions/listen" if modern => {
+                self.listen(id, params.unwrap_or_default()).await;
+                return Ok(());
+            }
             "tools/call" => {
                 if self.options().has(Misbehaviour::CrashMidCall) {
                     return Err(self.crash());
@@ -738,6 +742,36 @@ impl Server {
             );
         }
         Ok(Value::Object(result))
+    }
+
+    /// `subscriptions/listen`: acknowledges what this server can send (tool
+    /// list changes; its tools never change, so nothing follows) and keeps
+    /// the request open until the client cancels it (on HTTP: closes the
+    /// stream) or the server stops.
+    async fn listen(&mut self, id: Id, params: Map<String, Value>) {
+        let asked = params.get("notifications");
+        let mut granted = Map::new();
+        if asked.and_then(|n| n.get("toolsListChanged")) == Some(&Value::Bool(true)) {
+            granted.insert("toolsListChanged".into(), Value::Bool(true));
+        }
+        let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
+        self.outbox
+            .notify(
+                "notifications/subscriptions/acknowledged",
+                json!({
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": subscription},
+                    "notifications": granted,
+                }),
+            )
+            .await;
+        self.log(&format!("subscription {id} open"));
+        let mut table = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.next_task += 1;
+        let handle = self.tasks.spawn(std::future::pending());
+        table.insert(id, (self.next_task, handle));
     }
 
     fn spawn_call(&mut self, id: Id, call: Call, modern: bool) {
