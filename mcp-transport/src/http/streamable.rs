@@ -1,58 +1,4 @@
-//! The streamable HTTP transport (protocol revisions 2025-03-26 and later).
-//!
-//! How it behaves, in the spec's terms:
-//!
-//! * Every message is a POST to the MCP endpoint with `Accept:
-//!   application/json, text/event-stream`. Requests go out concurrently over
-//!   the pooled keep-alive connections: one slow answer holds up nothing else.
-//! * `send` of a request returns once the server accepted it (the answer's
-//!   head arrived) or after [`HttpOptions::accept_wait`], whichever comes
-//!   first; `initialize` waits for its head (up to the request timeout) so an
-//!   error status comes back from `send` itself. The answer (JSON, or an SSE
-//!   stream that may carry requests and notifications first) arrives through
-//!   `recv`. A failure after `send` returned arrives as an error response to
-//!   that request (code -32603, message starting `HTTP transport:`), so no
-//!   request waits forever.
-//! * The `Mcp-Session-Id` of the initialize answer is sent on every later
-//!   request. The negotiated protocol version is read from the initialize
-//!   result as it passes through, and sent as `MCP-Protocol-Version` from
-//!   then on ([`StreamableHttpTransport::set_protocol_version`] overrides it).
-//! * After `notifications/initialized`, a GET stream is opened for
-//!   server-initiated messages (405 means the server offers none).
-//! * A dropped SSE stream whose events had ids is resumed with a GET carrying
-//!   `Last-Event-ID`, after the server's `retry` delay (or
-//!   [`HttpOptions::default_retry`]), up to [`HttpOptions::max_reconnects`]
-//!   times. A stream that ends without the answer and cannot be resumed gives
-//!   that request an error response.
-//! * A 404 to a request carrying a session id (or a 400 whose body speaks of
-//!   the session, as the TypeScript SDK's servers answer) means the session
-//!   expired: the transport replays the `initialize` request and the
-//!   `notifications/initialized` it saw (their answers are not handed to the
-//!   caller), then sends the failed message again on the new session, once.
-//!   Concurrent requests that hit the expiry wait for that one
-//!   re-initialization and retry too. If it fails, the message fails with the error.
-//! * `close` ends every stream and sends `DELETE` with the session id
-//!   (bounded by [`HttpOptions::close_timeout`]; 405 is fine).
-//!
-//! Requests of protocol revision 2026-07-28 (their `_meta` names
-//! `io.modelcontextprotocol/protocolVersion`) follow that revision instead:
-//!
-//! * No session id, no GET stream, no `DELETE`, no resumption: a stream that
-//!   ends before its answer gives that request an error response.
-//! * The request metadata headers: `MCP-Protocol-Version` (the `_meta`
-//!   value), `Mcp-Method`, `Mcp-Name` (`params.name` of `tools/call` and
-//!   `prompts/get`, `params.uri` of `resources/read`), and `Mcp-Param-{Name}`
-//!   for what [`Transport::send_with`] passes in its [`SendContext`]. Values
-//!   that are not plain header-safe ASCII are sent as `=?base64?…?=`.
-//! * A 4xx (other than 401, 403 and 407, which stay HTTP errors so the
-//!   caller sees the auth problem) whose body is a JSON-RPC error (a modern server explains
-//!   `UnsupportedProtocolVersion`, `HeaderMismatch` and unknown methods that
-//!   way) is the request's answer, with the request's id; any other 4xx
-//!   fails the request. `server/discover` waits for its answer's head like
-//!   `initialize`, so a plain 400/404/405 comes back from `send` itself and
-//!   the session can fall back to `initialize`.
-//! * `notifications/cancelled` for a request in flight is not posted: the
-//!   request's response stream is closed instead, which is the cancellation.
+//! The streamable HTTP transport; see [`StreamableHttpTransport`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,7 +30,63 @@ const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// server to end the stream before dropping it.
 const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 
-/// A streamable HTTP connection to one MCP endpoint. See the [module docs](self).
+/// A streamable HTTP connection to one MCP endpoint.
+///
+/// The streamable HTTP transport (protocol revisions 2025-03-26 and later).
+///
+/// How it behaves, in the spec's terms:
+///
+/// * Every message is a POST to the MCP endpoint with `Accept:
+///   application/json, text/event-stream`. Requests go out concurrently over
+///   the pooled keep-alive connections: one slow answer holds up nothing else.
+/// * `send` of a request returns once the server accepted it (the answer's
+///   head arrived) or after [`HttpOptions::accept_wait`], whichever comes
+///   first; `initialize` waits for its head (up to the request timeout) so an
+///   error status comes back from `send` itself. The answer (JSON, or an SSE
+///   stream that may carry requests and notifications first) arrives through
+///   `recv`. A failure after `send` returned arrives as an error response to
+///   that request (code -32603, message starting `HTTP transport:`), so no
+///   request waits forever.
+/// * The `Mcp-Session-Id` of the initialize answer is sent on every later
+///   request. The negotiated protocol version is read from the initialize
+///   result as it passes through, and sent as `MCP-Protocol-Version` from
+///   then on ([`StreamableHttpTransport::set_protocol_version`] overrides it).
+/// * After `notifications/initialized`, a GET stream is opened for
+///   server-initiated messages (405 means the server offers none).
+/// * A dropped SSE stream whose events had ids is resumed with a GET carrying
+///   `Last-Event-ID`, after the server's `retry` delay (or
+///   [`HttpOptions::default_retry`]), up to [`HttpOptions::max_reconnects`]
+///   times. A stream that ends without the answer and cannot be resumed gives
+///   that request an error response.
+/// * A 404 to a request carrying a session id (or a 400 whose body speaks of
+///   the session, as the TypeScript SDK's servers answer) means the session
+///   expired: the transport replays the `initialize` request and the
+///   `notifications/initialized` it saw (their answers are not handed to the
+///   caller), then sends the failed message again on the new session, once.
+///   Concurrent requests that hit the expiry wait for that one
+///   re-initialization and retry too. If it fails, the message fails with the error.
+/// * `close` ends every stream and sends `DELETE` with the session id
+///   (bounded by [`HttpOptions::close_timeout`]; 405 is fine).
+///
+/// Requests of protocol revision 2026-07-28 (their `_meta` names
+/// `io.modelcontextprotocol/protocolVersion`) follow that revision instead:
+///
+/// * No session id, no GET stream, no `DELETE`, no resumption: a stream that
+///   ends before its answer gives that request an error response.
+/// * The request metadata headers: `MCP-Protocol-Version` (the `_meta`
+///   value), `Mcp-Method`, `Mcp-Name` (`params.name` of `tools/call` and
+///   `prompts/get`, `params.uri` of `resources/read`), and `Mcp-Param-{Name}`
+///   for what [`Transport::send_with`] passes in its [`SendContext`]. Values
+///   that are not plain header-safe ASCII are sent as `=?base64?…?=`.
+/// * A 4xx (other than 401, 403 and 407, which stay HTTP errors so the
+///   caller sees the auth problem) whose body is a JSON-RPC error (a modern server explains
+///   `UnsupportedProtocolVersion`, `HeaderMismatch` and unknown methods that
+///   way) is the request's answer, with the request's id; any other 4xx
+///   fails the request. `server/discover` waits for its answer's head like
+///   `initialize`, so a plain 400/404/405 comes back from `send` itself and
+///   the session can fall back to `initialize`.
+/// * `notifications/cancelled` for a request in flight is not posted: the
+///   request's response stream is closed instead, which is the cancellation.
 pub struct StreamableHttpTransport {
     inner: Arc<Inner>,
     rx: Mutex<mpsc::Receiver<Received>>,
