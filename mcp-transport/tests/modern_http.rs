@@ -1,5 +1,6 @@
 //! Streamable HTTP for protocol revision 2026-07-28, against a hand-written
 //! HTTP/1.1 server on 127.0.0.1 that records every request it sees.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::sync::{Arc, Mutex};
