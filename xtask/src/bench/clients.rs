@@ -66,6 +66,11 @@ impl Ours {
 }
 
 impl Ours {
+    /// The protocol revision the session negotiated.
+    pub(super) fn protocol(&self) -> mcp_session::ProtocolVersion {
+        self.session.protocol_version()
+    }
+
     /// Closes the session and its server.
     pub(super) async fn close(self) {
         self.session.close().await;

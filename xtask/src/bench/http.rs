@@ -42,7 +42,18 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
     let server_threads: usize = args.option("server-threads", 1)?;
     let flavor: String = args.option("runtime", "multi".to_owned())?;
     let only: String = args.option("only", String::new())?;
+    let era: String = args.option("era", "legacy".to_owned())?;
     args.finish()?;
+    let era = match era.as_str() {
+        "legacy" => mcp_testkit::Era::Legacy,
+        "dual" => mcp_testkit::Era::Dual,
+        other => {
+            return Err(format!(
+                "--era: unknown `{other}` (known: legacy, dual; dual lets ours speak 2026-07-28 \
+                 while rmcp and the floor use the handshake)"
+            ));
+        }
+    };
     let clients = match only.as_str() {
         "" => [true; 3],
         "ours" => [true, false, false],
@@ -93,13 +104,12 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
         _ => "tokio current-thread".to_owned(),
     };
 
-    let server = ServerThread::start(
-        HttpServerOptions {
-            json_response,
-            ..HttpServerOptions::default()
-        },
-        server_threads,
-    )?;
+    let mut options = HttpServerOptions {
+        json_response,
+        ..HttpServerOptions::default()
+    };
+    options.server.era = era;
+    let server = ServerThread::start(options, server_threads)?;
     let server_runtime = match server_threads {
         1 => "tokio current-thread".to_owned(),
         k => format!("tokio multi-thread ({k} workers)"),
@@ -113,9 +123,17 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
     let result = bench(&runtime, &url, &run);
     server.stop();
     let results = result?;
-    let mode = match json_response {
-        true => "stateful, application/json answers",
-        false => "stateful, SSE answers",
+    let mode = match (json_response, era) {
+        (true, mcp_testkit::Era::Dual) => {
+            "dual era: sessions for the handshake, stateless 2026-07-28 with a fresh server \
+             instance per request; application/json answers"
+        }
+        (false, mcp_testkit::Era::Dual) => {
+            "dual era: sessions for the handshake, stateless 2026-07-28 with a fresh server \
+             instance per request; SSE answers"
+        }
+        (true, _) => "stateful, application/json answers",
+        (false, _) => "stateful, SSE answers",
     };
     print_table(
         &format!(
@@ -134,6 +152,11 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
     println!("  floor: hyper::client::conn::http1 connections, one per caller, POSTing a request");
     println!("    formatted in place and parsing each body with serde_json::from_slice::<Value>;");
     println!("    no GET stream, no schema, no id table.");
+    if era == mcp_testkit::Era::Dual {
+        println!("  --era dual: ours speaks 2026-07-28 (no session, headers mirrored; the testkit");
+        println!("    serves each such request with a fresh server instance), rmcp and the floor");
+        println!("    the handshake with a session: the ratios compare different server work too.");
+    }
     println!("  8 in flight: 8 tasks each calling in a loop; ours and rmcp share one client,");
     println!("    the floor has one connection per task.");
     Ok(())
@@ -209,6 +232,9 @@ fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Res
         true => Some(rt.block_on(Floor::connect(url))?),
         false => None,
     };
+    if let Some(ours) = &ours {
+        println!("ours negotiated protocol {}", ours.protocol());
+    }
     let one_run = |c: usize, mode: Mode, calls: usize| -> Result<Vec<Duration>, String> {
         match (c, mode, &ours, &rmcp, &floor) {
             (0, Mode::Sequential, Some(ours), _, _) => rt.block_on(ours.sequential(calls)),
