@@ -478,21 +478,60 @@ fn describe_result(r: &CallToolResult, full: bool) -> String {
     printable(&parts.join(" "))
 }
 
-async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &SampleCall) -> Report {
-    let trace = trace_options(show, style);
-    let mut report = Report {
-        target: target.label.clone(),
-        ..Report::default()
-    };
-    let Some(probed) = start(target, trace, &mut report).await else {
-        return report;
-    };
+/// Starts the target and connects. A stdio server that exits during the
+/// 2026-07-28 probe (some legacy servers exit when the first request is not
+/// `initialize`) is started once more and gets the handshake straight away.
+/// `None` when the target did not start (the report says why).
+async fn start_and_connect(
+    target: &Target,
+    trace: TraceOptions,
+    report: &mut Report,
+) -> Option<(Probed, Result<Session, SessionError>, Instant)> {
+    let probed = start(target, trace, report).await?;
     let t0 = Instant::now();
     let connected = Session::connect_shared(
         Arc::clone(&probed.traced) as Arc<dyn Transport>,
         target.session.clone(),
     )
     .await;
+    match connected {
+        Err(e)
+            if e.is_closed()
+                && target.session.mode == ProtocolMode::Auto
+                && matches!(target.connect, Connect::Stdio(_)) =>
+        {
+            report.step(
+                "probe",
+                Status::Warn,
+                Some(t0.elapsed()),
+                format!(
+                    "the server exited on the 2026-07-28 probe ({e}); starting it again for \
+                     the initialize handshake (--protocol legacy skips the probe)"
+                ),
+            );
+            probed.transport.close().await;
+            let probed = start(target, trace, report).await?;
+            let t0 = Instant::now();
+            let mut legacy = target.session.clone();
+            legacy.mode = ProtocolMode::Legacy;
+            let connected =
+                Session::connect_shared(Arc::clone(&probed.traced) as Arc<dyn Transport>, legacy)
+                    .await;
+            Some((probed, connected, t0))
+        }
+        other => Some((probed, other, t0)),
+    }
+}
+
+async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &SampleCall) -> Report {
+    let trace = trace_options(show, style);
+    let mut report = Report {
+        target: target.label.clone(),
+        ..Report::default()
+    };
+    let Some((probed, connected, t0)) = start_and_connect(target, trace, &mut report).await else {
+        return report;
+    };
     let session = match connected {
         Ok(s) => s,
         Err(e) => {
@@ -727,15 +766,11 @@ async fn connect_one(
         report.print(style);
         ExitCode::FAILURE
     };
-    let Some(probed) = start(&target, trace_options(show, style), &mut report).await else {
+    let trace = trace_options(show, style);
+    let Some((probed, connected, _)) = start_and_connect(&target, trace, &mut report).await else {
         return Err(failed(report));
     };
-    match Session::connect_shared(
-        Arc::clone(&probed.traced) as Arc<dyn Transport>,
-        target.session.clone(),
-    )
-    .await
-    {
+    match connected {
         Ok(s) => Ok((s, probed)),
         Err(e) => {
             report.step("initialize", Status::Fail, None, e.to_string());

@@ -176,3 +176,26 @@ fn tools_and_call_with_a_config_go_through_the_runtime() {
         "{t}"
     );
 }
+
+#[test]
+fn a_server_that_exits_on_the_probe_is_started_again_for_the_handshake() {
+    let strict = format!("{MCP} demo-server --misbehave strict-initialize");
+    let (out, t) = mcp(&["probe", "--stdio", &strict]);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("exited on the 2026-07-28 probe"), "{t}");
+    assert!(t.contains("protocol 2025-11-25"), "{t}");
+    assert!(t.contains("✓ tools/call"), "{t}");
+    let (out, t) = mcp(&[
+        "call",
+        "--stdio",
+        &strict,
+        "add",
+        "--args",
+        r#"{"a": 1, "b": 2}"#,
+    ]);
+    assert!(out.status.success() && t.contains('3'), "{t}");
+    // Pinned to the handshake, there is no probe to survive.
+    let (out, t) = mcp(&["probe", "--protocol", "legacy", "--stdio", &strict]);
+    assert!(out.status.success(), "{t}");
+    assert!(!t.contains("exited on the 2026-07-28 probe"), "{t}");
+}

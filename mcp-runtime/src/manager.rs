@@ -810,7 +810,45 @@ impl RuntimeManager {
             Ok(Err(e)) => return Err((StartupStep::Connect, e.to_string(), Vec::new())),
             Ok(Ok(t)) => t,
         };
-        let session = match Session::connect_shared(Arc::clone(&transport), config).await {
+        let mut transport = transport;
+        let mut connected = Session::connect_shared(Arc::clone(&transport), config.clone()).await;
+        if let Err(e) = &connected
+            && probing
+            && remembered.is_none()
+            && e.is_closed()
+        {
+            // Some legacy servers exit when the first request is not
+            // `initialize`: the probe's "no reply" on a transport that is
+            // gone. One more process, with the handshake straight away.
+            tracing::info!(server = %server.name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake");
+            transport.detach_stderr();
+            transport.close().await;
+            match tokio::time::timeout(
+                server.handshake_timeout,
+                self.inner.connector.connect(server),
+            )
+            .await
+            {
+                Ok(Ok(again)) => {
+                    transport = again;
+                    let mut legacy = config;
+                    legacy.mode = ProtocolMode::Legacy;
+                    connected = Session::connect_shared(Arc::clone(&transport), legacy).await;
+                }
+                Ok(Err(e)) => return Err((StartupStep::Connect, e.to_string(), Vec::new())),
+                Err(_) => {
+                    return Err((
+                        StartupStep::Connect,
+                        format!(
+                            "the transport did not open again within {} (the handshake timeout)",
+                            describe_duration(server.handshake_timeout)
+                        ),
+                        Vec::new(),
+                    ));
+                }
+            }
+        }
+        let session = match connected {
             Ok(s) => {
                 if probing {
                     self.inner

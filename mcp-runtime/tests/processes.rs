@@ -31,10 +31,14 @@ fn main() -> ExitCode {
             .unwrap();
         return rt.block_on(mcp_testkit::run(args));
     }
-    let tests: [Test; 3] = [
+    let tests: [Test; 4] = [
         (
             "reuse_and_rebuild_are_visible_in_process_starts",
             reuse_and_rebuild,
+        ),
+        (
+            "a_server_that_exits_on_the_probe_is_restarted_with_the_handshake",
+            exits_on_probe,
         ),
         ("concurrent_requests_start_each_server_once", single_flight),
         ("no_child_remains_after_dispose_all", no_child_remains),
@@ -147,6 +151,39 @@ fn reuse_and_rebuild(dir: &Path) {
         assert_eq!((counts(&a).0, counts(&a).1), (1, 1));
         assert_eq!((counts(&b).0, counts(&b).1), (2, 2));
         assert!(lease.catalog().get("b__add").is_some());
+        drop(lease);
+        m.dispose_all().await;
+    });
+}
+
+fn exits_on_probe(dir: &Path) {
+    let (a, _) = logs(dir);
+    runtime().block_on(async {
+        let m = RuntimeManager::new(RuntimeOptions::default());
+        let cfg = config(json!({"a": server(&a, &["--misbehave", "strict-initialize"])}));
+        // The default mode probes with server/discover; this server exits on
+        // it, so the runtime starts it again with the handshake.
+        let lease = m.acquire("s1", &cfg).await.unwrap();
+        assert!(
+            lease.catalog().failures().is_empty(),
+            "{:?}",
+            lease.catalog().failures()
+        );
+        assert_eq!(
+            lease.catalog().connected()[0].protocol.as_str(),
+            "2025-11-25"
+        );
+        let r = lease
+            .call_tool("a__add", json!({"a": 2, "b": 2}))
+            .await
+            .unwrap();
+        assert!(r.text().contains('4'));
+        assert_eq!((counts(&a).0, counts(&a).1), (2, 1));
+        drop(lease);
+        // Another agent session: the era is remembered, no second probe.
+        let lease = m.acquire("s2", &cfg).await.unwrap();
+        assert!(lease.catalog().failures().is_empty());
+        assert_eq!((counts(&a).0, counts(&a).1), (3, 2));
         drop(lease);
         m.dispose_all().await;
     });

@@ -61,6 +61,10 @@ pub enum Misbehaviour {
     /// `require-initialized`: `tools/list` returns an empty list until the
     /// `notifications/initialized` notification has arrived.
     RequireInitialized,
+    /// `strict-initialize`: when the first request is not `initialize` (a
+    /// 2026-07-28 `server/discover` probe, say), writes a protocol error to
+    /// stderr and exits with code 1, as some strict legacy servers do.
+    StrictInitialize,
 }
 
 impl Misbehaviour {
@@ -80,6 +84,7 @@ impl Misbehaviour {
         Misbehaviour::IgnoreStdinClose,
         Misbehaviour::NoToolsCapability,
         Misbehaviour::RequireInitialized,
+        Misbehaviour::StrictInitialize,
     ];
 
     /// The name used on the command line.
@@ -99,6 +104,7 @@ impl Misbehaviour {
             Misbehaviour::IgnoreStdinClose => "ignore-stdin-close",
             Misbehaviour::NoToolsCapability => "no-tools-capability",
             Misbehaviour::RequireInitialized => "require-initialized",
+            Misbehaviour::StrictInitialize => "strict-initialize",
         }
     }
 
@@ -140,6 +146,9 @@ impl Misbehaviour {
             }
             Misbehaviour::RequireInitialized => {
                 "tools/list is empty until notifications/initialized arrives"
+            }
+            Misbehaviour::StrictInitialize => {
+                "exits with code 1 when the first request is not initialize (a discover probe)"
             }
         }
     }

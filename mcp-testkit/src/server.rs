@@ -252,6 +252,8 @@ struct Server {
     outbox: Outbox,
     workspace: PathBuf,
     initialized: AtomicBool,
+    /// An `initialize` request arrived (for `strict-initialize`).
+    handshake_seen: bool,
     in_flight: InFlight,
     tasks: JoinSet<()>,
     next_task: u64,
@@ -323,6 +325,7 @@ where
         shared,
         workspace,
         initialized: AtomicBool::new(false),
+        handshake_seen: false,
         in_flight: Arc::default(),
         tasks: JoinSet::new(),
         next_task: 0,
@@ -497,6 +500,11 @@ impl Server {
                 _ => Err(ProtocolError::invalid_field("params", "expected an object")),
             },
         };
+        if method == "initialize" {
+            self.handshake_seen = true;
+        } else if !self.handshake_seen && self.options().has(Misbehaviour::StrictInitialize) {
+            return Err(self.strict_exit(&method));
+        }
         let no_tools = self.options().has(Misbehaviour::NoToolsCapability);
         let era = self.options().era;
         let requested: Option<String> = params
@@ -590,6 +598,21 @@ impl Server {
         };
         self.outbox.respond(id, result).await;
         Ok(())
+    }
+
+    /// `strict-initialize`: a request before `initialize` ends the server.
+    fn strict_exit(&self, method: &str) -> io::Error {
+        let message = format!(
+            "protocol error: expected initialize as the first request, got {method} \
+             (misbehaviour strict-initialize)"
+        );
+        match self.host {
+            Host::Process => {
+                stderr_line(&message);
+                std::process::exit(1);
+            }
+            Host::InMemory => io::Error::other(message),
+        }
     }
 
     fn crash(&self) -> io::Error {
