@@ -505,8 +505,9 @@ async fn start_and_connect(
                 Status::Warn,
                 Some(t0.elapsed()),
                 format!(
-                    "the server exited on the 2026-07-28 probe ({e}); starting it again for \
-                     the initialize handshake (--protocol legacy skips the probe)"
+                    "the server exited during the 2026-07-28 probe ({e}); started again for \
+                     the initialize handshake, in case it is a legacy server that refuses any \
+                     other first request (--protocol legacy skips the probe)"
                 ),
             );
             probed.transport.close().await;

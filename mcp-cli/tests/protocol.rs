@@ -182,7 +182,7 @@ fn a_server_that_exits_on_the_probe_is_started_again_for_the_handshake() {
     let strict = format!("{MCP} demo-server --misbehave strict-initialize");
     let (out, t) = mcp(&["probe", "--stdio", &strict]);
     assert!(out.status.success(), "{t}");
-    assert!(t.contains("exited on the 2026-07-28 probe"), "{t}");
+    assert!(t.contains("exited during the 2026-07-28 probe"), "{t}");
     assert!(t.contains("protocol 2025-11-25"), "{t}");
     assert!(t.contains("✓ tools/call"), "{t}");
     let (out, t) = mcp(&[
@@ -197,5 +197,5 @@ fn a_server_that_exits_on_the_probe_is_started_again_for_the_handshake() {
     // Pinned to the handshake, there is no probe to survive.
     let (out, t) = mcp(&["probe", "--protocol", "legacy", "--stdio", &strict]);
     assert!(out.status.success(), "{t}");
-    assert!(!t.contains("exited on the 2026-07-28 probe"), "{t}");
+    assert!(!t.contains("exited during the 2026-07-28 probe"), "{t}");
 }

@@ -820,7 +820,7 @@ impl RuntimeManager {
             // Some legacy servers exit when the first request is not
             // `initialize`: the probe's "no reply" on a transport that is
             // gone. One more process, with the handshake straight away.
-            tracing::info!(server = %server.name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake");
+            tracing::info!(server = %server.name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake, in case it refuses any other first request");
             transport.detach_stderr();
             transport.close().await;
             match tokio::time::timeout(
