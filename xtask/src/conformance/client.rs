@@ -4,7 +4,7 @@
 //! It is an agent with nothing particular to do, built from the library:
 //! connect over HTTP (streamable HTTP, falling back to HTTP+SSE) with
 //! `mcp-session`, list the tools (every page), call each one with arguments
-//! drawn from its input schema ([`fill`](super::fill)) while following its
+//! drawn from its input schema (the `fill` module) while following its
 //! progress, list resources and prompts and read the first of each, answer elicitation with the requested schema's defaults
 //! ([`DefaultsElicitationHandler`]), and close. The scenario's name
 //! (`MCP_CONFORMANCE_SCENARIO`) is logged and, for one scenario only, picks
