@@ -767,6 +767,30 @@ impl RuntimeManager {
         (runtime, replaced)
     }
 
+    /// Opens a server's transport (starts its process), within its handshake timeout.
+    async fn open(
+        &self,
+        server: &ResolvedServer,
+    ) -> Result<Arc<dyn mcp_transport::Transport>, (StartupStep, String, Vec<String>)> {
+        match tokio::time::timeout(
+            server.handshake_timeout,
+            self.inner.connector.connect(server),
+        )
+        .await
+        {
+            Err(_) => Err((
+                StartupStep::Connect,
+                format!(
+                    "the transport did not open within {} (the handshake timeout)",
+                    describe_duration(server.handshake_timeout)
+                ),
+                Vec::new(),
+            )),
+            Ok(Err(e)) => Err((StartupStep::Connect, e.to_string(), Vec::new())),
+            Ok(Ok(t)) => Ok(t),
+        }
+    }
+
     /// Starts one server: transport, handshake, tools/list.
     async fn start(
         &self,
@@ -791,26 +815,7 @@ impl RuntimeManager {
             // The probe already told us what this server speaks.
             let _ = config.pin_protocol(version.as_str());
         }
-        let transport = match tokio::time::timeout(
-            server.handshake_timeout,
-            self.inner.connector.connect(server),
-        )
-        .await
-        {
-            Err(_) => {
-                return Err((
-                    StartupStep::Connect,
-                    format!(
-                        "the transport did not open within {} (the handshake timeout)",
-                        describe_duration(server.handshake_timeout)
-                    ),
-                    Vec::new(),
-                ));
-            }
-            Ok(Err(e)) => return Err((StartupStep::Connect, e.to_string(), Vec::new())),
-            Ok(Ok(t)) => t,
-        };
-        let mut transport = transport;
+        let mut transport = self.open(server).await?;
         let mut connected = Session::connect_shared(Arc::clone(&transport), config.clone()).await;
         if let Err(e) = &connected
             && probing
@@ -823,30 +828,10 @@ impl RuntimeManager {
             tracing::info!(server = %server.name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake, in case it refuses any other first request");
             transport.detach_stderr();
             transport.close().await;
-            match tokio::time::timeout(
-                server.handshake_timeout,
-                self.inner.connector.connect(server),
-            )
-            .await
-            {
-                Ok(Ok(again)) => {
-                    transport = again;
-                    let mut legacy = config;
-                    legacy.mode = ProtocolMode::Legacy;
-                    connected = Session::connect_shared(Arc::clone(&transport), legacy).await;
-                }
-                Ok(Err(e)) => return Err((StartupStep::Connect, e.to_string(), Vec::new())),
-                Err(_) => {
-                    return Err((
-                        StartupStep::Connect,
-                        format!(
-                            "the transport did not open again within {} (the handshake timeout)",
-                            describe_duration(server.handshake_timeout)
-                        ),
-                        Vec::new(),
-                    ));
-                }
-            }
+            transport = self.open(server).await?;
+            let mut legacy = config;
+            legacy.mode = ProtocolMode::Legacy;
+            connected = Session::connect_shared(Arc::clone(&transport), legacy).await;
         }
         let session = match connected {
             Ok(s) => {

@@ -34,6 +34,7 @@ use crate::tools::{Checked, ToolCatalog};
 use crate::types::{
     CallToolResult, CancelledParams, ClientCapabilities, Implementation, InitializeParams,
     InitializeResult, ListToolsResult, LoggingMessageParams, ProgressParams, ReadResourceResult,
+    Tool,
 };
 use crate::version::{ProtocolMode, ProtocolVersion};
 
@@ -433,12 +434,15 @@ fn on_notification(shared: &Shared, n: Notification) {
                 .ok()
         })
     };
-    // Notifications of a `subscriptions/listen` stream name their subscription.
-    let subscription = if shared.subscribers.is_empty() {
+    // Notifications of a `subscriptions/listen` stream name their
+    // subscription; the params parsed to find it are used once more below.
+    let mut parsed = if shared.subscribers.is_empty() {
         None
     } else {
-        subscription_id(parse("notification").as_ref())
+        parse("notification")
     };
+    let subscription = subscription_id(parsed.as_ref());
+    let mut parse = |what: &str| parsed.take().or_else(|| parse(what));
     if let Some(id) = &subscription
         && n.method == "notifications/subscriptions/acknowledged"
     {
@@ -866,6 +870,25 @@ impl Inner {
     }
 }
 
+/// Leaves out the tools whose `x-mcp-header` annotations are invalid, as
+/// the 2026-07-28 spec requires over HTTP; says why for each.
+fn drop_invalid_header_tools(server: &str, tools: &mut Vec<Tool>) -> Vec<String> {
+    let mut diagnostics = Vec::new();
+    tools.retain(|tool| match headers::annotations(&tool.input_schema) {
+        Ok(_) => true,
+        Err(why) => {
+            tracing::warn!(server, tool = %tool.name, "tool left out: {why}");
+            diagnostics.push(format!(
+                "tool `{}` left out: {why} (the 2026-07-28 spec excludes tools with invalid \
+                 x-mcp-header annotations)",
+                tool.name
+            ));
+            false
+        }
+    });
+    diagnostics
+}
+
 /// Whether an error answer to `resources/read` of `uri` says the resource
 /// does not exist: -32002 (before 2026-07-28), or -32602 naming the URI in
 /// its data or saying "not found" (an invalid-params error about something
@@ -1063,7 +1086,7 @@ impl Session {
             .params(method, &json!({ "notifications": filter }))?;
         let id = self.inner.next_id();
         let subscribers = Arc::clone(&self.inner.shared.subscribers);
-        let mut events = subscribers.insert(id.clone());
+        let events = subscribers.insert(id.clone());
         let inner = Arc::clone(&self.inner);
         let request_id = id.clone();
         let task = tokio::spawn(async move {
@@ -1082,10 +1105,11 @@ impl Session {
                 .map(drop);
             inner.shared.subscribers.end(&request_id, outcome);
         });
+        // Built first: dropping it on a failure below cancels the request.
         let mut subscription = Subscription {
             id,
             acknowledged: ListenFilter::default(),
-            events: mpsc::unbounded_channel().1,
+            events,
             task,
             subscribers,
             ended: false,
@@ -1093,7 +1117,7 @@ impl Session {
         let timeout = self.inner.config.request_timeout;
         let acknowledged = tokio::time::timeout(timeout, async {
             loop {
-                match events.recv().await {
+                match subscription.events.recv().await {
                     Some(SubscriptionEvent::Acknowledged(filter)) => return Ok(filter),
                     // The spec puts the acknowledgment first; tolerate one late.
                     Some(SubscriptionEvent::Notification(_)) => continue,
@@ -1113,10 +1137,8 @@ impl Session {
         match acknowledged {
             Ok(Ok(filter)) => {
                 subscription.acknowledged = filter;
-                subscription.events = events;
                 Ok(subscription)
             }
-            // Dropping the subscription cancels the request.
             Ok(Err(e)) => Err(e),
             Err(_) => Err(SessionError::Timeout {
                 method: format!("{method} (waiting for its acknowledgment)"),
@@ -1197,21 +1219,11 @@ impl Session {
             tools.extend(page.tools);
             match page.next_cursor {
                 None => {
-                    let mut diagnostics = Vec::new();
-                    if self.inner.mirrors_headers() {
-                        tools.retain(|tool| match headers::annotations(&tool.input_schema) {
-                            Ok(_) => true,
-                            Err(why) => {
-                                tracing::warn!(server = %self.inner.config.server_name, tool = %tool.name, "tool left out: {why}");
-                                diagnostics.push(format!(
-                                    "tool `{}` left out: {why} (the 2026-07-28 spec excludes \
-                                     tools with invalid x-mcp-header annotations)",
-                                    tool.name
-                                ));
-                                false
-                            }
-                        });
-                    }
+                    let diagnostics = if self.inner.mirrors_headers() {
+                        drop_invalid_header_tools(&self.inner.config.server_name, &mut tools)
+                    } else {
+                        Vec::new()
+                    };
                     return Ok((ToolCatalog::new(tools, diagnostics), ttl));
                 }
                 Some(next) => {

@@ -117,9 +117,8 @@ impl Subscribers {
         self.map().is_empty()
     }
 
-    /// Routes a notification by its subscription id: the acknowledgment
-    /// (`Some(filter)`) or another notification. `false` when no open
-    /// subscription has that id.
+    /// Hands an event to the subscription with this id. `false` when no open
+    /// subscription has it.
     pub(crate) fn route(&self, id: &Id, event: SubscriptionEvent) -> bool {
         match self.map().get(id) {
             Some(tx) => tx.send(event).is_ok(),

@@ -51,6 +51,18 @@ struct RawServer {
     disconnected: Arc<Notify>,
 }
 
+impl RawServer {
+    /// The HTTP method of each request seen, in order.
+    fn http_methods(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|s| s.method.clone())
+            .collect()
+    }
+}
+
 async fn raw_server(handler: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> RawServer {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -252,13 +264,7 @@ async fn modern_requests_mirror_their_metadata_into_headers_without_a_session() 
     t.close().await;
     // No DELETE (there is no session) and no GET stream.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let methods: Vec<String> = server
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.method.clone())
-        .collect();
+    let methods = server.http_methods();
     assert_eq!(methods, ["POST", "POST", "POST"]);
 }
 
@@ -384,12 +390,6 @@ async fn a_dropped_modern_stream_is_not_resumed() {
         "{}",
         e.error.message
     );
-    let methods: Vec<String> = server
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.method.clone())
-        .collect();
+    let methods = server.http_methods();
     assert_eq!(methods, ["POST"], "no GET with Last-Event-ID");
 }

@@ -402,7 +402,6 @@ impl Inner {
         mirrored: Option<HeaderMap>,
         head: &mut Head,
     ) {
-        let id = id.clone();
         let what = self.what(&Method::POST);
         let mut renewed = false;
         let modern = mirrored.is_some();
@@ -418,11 +417,11 @@ impl Inner {
                     .build(Method::POST, &self.url, headers, Some(body.clone()))
                 {
                     Ok(r) => r,
-                    Err(e) => return head.fail(self, &id, e).await,
+                    Err(e) => return head.fail(self, id, e).await,
                 };
             let response = match self.client.send(request).await {
                 Ok(r) => r,
-                Err(e) => return head.fail(self, &id, e).await,
+                Err(e) => return head.fail(self, id, e).await,
             };
             let status = response.status();
             // Auth refusals (401, 403, 407) stay HTTP errors whatever their
@@ -437,7 +436,7 @@ impl Inner {
                         head.ok();
                         self.deliver(Received::Message(Message::from(answer))).await;
                     }
-                    Err(error) => head.fail(self, &id, error).await,
+                    Err(error) => head.fail(self, id, error).await,
                 };
             }
             if !status.is_success() {
@@ -446,10 +445,10 @@ impl Inner {
                     renewed = true;
                     match self.renew(generation, error.http_status()).await {
                         Ok(()) => continue,
-                        Err(e) => return head.fail(self, &id, e).await,
+                        Err(e) => return head.fail(self, id, e).await,
                     }
                 }
-                return head.fail(self, &id, error).await;
+                return head.fail(self, id, error).await;
             }
             if is_init {
                 self.take_session(&response);
@@ -462,7 +461,7 @@ impl Inner {
                                   2026-07-28 the answer must come on the request's own response"
                             .into(),
                     };
-                    return head.fail(self, &id, error).await;
+                    return head.fail(self, id, error).await;
                 }
                 // The answer will come on another stream (the GET stream).
                 head.ok();
@@ -479,17 +478,17 @@ impl Inner {
                             payload_to_received(&bytes, &mut items);
                             for item in items {
                                 if let (true, Received::Message(m)) = (is_init, &item) {
-                                    self.note_version(m, &id);
+                                    self.note_version(m, id);
                                 }
                                 self.deliver(item).await;
                             }
                         }
-                        Err(e) => self.deliver_error(&id, &e).await,
+                        Err(e) => self.deliver_error(id, &e).await,
                     }
                 }
                 "text/event-stream" => {
                     head.ok();
-                    self.read_request_stream(response.into_body(), &id, is_init, modern)
+                    self.read_request_stream(response.into_body(), id, is_init, modern)
                         .await;
                 }
                 other => {
@@ -500,7 +499,7 @@ impl Inner {
                              application/json or text/event-stream"
                         ),
                     };
-                    head.fail(self, &id, error).await;
+                    head.fail(self, id, error).await;
                 }
             }
             return;
