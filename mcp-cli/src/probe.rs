@@ -167,6 +167,19 @@ struct Probed {
 }
 
 impl Probed {
+    /// The server's last stderr lines (stdio only).
+    fn stderr_tail(&self) -> Vec<String> {
+        self.transport
+            .process()
+            .map(|p| p.stderr_tail())
+            .unwrap_or_default()
+    }
+
+    /// How the server process ended, once it has (stdio only).
+    fn exit_info(&self) -> Option<mcp_transport::ExitInfo> {
+        self.transport.process().and_then(|p| p.exit_info())
+    }
+
     fn noise(&self) -> (u64, Vec<String>) {
         self.traced
             .noise
@@ -342,7 +355,7 @@ fn describe_init(init: &InitializeResult, version: &str) -> String {
 /// Explains a failed handshake in the seed's troubleshooting terms.
 fn handshake_diagnosis(e: &SessionError, probed: &Probed, report: &mut Report) {
     let (noise, examples) = probed.noise();
-    let exit = probed.transport.exit_info();
+    let exit = probed.exit_info();
     if let Some(d) = e.transport_error().and_then(http_diagnosis) {
         report.diagnosis.push(d);
         return;
@@ -371,7 +384,7 @@ fn handshake_diagnosis(e: &SessionError, probed: &Probed, report: &mut Report) {
             "the server speaks only the initialize handshake (2025-11-25 or older); probe it with --protocol auto or legacy".into(),
         ),
         SessionError::Protocol { error, .. }
-            if error.code == mcp_jsonrpc::codes::UNSUPPORTED_PROTOCOL_VERSION =>
+            if error.code == mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION =>
         {
             report.diagnosis.push(format!(
                 "the server does not speak the offered protocol version: {}; try --protocol auto, which probes with server/discover (2026-07-28) and falls back to the handshake",
@@ -544,7 +557,7 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
             );
             handshake_diagnosis(&e, &probed, &mut report);
             probed.transport.close().await;
-            report.stderr_tail = probed.transport.stderr_tail();
+            report.stderr_tail = probed.stderr_tail();
             return report;
         }
     };
@@ -691,12 +704,11 @@ async fn finish(mut report: Report, session: &Session, probed: &Probed) -> Repor
     let t0 = Instant::now();
     session.close().await;
     let how = probed
-        .transport
         .exit_info()
         .map(|x| format!("server ended ({x})"))
         .unwrap_or_else(|| "closed".into());
     report.step("close", Status::Pass, Some(t0.elapsed()), how);
-    report.stderr_tail = probed.transport.stderr_tail();
+    report.stderr_tail = probed.stderr_tail();
     report
 }
 
@@ -777,7 +789,7 @@ async fn connect_one(
             report.step("initialize", Status::Fail, None, e.to_string());
             handshake_diagnosis(&e, &probed, &mut report);
             probed.transport.close().await;
-            report.stderr_tail = probed.transport.stderr_tail();
+            report.stderr_tail = probed.stderr_tail();
             Err(failed(report))
         }
     }
@@ -914,7 +926,7 @@ pub(crate) async fn call(
             if let Some(d) = call_diagnosis(&e) {
                 eprintln!("  • {d}");
             }
-            let tail = probed.transport.stderr_tail();
+            let tail = probed.stderr_tail();
             if e.is_closed() && !tail.is_empty() {
                 eprintln!("  server stderr (last lines):");
                 for l in tail {

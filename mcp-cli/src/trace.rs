@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Message;
 use mcp_transport::{
-    BoxFuture, ExitInfo, Received, SendContext, Transport, TransportError, TransportKind,
+    BoxFuture, Received, SendContext, ServerProcess, Transport, TransportError, TransportKind,
 };
 
 use crate::output::{Style, printable, summarize};
@@ -70,11 +70,6 @@ impl Traced {
 }
 
 impl Transport for Traced {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
-        self.show("→", message);
-        self.inner.send(message)
-    }
-
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
@@ -101,6 +96,12 @@ impl Transport for Traced {
                     self.options
                         .line(&format!("{mark} not a JSON-RPC message: {text}"));
                 }
+                Received::Failed(failure) => {
+                    let mark = self.options.style.warn("!");
+                    let text = printable(&failure.error.to_string());
+                    self.options
+                        .line(&format!("{mark} request {} failed: {text}", failure.id));
+                }
                 _ => {}
             }
             Ok(item)
@@ -115,15 +116,7 @@ impl Transport for Traced {
         self.inner.kind()
     }
 
-    fn stderr_tail(&self) -> Vec<String> {
-        self.inner.stderr_tail()
-    }
-
-    fn exit_info(&self) -> Option<ExitInfo> {
-        self.inner.exit_info()
-    }
-
-    fn detach_stderr(&self) {
-        self.inner.detach_stderr()
+    fn process(&self) -> Option<&dyn ServerProcess> {
+        self.inner.process()
     }
 }

@@ -79,10 +79,8 @@ pub use formats::{
     FOLDER_CANDIDATES, Loaded, Options, check_path, check_str, load_path, locate, parse_str,
 };
 pub use model::{
-    AgentDefaults, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
-    DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS, DeclaredTransport, Format, HttpKind, McpConfig,
-    PROTOCOL_VERSION_PINS, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
-    TransportConfig, UnknownFormatName, redact_url,
+    AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, ResolvedConfig, ResolvedServer,
+    ServerConfig, ToolFilter, TransportConfig, UnknownFormatName, redact_url,
 };
 pub use resolve::{EnvLookup, process_env, resolve, show_lines};
 pub use secret::Secret;

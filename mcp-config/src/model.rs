@@ -8,26 +8,6 @@ use std::time::Duration;
 
 use crate::{Fingerprint, Secret};
 
-/// Default bound on every request to a server (`requestTimeoutMs`).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// Default bound on the handshake (`handshakeTimeoutMs`).
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default of `supportsParallelToolCalls`: JSON-RPC multiplexes requests by id,
-/// so concurrent calls are safe for the protocol; a server whose tools share
-/// state opts out with `false`.
-pub const DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS: bool = true;
-/// Protocol versions a server record may pin (`protocolVersion`).
-pub const PROTOCOL_VERSION_PINS: &[&str] = &[
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-    "legacy",
-    "modern",
-    "auto",
-];
-
 /// The file formats read. All map to one model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -182,7 +162,8 @@ pub struct ServerConfig {
     pub include_tools: Option<Vec<String>>,
     /// `excludeTools` / `disabled_tools`.
     pub exclude_tools: Vec<String>,
-    /// `protocolVersion`: one of [`PROTOCOL_VERSION_PINS`].
+    /// `protocolVersion`: a [`ProtocolPin`](mcp_protocol::ProtocolPin)
+    /// (`legacy`, `modern`, `auto` or a revision).
     pub protocol_version: Option<String>,
 }
 

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use crate::expand::{self, ExpandError};
 use crate::fingerprint::secret_digest;
+use mcp_protocol::defaults;
+
 use crate::model::{
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS,
     DeclaredTransport, HttpKind, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
     TransportConfig, redact_url,
 };
@@ -226,14 +227,14 @@ impl Resolver<'_> {
             request_timeout: s
                 .request_timeout
                 .or(config.agent.request_timeout)
-                .unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+                .unwrap_or(defaults::REQUEST_TIMEOUT),
             handshake_timeout: s
                 .handshake_timeout
                 .or(config.agent.handshake_timeout)
-                .unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT),
+                .unwrap_or(defaults::HANDSHAKE_TIMEOUT),
             supports_parallel_tool_calls: s
                 .supports_parallel_tool_calls
-                .unwrap_or(DEFAULT_SUPPORTS_PARALLEL_TOOL_CALLS),
+                .unwrap_or(defaults::SUPPORTS_PARALLEL_TOOL_CALLS),
             tools: ToolFilter {
                 include: s
                     .include_tools

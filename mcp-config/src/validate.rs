@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::expand;
-use crate::model::{AgentDefaults, DeclaredTransport, PROTOCOL_VERSION_PINS, ServerConfig};
+use mcp_protocol::ProtocolPin;
+
+use crate::model::{AgentDefaults, DeclaredTransport, ServerConfig};
 use crate::{Format, Secret};
 
 /// How bad a problem is.
@@ -748,7 +750,7 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
             Field::Exclude => s.exclude_tools = ck.string_list(path, v, false).unwrap_or_default(),
             Field::ProtocolVersion => {
                 if let Some(pv) = ck.string(path.clone(), v) {
-                    if PROTOCOL_VERSION_PINS.contains(&pv) {
+                    if pv.parse::<ProtocolPin>().is_ok() {
                         s.protocol_version = Some(pv.to_owned());
                     } else {
                         ck.error(
@@ -756,7 +758,7 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
                             format!(
                                 "unknown protocol version `{}`; use one of {}",
                                 pv.escape_debug(),
-                                PROTOCOL_VERSION_PINS.join(", ")
+                                ProtocolPin::spellings().join(", ")
                             ),
                         );
                     }

@@ -1,7 +1,6 @@
 //! JSON-RPC 2.0 for newline-delimited streams.
 //!
-//! This crate knows nothing about MCP beyond the error codes MCP adds to the
-//! JSON-RPC range. It gives you:
+//! This crate knows nothing about MCP. It gives you:
 //!
 //! * the message model ([`Message`]: [`Request`], [`Notification`],
 //!   [`Response`], [`ErrorResponse`]) with `params`, `result` and error `data`
@@ -10,7 +9,8 @@
 //! * precise reasons when JSON is not JSON-RPC ([`MessageError`]);
 //! * [`NewlineCodec`], a `tokio_util` codec with a bounded frame length that
 //!   reports bad lines as items ([`Frame::Malformed`], [`Frame::Oversized`])
-//!   instead of ending the stream.
+//!   instead of ending the stream (cargo feature `codec`, on by default;
+//!   without it the crate is the message model alone, with no tokio).
 //!
 //! # Example
 //!
@@ -36,11 +36,13 @@
 //! assert_eq!(r.result.get(), "{}");
 //! ```
 
+#[cfg(feature = "codec")]
 mod codec;
 pub mod codes;
 mod id;
 mod message;
 
+#[cfg(feature = "codec")]
 pub use codec::{
     DEFAULT_MAX_FRAME_LENGTH, EncodeError, Frame, Malformed, NewlineCodec, Oversized, Truncated,
     excerpt,

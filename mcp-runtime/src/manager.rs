@@ -826,7 +826,7 @@ impl RuntimeManager {
             // `initialize`: the probe's "no reply" on a transport that is
             // gone. One more process, with the handshake straight away.
             tracing::info!(server = %server.name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake, in case it refuses any other first request");
-            transport.detach_stderr();
+            detach_stderr(&*transport);
             transport.close().await;
             transport = self.open(server).await?;
             let mut legacy = config;
@@ -854,18 +854,18 @@ impl RuntimeManager {
                         .unwrap_or_else(PoisonError::into_inner)
                         .remove(&server.fingerprint);
                 }
-                transport.detach_stderr();
+                detach_stderr(&*transport);
                 transport.close().await;
-                let tail = transport.stderr_tail();
+                let tail = stderr_tail(&*transport);
                 return Err((StartupStep::Handshake, handshake_message(&e), tail));
             }
         };
         let catalog = match session.list_tools().await {
             Ok(c) => c,
             Err(e) => {
-                transport.detach_stderr();
+                detach_stderr(&*transport);
                 session.close().await;
-                let tail = transport.stderr_tail();
+                let tail = stderr_tail(&*transport);
                 return Err((StartupStep::ListTools, e.to_string(), tail));
             }
         };
@@ -1096,7 +1096,7 @@ async fn teardown(conn: Arc<ServerConn>, drain: Duration, why: &'static str) {
             break;
         }
     }
-    conn.session.transport().detach_stderr();
+    detach_stderr(&**conn.session.transport());
     conn.session.close().await;
     conn.mark_closed();
     tracing::debug!(server = %conn.server.name, why, "closed MCP server");
@@ -1140,4 +1140,19 @@ fn handshake_message(e: &SessionError) -> String {
         );
     }
     m
+}
+
+/// Stops handing a stdio server's stderr to the log (no-op for other transports).
+fn detach_stderr(transport: &dyn mcp_transport::Transport) {
+    if let Some(process) = transport.process() {
+        process.detach_stderr();
+    }
+}
+
+/// The last lines a stdio server wrote to stderr (none for other transports).
+fn stderr_tail(transport: &dyn mcp_transport::Transport) -> Vec<String> {
+    transport
+        .process()
+        .map(|p| p.stderr_tail())
+        .unwrap_or_default()
 }

@@ -407,15 +407,16 @@ struct CountProbes {
 }
 
 impl mcp_transport::Transport for CountProbes {
-    fn send<'a>(
+    fn send_with<'a>(
         &'a self,
         message: &'a mcp_transport::Message,
+        context: &'a mcp_transport::SendContext,
     ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
         if message.method() == Some("server/discover") {
             self.probes
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        self.inner.send(message)
+        self.inner.send_with(message, context)
     }
     fn recv(
         &self,

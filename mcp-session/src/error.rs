@@ -160,7 +160,7 @@ pub enum SessionError {
 fn explain(error: &ErrorObject) -> String {
     let data: Option<serde_json::Value> = error.data_as().and_then(Result::ok);
     match error.code {
-        mcp_jsonrpc::codes::UNSUPPORTED_PROTOCOL_VERSION => {
+        mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION => {
             let supported = data
                 .as_ref()
                 .and_then(|d| d.get("supported"))
@@ -170,7 +170,7 @@ fn explain(error: &ErrorObject) -> String {
                 "; the server does not speak the requested protocol version (it supports: {supported})"
             )
         }
-        mcp_jsonrpc::codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+        mcp_protocol::codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
             let required = data
                 .as_ref()
                 .and_then(|d| d.get("requiredCapabilities"))
@@ -180,7 +180,7 @@ fn explain(error: &ErrorObject) -> String {
                 "; the server needs a client capability this client did not declare: {required}"
             )
         }
-        mcp_jsonrpc::codes::HEADER_MISMATCH => {
+        mcp_protocol::codes::HEADER_MISMATCH => {
             "; the HTTP headers did not match the request body (a proxy rewriting headers?)".into()
         }
         _ => String::new(),

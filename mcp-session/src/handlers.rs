@@ -10,7 +10,7 @@ use mcp_transport::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::session::ClientHandler;
-use crate::types::ClientCapabilities;
+use mcp_protocol::types::ClientCapabilities;
 
 /// Answers `elicitation/create` (form mode) by accepting with the requested
 /// schema's default values, and declares the `elicitation` capability (form
@@ -96,7 +96,7 @@ impl ClientHandler for DefaultsElicitationHandler {
         params: Option<&'a RawValue>,
     ) -> BoxFuture<'a, Option<Result<Value, ErrorObject>>> {
         Box::pin(async move {
-            if method != "elicitation/create" {
+            if method != mcp_protocol::methods::ELICITATION_CREATE {
                 return None;
             }
             let params: Value = match params.map(|p| serde_json::from_str(p.get())) {

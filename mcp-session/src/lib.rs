@@ -58,20 +58,22 @@
 
 mod error;
 pub mod handlers;
-pub mod headers;
-pub mod modern;
+mod lifecycle;
 mod pending;
 mod session;
 pub mod subscriptions;
 mod tools;
-pub mod types;
-mod version;
+
+/// MCP's vocabulary (revisions, methods, `_meta` keys, codes, message
+/// types), re-exported from `mcp-protocol`.
+pub use mcp_protocol as protocol;
+pub use mcp_protocol::types;
 
 pub use error::{SchemaProblem, SessionError};
 pub use handlers::DefaultsElicitationHandler;
+pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::{
     CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
     ServerNotification, Session, SessionConfig, describe_duration,
 };
 pub use tools::{CatalogTool, ToolCatalog};
-pub use version::{ProtocolMode, ProtocolVersion, UnknownVersion};

@@ -11,13 +11,15 @@ use std::time::Duration;
 use mcp_jsonrpc::{ErrorObject, Id, RawJson};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::types::ProgressParams;
+use mcp_protocol::types::ProgressParams;
 
 /// How a request ended, as the reader saw it.
 #[derive(Debug)]
 pub(crate) enum Outcome {
     Result(RawJson),
     Error(ErrorObject),
+    /// The transport failed this request after sending it.
+    Failed(mcp_transport::TransportError),
     /// The connection closed first; the reason is kept by the table.
     Closed,
 }

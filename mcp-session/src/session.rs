@@ -11,7 +11,8 @@ use mcp_jsonrpc::{
     codes,
 };
 use mcp_transport::{
-    BoxFuture, InvalidFrame, Received, SendContext, Transport, TransportError, TransportKind,
+    BoxFuture, InvalidFrame, Lifecycle, Received, SendContext, Transport, TransportError,
+    TransportKind,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -20,23 +21,24 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::error::{SessionError, fmt_duration};
-use crate::headers;
-use crate::modern::{
-    CacheHints, DiscoverResult, InputRequest, InputRequiredResult, ProbeOutcome, RequestMeta,
-    classify_probe,
+use mcp_protocol::meta::RequestMeta;
+use mcp_protocol::modern::{CacheHints, DiscoverResult, InputRequest, InputRequiredResult};
+use mcp_protocol::types::{
+    CallToolResult, CancelledParams, ClientCapabilities, Implementation, InitializeParams,
+    InitializeResult, ListToolsResult, LoggingMessageParams, ProgressParams, ReadResourceResult,
+    Tool,
 };
+use mcp_protocol::{
+    ProtocolMode, ProtocolPin, ProtocolVersion, codes as mcp_codes, defaults, methods, x_mcp_header,
+};
+
+use crate::error::{SessionError, fmt_duration};
+use crate::lifecycle::{ProbeOutcome, classify_probe};
 use crate::pending::{Deadline, Delivery, Outcome, PendingTable};
 use crate::subscriptions::{
     ListenFilter, Subscribers, Subscription, SubscriptionEvent, subscription_id,
 };
 use crate::tools::{Checked, ToolCatalog};
-use crate::types::{
-    CallToolResult, CancelledParams, ClientCapabilities, Implementation, InitializeParams,
-    InitializeResult, ListToolsResult, LoggingMessageParams, ProgressParams, ReadResourceResult,
-    Tool,
-};
-use crate::version::{ProtocolMode, ProtocolVersion};
 
 /// Answers requests the server sends to the client (sampling, elicitation,
 /// roots). `ping` is answered by the session itself.
@@ -157,18 +159,20 @@ impl SessionConfig {
     /// assert_eq!((c.mode, c.protocol_version.as_str()), (ProtocolMode::Legacy, "2025-06-18"));
     /// assert!(c.pin_protocol("1999-01-01").is_err());
     /// ```
-    pub fn pin_protocol(&mut self, pin: &str) -> Result<(), crate::version::UnknownVersion> {
-        if let Ok(mode) = pin.parse::<ProtocolMode>() {
-            self.mode = mode;
-            return Ok(());
+    pub fn pin_protocol(&mut self, pin: &str) -> Result<(), mcp_protocol::UnknownVersion> {
+        match pin.parse::<ProtocolPin>()? {
+            ProtocolPin::Mode(mode) => self.mode = mode,
+            ProtocolPin::Version(version) => {
+                self.protocol_version = version;
+                self.mode = if version.is_modern() {
+                    ProtocolMode::Modern
+                } else {
+                    ProtocolMode::Legacy
+                };
+            }
+            // `ProtocolPin` may grow; a pin we cannot apply is no pin.
+            _ => return Err(mcp_protocol::UnknownVersion(pin.to_string())),
         }
-        let version = pin.parse::<ProtocolVersion>()?;
-        self.protocol_version = version;
-        self.mode = if version.is_modern() {
-            ProtocolMode::Modern
-        } else {
-            ProtocolMode::Legacy
-        };
         Ok(())
     }
 }
@@ -180,14 +184,14 @@ impl Default for SessionConfig {
             capabilities: ClientCapabilities::default(),
             protocol_version: ProtocolVersion::LATEST_HANDSHAKE,
             mode: ProtocolMode::Auto,
-            probe_timeout: Duration::from_secs(3),
+            probe_timeout: defaults::PROBE_TIMEOUT,
             log_level: None,
             max_input_rounds: 8,
             server_name: "server".into(),
-            request_timeout: Duration::from_secs(60),
-            handshake_timeout: Duration::from_secs(30),
-            max_total_timeout: Duration::from_secs(600),
-            supports_parallel_tool_calls: true,
+            request_timeout: defaults::REQUEST_TIMEOUT,
+            handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
+            max_total_timeout: defaults::MAX_TOTAL_TIMEOUT,
+            supports_parallel_tool_calls: defaults::SUPPORTS_PARALLEL_TOOL_CALLS,
             max_list_pages: 100,
             handler: None,
             on_notification: None,
@@ -243,9 +247,19 @@ struct Shared {
     on_notification: Option<NotificationListener>,
     notifications_seen: AtomicU64,
     subscribers: Arc<Subscribers>,
+    /// The revision in use, once the lifecycle has settled it.
+    revision: std::sync::OnceLock<ProtocolVersion>,
 }
 
 impl Shared {
+    /// What the transport is told about the messages the session sends.
+    fn context(&self) -> SendContext {
+        match self.revision.get() {
+            Some(v) => SendContext::new().revision(*v),
+            None => SendContext::new(),
+        }
+    }
+
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, PendingTable> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -322,6 +336,9 @@ async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>) {
         match transport.recv().await {
             Ok(Received::Message(m)) => dispatch(&transport, &shared, m),
             Ok(Received::Invalid(frame)) => note_invalid(&shared, &frame),
+            Ok(Received::Failed(failure)) => {
+                deliver(&shared, &failure.id, Outcome::Failed(failure.error));
+            }
             Ok(_) => {}
             Err(e) => {
                 let info = match e {
@@ -330,11 +347,14 @@ async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>) {
                         exit,
                         stderr_tail,
                     } => (reason, exit, stderr_tail),
-                    other => (
-                        other.to_string(),
-                        transport.exit_info(),
-                        transport.stderr_tail(),
-                    ),
+                    other => {
+                        let process = transport.process();
+                        (
+                            other.to_string(),
+                            process.and_then(|p| p.exit_info()),
+                            process.map(|p| p.stderr_tail()).unwrap_or_default(),
+                        )
+                    }
                 };
                 tracing::debug!(server = %shared.server_name, reason = %info.0, "connection closed");
                 *shared
@@ -379,7 +399,8 @@ fn dispatch(transport: &Arc<dyn Transport>, shared: &Arc<Shared>, message: Messa
             // reader must not wait for it.
             tokio::spawn(async move {
                 let answer = answer_request(&shared, &request).await;
-                if let Err(e) = transport.send(&answer).await {
+                let context = shared.context();
+                if let Err(e) = transport.send_with(&answer, &context).await {
                     tracing::debug!(server = %shared.server_name, "could not answer {}: {e}", request.method);
                 }
             });
@@ -397,7 +418,7 @@ fn deliver(shared: &Shared, id: &Id, outcome: Outcome) {
 
 async fn answer_request(shared: &Shared, request: &Request) -> Message {
     let id = request.id.clone();
-    let outcome = if request.method == "ping" {
+    let outcome = if request.method == methods::PING {
         Some(Ok(json!({})))
     } else if let Some(handler) = &shared.handler {
         handler
@@ -444,7 +465,7 @@ fn on_notification(shared: &Shared, n: Notification) {
     let subscription = subscription_id(parsed.as_ref());
     let mut parse = |what: &str| parsed.take().or_else(|| parse(what));
     if let Some(id) = &subscription
-        && n.method == "notifications/subscriptions/acknowledged"
+        && n.method == methods::SUBSCRIPTIONS_ACKNOWLEDGED
     {
         let filter = parse("acknowledgment")
             .and_then(|p| p.get("notifications").cloned())
@@ -456,7 +477,7 @@ fn on_notification(shared: &Shared, n: Notification) {
         return;
     }
     let event = match n.method.as_str() {
-        "notifications/progress" => {
+        methods::PROGRESS => {
             match parse("progress").and_then(|v| serde_json::from_value::<ProgressParams>(v).ok()) {
                 Some(p) => {
                     shared.lock_pending().progress(p.clone());
@@ -465,11 +486,11 @@ fn on_notification(shared: &Shared, n: Notification) {
                 None => return,
             }
         }
-        "notifications/tools/list_changed" => {
+        methods::TOOLS_LIST_CHANGED => {
             shared.catalog_stale.store(true, Ordering::Release);
             ServerNotification::ToolsListChanged
         }
-        "notifications/message" => {
+        methods::MESSAGE => {
             match parse("log").and_then(|v| serde_json::from_value::<LoggingMessageParams>(v).ok())
             {
                 Some(m) => {
@@ -479,7 +500,7 @@ fn on_notification(shared: &Shared, n: Notification) {
                 None => return,
             }
         }
-        "notifications/cancelled" => {
+        methods::CANCELLED => {
             match parse("cancelled").and_then(|v| serde_json::from_value::<CancelledParams>(v).ok())
             {
                 Some(c) => ServerNotification::Cancelled(c),
@@ -548,16 +569,16 @@ impl Drop for InFlight<'_> {
         let still_waiting = self.session.shared.lock_pending().remove(&self.id);
         // The spec forbids cancelling `initialize`; a `server/discover` probe
         // may go to a legacy server that knows no cancellation yet.
-        if still_waiting && !matches!(self.method, "initialize" | "server/discover") {
+        if still_waiting && !matches!(self.method, methods::INITIALIZE | methods::SERVER_DISCOVER) {
             let params = json!({"requestId": self.id, "reason": "the client stopped waiting"});
             let transport = Arc::clone(&self.session.transport);
+            let context = self.session.context().cancels(self.id.clone());
             if let Ok(raw) = mcp_jsonrpc::to_raw(&params) {
-                let note =
-                    Message::Notification(Notification::new("notifications/cancelled", Some(raw)));
+                let note = Message::Notification(Notification::new(methods::CANCELLED, Some(raw)));
                 // Drop cannot await; a runtime is present wherever requests run.
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
                     handle.spawn(async move {
-                        let _ = transport.send(&note).await;
+                        let _ = transport.send_with(&note, &context).await;
                     });
                 }
             }
@@ -570,6 +591,11 @@ impl Inner {
     /// a 2026-07-28 session over streamable HTTP.
     fn mirrors_headers(&self) -> bool {
         self.version.is_modern() && self.transport.kind() == TransportKind::StreamableHttp
+    }
+
+    /// The context of an ordinary message: the session's revision.
+    fn context(&self) -> SendContext {
+        SendContext::new().revision(self.version)
     }
 
     fn next_id(&self) -> Id {
@@ -655,6 +681,7 @@ impl Inner {
                 method: method.to_string(),
                 error,
             }),
+            Some(Outcome::Failed(error)) => Err(SessionError::Transport(error)),
             Some(Outcome::Closed) | None => Err(self.shared.closed_error()),
         }
     }
@@ -664,11 +691,12 @@ impl Inner {
         method: &str,
         params: &P,
         timeout: Duration,
+        context: &SendContext,
     ) -> Result<R, SessionError> {
         let raw = self.params(method, params)?;
         let id = self.next_id();
         let result = self
-            .request_raw(id, method, Some(raw), timeout, None, &SendContext::new())
+            .request_raw(id, method, Some(raw), timeout, None, context)
             .await?;
         parse_result(method, &result)
     }
@@ -706,7 +734,10 @@ impl Inner {
             client_info: self.config.client_info.clone(),
         };
         let timeout = self.config.handshake_timeout;
-        let init: InitializeResult = self.request("initialize", &params, timeout).await?;
+        let context = SendContext::new().lifecycle(Lifecycle::Initialize);
+        let init: InitializeResult = self
+            .request(methods::INITIALIZE, &params, timeout, &context)
+            .await?;
         let version = init
             .protocol_version
             .parse::<ProtocolVersion>()
@@ -741,7 +772,7 @@ impl Inner {
         }
         let mut params = json!({});
         meta.apply(&mut params);
-        let method = "server/discover";
+        let method = methods::SERVER_DISCOVER;
         let raw = to_raw_params(method, &params)?;
         let timeout = if fallback {
             self.config.probe_timeout.min(self.config.handshake_timeout)
@@ -753,17 +784,13 @@ impl Inner {
         // while listing our version as supported: the spec's answer is to
         // retry with a listed version, so the probe is sent at most twice.
         let mut retried = false;
+        let context = SendContext::new()
+            .revision(modern)
+            .lifecycle(Lifecycle::Discover);
         let outcome = loop {
             let id = self.next_id();
             let outcome = match self
-                .request_raw(
-                    id,
-                    method,
-                    Some(raw.clone()),
-                    timeout,
-                    None,
-                    &SendContext::new(),
-                )
+                .request_raw(id, method, Some(raw.clone()), timeout, None, &context)
                 .await
             {
                 Ok(raw) => {
@@ -874,7 +901,7 @@ impl Inner {
 /// the 2026-07-28 spec requires over HTTP; says why for each.
 fn drop_invalid_header_tools(server: &str, tools: &mut Vec<Tool>) -> Vec<String> {
     let mut diagnostics = Vec::new();
-    tools.retain(|tool| match headers::annotations(&tool.input_schema) {
+    tools.retain(|tool| match x_mcp_header::annotations(&tool.input_schema) {
         Ok(_) => true,
         Err(why) => {
             tracing::warn!(server, tool = %tool.name, "tool left out: {why}");
@@ -894,7 +921,7 @@ fn drop_invalid_header_tools(server: &str, tools: &mut Vec<Tool>) -> Vec<String>
 /// its data or saying "not found" (an invalid-params error about something
 /// else stays a protocol error).
 fn is_not_found(error: &mcp_jsonrpc::ErrorObject, uri: &str) -> bool {
-    if error.code == mcp_jsonrpc::codes::RESOURCE_NOT_FOUND {
+    if error.code == mcp_codes::RESOURCE_NOT_FOUND {
         return true;
     }
     if error.code != mcp_jsonrpc::codes::INVALID_PARAMS {
@@ -906,6 +933,17 @@ fn is_not_found(error: &mcp_jsonrpc::ErrorObject, uri: &str) -> bool {
         .and_then(Value::as_str)
         == Some(uri)
         || error.message.to_ascii_lowercase().contains("not found")
+}
+
+/// `base` with the `Mcp-Param-*` headers of a call, for the transport.
+fn param_context(
+    base: SendContext,
+    params: &[x_mcp_header::HeaderParam],
+    arguments: &Value,
+) -> SendContext {
+    x_mcp_header::param_values(params, arguments)
+        .into_iter()
+        .fold(base, |c, (name, value)| c.param_header(name, value))
 }
 
 fn to_raw_params<P: Serialize + ?Sized>(method: &str, params: &P) -> Result<RawJson, SessionError> {
@@ -952,6 +990,7 @@ impl Session {
             on_notification: config.on_notification.clone(),
             notifications_seen: AtomicU64::new(0),
             subscribers: Arc::default(),
+            revision: std::sync::OnceLock::new(),
         });
         let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
 
@@ -1000,8 +1039,15 @@ impl Session {
         let session = Session {
             inner: Arc::new(inner),
         };
+        session.inner.shared.revision.get_or_init(|| version);
         if !version.is_modern() {
-            session.notify("notifications/initialized", None).await?;
+            let context = session.inner.context().lifecycle(Lifecycle::Initialized);
+            let message = Message::Notification(Notification::new(methods::INITIALIZED, None));
+            session
+                .inner
+                .transport
+                .send_with(&message, &context)
+                .await?;
         }
         tracing::debug!(server = %session.inner.config.server_name, %version, "connected");
         Ok(session)
@@ -1034,6 +1080,14 @@ impl Session {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<RawJson, SessionError> {
+        let mut context = self.inner.context();
+        // What a 2026-07-28 request mirrors as `Mcp-Name`.
+        if self.inner.version.is_modern()
+            && let Some(name) = x_mcp_header::name_field(method)
+                .and_then(|field| params.as_ref()?.get(field)?.as_str())
+        {
+            context = context.name(name);
+        }
         let raw = match (params, &self.inner.meta) {
             (Some(p), _) => Some(self.inner.params(method, &p)?),
             (None, Some(_)) => Some(self.inner.params(method, &json!({}))?),
@@ -1042,7 +1096,7 @@ impl Session {
         let id = self.inner.next_id();
         let timeout = timeout.unwrap_or(self.inner.config.request_timeout);
         self.inner
-            .request_raw(id, method, raw, timeout, None, &SendContext::new())
+            .request_raw(id, method, raw, timeout, None, &context)
             .await
     }
 
@@ -1050,16 +1104,17 @@ impl Session {
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), SessionError> {
         let raw = params.map(|p| to_raw_params(method, &p)).transpose()?;
         let message = Message::Notification(Notification::new(method, raw));
-        Ok(self.inner.transport.send(&message).await?)
+        let context = self.inner.context();
+        Ok(self.inner.transport.send_with(&message, &context).await?)
     }
 
     /// Checks the server answers: `ping`, or `server/discover` for a modern
     /// server (2026-07-28 has no `ping`).
     pub async fn ping(&self) -> Result<(), SessionError> {
         let method = if self.inner.version.is_modern() {
-            "server/discover"
+            methods::SERVER_DISCOVER
         } else {
-            "ping"
+            methods::PING
         };
         self.request(method, None, None).await.map(|_| ())
     }
@@ -1074,13 +1129,13 @@ impl Session {
     pub async fn listen(&self, filter: ListenFilter) -> Result<Subscription, SessionError> {
         if !self.inner.version.is_modern() {
             return Err(SessionError::NeedsModern {
-                feature: "subscriptions/listen",
+                feature: methods::SUBSCRIPTIONS_LISTEN,
                 version: self.inner.version.to_string(),
                 advice: "servers of earlier revisions send change notifications unasked, to the \
                          session's notification listener",
             });
         }
-        let method = "subscriptions/listen";
+        let method = methods::SUBSCRIPTIONS_LISTEN;
         let raw = self
             .inner
             .params(method, &json!({ "notifications": filter }))?;
@@ -1092,6 +1147,7 @@ impl Session {
         let task = tokio::spawn(async move {
             // The stream lasts until either side ends it: no deadline.
             let forever = Duration::from_secs(100 * 365 * 24 * 3600);
+            let context = inner.context();
             let outcome = inner
                 .request_raw(
                     request_id.clone(),
@@ -1099,7 +1155,7 @@ impl Session {
                     Some(raw),
                     forever,
                     None,
-                    &SendContext::new(),
+                    &context,
                 )
                 .await
                 .map(drop);
@@ -1200,7 +1256,7 @@ impl Session {
             let why = "tools/list is empty: the server did not declare the `tools` capability, so it offers no tools";
             return Ok((ToolCatalog::new(Vec::new(), vec![why.to_string()]), None));
         }
-        let method = "tools/list";
+        let method = methods::TOOLS_LIST;
         let mut tools = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut cursor: Option<String> = None;
@@ -1211,7 +1267,10 @@ impl Session {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let page: ListToolsResult = self.inner.request(method, &params, timeout).await?;
+            let page: ListToolsResult = self
+                .inner
+                .request(method, &params, timeout, &self.inner.context())
+                .await?;
             if modern {
                 let page_ttl = CacheHints::of_map(&page.extra).ttl;
                 ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
@@ -1299,13 +1358,14 @@ impl Session {
         } else {
             Some(self.inner.call_gate.lock().await)
         };
-        let method = "tools/call";
+        let method = methods::TOOLS_CALL;
         let timeout = options.timeout.unwrap_or(self.inner.config.request_timeout);
         let mirror_headers = self.inner.mirrors_headers();
+        let base = self.inner.context().name(name);
         let mut context = if mirror_headers {
-            crate::headers::param_headers(entry.header_params(), &arguments)
+            param_context(base.clone(), entry.header_params(), &arguments)
         } else {
-            SendContext::new()
+            base.clone()
         };
         let mut refetched = false;
         let mut input: Option<(serde_json::Map<String, Value>, Option<String>)> = None;
@@ -1320,7 +1380,7 @@ impl Session {
                 .unwrap_or_default();
             if options.on_progress.is_some() {
                 meta.insert(
-                    "progressToken".into(),
+                    mcp_protocol::meta::PROGRESS_TOKEN.into(),
                     serde_json::to_value(&id).unwrap_or_default(),
                 );
             }
@@ -1345,9 +1405,7 @@ impl Session {
                 .await;
             let result = match sent {
                 Err(SessionError::Protocol { error, .. })
-                    if mirror_headers
-                        && !refetched
-                        && error.code == mcp_jsonrpc::codes::HEADER_MISMATCH =>
+                    if mirror_headers && !refetched && error.code == mcp_codes::HEADER_MISMATCH =>
                 {
                     // The spec's remedy: the tool's schema may have changed;
                     // fetch the catalog again and retry with its headers, once.
@@ -1360,7 +1418,7 @@ impl Session {
                             known: fresh.some_names(20),
                         });
                     };
-                    context = crate::headers::param_headers(entry.header_params(), &arguments);
+                    context = param_context(base.clone(), entry.header_params(), &arguments);
                     continue;
                 }
                 other => other?,
@@ -1402,11 +1460,16 @@ impl Session {
     /// [`SessionError::ResourceNotFound`], whichever code the server's
     /// revision uses for it (-32602 from 2026-07-28 on, -32002 before).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, SessionError> {
-        let method = "resources/read";
+        let method = methods::RESOURCES_READ;
         let timeout = self.inner.config.request_timeout;
         match self
             .inner
-            .request(method, &json!({ "uri": uri }), timeout)
+            .request(
+                method,
+                &json!({ "uri": uri }),
+                timeout,
+                &self.inner.context().name(uri),
+            )
             .await
         {
             Err(SessionError::Protocol { error, .. }) if is_not_found(&error, uri) => {
@@ -1437,7 +1500,9 @@ impl Session {
                 method: request.method.clone(),
                 reason: error.to_string(),
             }),
-            None if request.method == "elicitation/create" => Ok(json!({"action": "decline"})),
+            None if request.method == methods::ELICITATION_CREATE => {
+                Ok(json!({"action": "decline"}))
+            }
             None => Err(SessionError::InputRequest {
                 method: request.method.clone(),
                 reason: "this client has no handler for it".into(),

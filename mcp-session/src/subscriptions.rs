@@ -22,9 +22,6 @@ use tokio::task::JoinHandle;
 use crate::error::SessionError;
 use crate::session::ServerNotification;
 
-/// The `_meta` key that names a notification's subscription.
-pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
 /// Which notifications a subscription asks for (and, acknowledged, which the
 /// server agreed to send).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,7 +126,7 @@ impl Subscribers {
 
 /// The subscription id a notification's params carry, if any.
 pub(crate) fn subscription_id(params: Option<&Value>) -> Option<Id> {
-    let id = params?.get("_meta")?.get(META_SUBSCRIPTION_ID)?;
+    let id = mcp_protocol::meta::get(params?, mcp_protocol::meta::SUBSCRIPTION_ID)?;
     serde_json::from_value(id.clone()).ok()
 }
 

@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::error::SchemaProblem;
-use crate::headers::{self, HeaderParam};
-use crate::types::Tool;
+use mcp_protocol::types::Tool;
+use mcp_protocol::x_mcp_header::{self as headers, HeaderParam};
 
 /// How many problems a validation report keeps; the rest are counted.
 const MAX_PROBLEMS: usize = 16;

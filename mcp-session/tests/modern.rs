@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_jsonrpc::{ErrorObject, Message, RawValue, Request};
-use mcp_session::modern::{META_CLIENT_INFO, META_PROTOCOL_VERSION};
+use mcp_session::protocol::meta::{
+    CLIENT_INFO as META_CLIENT_INFO, PROTOCOL_VERSION as META_PROTOCOL_VERSION,
+};
 use mcp_session::{
     ClientHandler, ProtocolMode, ProtocolVersion, Session, SessionConfig, SessionError,
 };
@@ -550,12 +552,6 @@ struct AsHttp {
 }
 
 impl Transport for AsHttp {
-    fn send<'a>(
-        &'a self,
-        message: &'a Message,
-    ) -> BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
-        self.inner.send(message)
-    }
     fn send_with<'a>(
         &'a self,
         message: &'a Message,

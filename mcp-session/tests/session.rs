@@ -670,14 +670,15 @@ async fn notifications_are_dispatched_to_the_listener() {
 struct StuckSend(Arc<memory::MemoryTransport>);
 
 impl Transport for StuckSend {
-    fn send<'a>(
+    fn send_with<'a>(
         &'a self,
         message: &'a Message,
+        context: &'a mcp_transport::SendContext,
     ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
         if message.method() == Some("stuck") {
             return Box::pin(std::future::pending());
         }
-        self.0.send(message)
+        self.0.send_with(message, context)
     }
     fn recv(
         &self,

@@ -900,7 +900,7 @@ impl Shared {
             modern::validate(&self.options.server, headers, &req.method, &params)
         };
         if let Err(rejection) = checked {
-            if rejection.code == codes::HEADER_MISMATCH {
+            if rejection.code == mcp_protocol::codes::HEADER_MISMATCH {
                 self.stats.header_rejections.fetch_add(1, Ordering::Relaxed);
             }
             return rejection_response(&rejection, Some(&req.id));

@@ -18,18 +18,13 @@ use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::codec::{Decoder, Encoder};
 
+use mcp_protocol::{ProtocolVersion, meta};
+
 use crate::options::{Era, Misbehaviour, ServerOptions};
 use crate::tools::{self, CallContext};
 
-/// The protocol versions the server speaks, oldest first.
-pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
-    &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-/// The version the server answers with when the client asks for one it does not speak.
-pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
 /// The modern revision the server speaks with `--era modern|dual`.
-pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
-/// The `_meta` key a modern request names its version with.
-pub(crate) const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
 /// The `requestState` the `ask_name` tool hands out and expects back.
 const ASK_NAME_STATE: &str = "ask-name:v1";
 /// The version [`Misbehaviour::UnsupportedVersion`] answers with.
@@ -55,9 +50,9 @@ const LOG_LEVELS: &[&str] = &[
 /// The versions a server of this era names in `supportedVersions` and in
 /// `-32022` errors, newest first.
 pub(crate) fn supported_versions(era: Era) -> Vec<&'static str> {
-    let mut supported = vec![MODERN_PROTOCOL_VERSION];
+    let mut supported = vec![MODERN.as_str()];
     if era == Era::Dual {
-        supported.extend(SUPPORTED_PROTOCOL_VERSIONS.iter().rev());
+        supported.extend(ProtocolVersion::HANDSHAKE.iter().map(|v| v.as_str()));
     }
     supported
 }
@@ -511,7 +506,7 @@ impl Server {
             .as_ref()
             .ok()
             .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+            .and_then(|m| m.get(meta::PROTOCOL_VERSION))
             .and_then(Value::as_str)
             .map(str::to_owned);
         let modern = match era {
@@ -519,12 +514,13 @@ impl Server {
             Era::Modern => true,
             _ => requested.is_some() || method == "server/discover",
         };
-        if modern && requested.as_deref() != Some(MODERN_PROTOCOL_VERSION) {
+        if modern && requested.as_deref() != Some(MODERN.as_str()) {
             // Every modern request names its version; `initialize` to a
             // modern-only server lands here too, and the error names what the
             // server does speak.
             let (message, data) = unsupported_version(era, requested.as_deref());
-            let mut error = ErrorObject::new(codes::UNSUPPORTED_PROTOCOL_VERSION, message);
+            let mut error =
+                ErrorObject::new(mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION, message);
             error.data = mcp_jsonrpc::to_raw(&data).ok();
             self.outbox
                 .send_response(
@@ -666,10 +662,13 @@ impl Server {
         }
         let version = if self.options().has(Misbehaviour::UnsupportedVersion) {
             BOGUS_PROTOCOL_VERSION
-        } else if SUPPORTED_PROTOCOL_VERSIONS.contains(&requested) {
+        } else if requested
+            .parse::<ProtocolVersion>()
+            .is_ok_and(|v| !v.is_modern())
+        {
             requested
         } else {
-            LATEST_PROTOCOL_VERSION
+            ProtocolVersion::LATEST_HANDSHAKE.as_str()
         };
         self.log(&format!(
             "initialize: client asked for {requested}, answering {version}"
@@ -712,7 +711,7 @@ impl Server {
             "resultType": "complete",
             "supportedVersions": supported,
             "capabilities": capabilities,
-            "_meta": {"io.modelcontextprotocol/serverInfo": {
+            "_meta": {meta::SERVER_INFO: {
                 "name": SERVER_NAME,
                 "title": "MCP test kit server",
                 "version": env!("CARGO_PKG_VERSION"),
@@ -782,7 +781,7 @@ impl Server {
             .notify(
                 "notifications/subscriptions/acknowledged",
                 json!({
-                    "_meta": {"io.modelcontextprotocol/subscriptionId": subscription},
+                    "_meta": {meta::SUBSCRIPTION_ID: subscription},
                     "notifications": granted,
                 }),
             )
@@ -1015,7 +1014,7 @@ mod tests {
                     "completion/complete",
                 ] {
                     let request = json!({"jsonrpc": "2.0", "id": 1, "method": method,
-                        "params": {"_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION}}});
+                        "params": {"_meta": {meta::PROTOCOL_VERSION: MODERN.as_str()}}});
                     w.write_all(format!("{request}\n").as_bytes())
                         .await
                         .unwrap();

@@ -32,8 +32,10 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
-pub use mcp_jsonrpc::{Malformed, Message, MessageError, Oversized, Truncated};
+pub use mcp_jsonrpc::{Id, Malformed, Message, MessageError, Oversized, Truncated};
+use mcp_protocol::ProtocolVersion;
 
 mod error;
 #[cfg(feature = "http")]
@@ -56,6 +58,20 @@ pub enum Received {
     Message(Message),
     /// Something that was not a usable message; the transport goes on.
     Invalid(InvalidFrame),
+    /// A request the transport sent failed after `send` returned (an HTTP
+    /// error status, a dropped stream, a reset): that request will get no
+    /// answer. The transport goes on.
+    Failed(RequestFailure),
+}
+
+/// A request that failed in the transport after it was sent.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RequestFailure {
+    /// The request's id.
+    pub id: Id,
+    /// What went wrong (with the HTTP status, when there was one).
+    pub error: TransportError,
 }
 
 /// A frame (or batch element) that was not a usable message.
@@ -108,23 +124,94 @@ impl fmt::Display for TransportKind {
     }
 }
 
-/// Extras that travel with one message and that only some transports use
-/// (see [`Transport::send_with`]).
+/// What the layer above knows about one message, for the transports that
+/// need it (see [`Transport::send_with`]).
+///
+/// A transport never reads a message's `params` to learn these: the session
+/// says which revision the message follows, which lifecycle step it is, and
+/// what a streamable HTTP request mirrors into its headers.
 ///
 /// ```
-/// use mcp_transport::SendContext;
-/// let context = SendContext::new().param_header("Region", "us-west1");
+/// use mcp_protocol::ProtocolVersion;
+/// use mcp_transport::{Lifecycle, SendContext};
+/// let context = SendContext::new()
+///     .revision(ProtocolVersion::V2026_07_28)
+///     .name("get_weather")
+///     .param_header("Region", "us-west1");
+/// assert_eq!(context.revision_of(), Some(ProtocolVersion::V2026_07_28));
+/// assert_eq!(context.lifecycle_of(), Lifecycle::None);
 /// assert_eq!(context.param_headers(), &[("Region".to_string(), "us-west1".to_string())]);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SendContext {
+    revision: Option<ProtocolVersion>,
+    lifecycle: Lifecycle,
+    name: Option<String>,
+    cancels: Option<Id>,
     param_headers: Vec<(String, String)>,
 }
 
+/// Which step of the connection's lifecycle a message is, when it is one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// An ordinary message.
+    #[default]
+    None,
+    /// The handshake's request (`initialize`): a streamable HTTP transport
+    /// takes the session id from its answer and replays it when the session
+    /// expires; its refusal sends an automatic transport down the SSE path.
+    Initialize,
+    /// The end of the handshake (`notifications/initialized`): replayed with
+    /// `initialize`; a streamable HTTP transport then opens its GET stream.
+    Initialized,
+    /// 2026-07-28's `server/discover`: its refusal decides the era, so a
+    /// transport reports the answer's head from `send` itself.
+    Discover,
+}
+
 impl SendContext {
+    /// No extras: an ordinary message of no particular revision.
+    pub const NONE: SendContext = SendContext {
+        revision: None,
+        lifecycle: Lifecycle::None,
+        name: None,
+        cancels: None,
+        param_headers: Vec::new(),
+    };
+
     /// No extras.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The protocol revision the message follows: the negotiated one after
+    /// the handshake (sent as `MCP-Protocol-Version` on streamable HTTP), or
+    /// the modern one a 2026-07-28 request names in its `_meta`.
+    pub fn revision(mut self, revision: ProtocolVersion) -> Self {
+        self.revision = Some(revision);
+        self
+    }
+
+    /// Marks a lifecycle step.
+    pub fn lifecycle(mut self, lifecycle: Lifecycle) -> Self {
+        self.lifecycle = lifecycle;
+        self
+    }
+
+    /// What the request is about, mirrored as `Mcp-Name` on streamable HTTP
+    /// (2026-07-28): the tool or prompt name, or the resource URI.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The message is `notifications/cancelled` for the request `id`: a
+    /// 2026-07-28 streamable HTTP transport closes that request's stream
+    /// instead of posting it.
+    pub fn cancels(mut self, id: Id) -> Self {
+        self.cancels = Some(id);
+        self
     }
 
     /// A tool argument to mirror as an `Mcp-Param-{name}` header on
@@ -135,42 +222,66 @@ impl SendContext {
         self
     }
 
+    /// The revision, when the sender named one.
+    pub fn revision_of(&self) -> Option<ProtocolVersion> {
+        self.revision
+    }
+
+    /// Whether the message follows a modern revision (no handshake, no
+    /// session: 2026-07-28).
+    pub fn is_modern(&self) -> bool {
+        self.revision.is_some_and(ProtocolVersion::is_modern)
+    }
+
+    /// The lifecycle step.
+    pub fn lifecycle_of(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    /// The `Mcp-Name` value, when there is one.
+    pub fn name_of(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The request a cancellation is for.
+    pub fn cancelled_request(&self) -> Option<&Id> {
+        self.cancels.as_ref()
+    }
+
     /// The `Mcp-Param-*` headers to send, as (name portion, value).
     pub fn param_headers(&self) -> &[(String, String)] {
         &self.param_headers
-    }
-
-    /// Whether there is nothing in it.
-    pub fn is_empty(&self) -> bool {
-        self.param_headers.is_empty()
     }
 }
 
 /// A bidirectional message transport.
 ///
-/// * [`send`](Transport::send) may be called from many tasks at once; each
-///   message is written whole.
+/// * [`send_with`](Transport::send_with) may be called from many tasks at
+///   once; each message is written whole. It is the one method a wrapper must
+///   forward for sending: [`send`](Transport::send) is `send_with` and no
+///   context, so a decorator cannot lose the context by forgetting a method.
 /// * [`recv`](Transport::recv) is cancel-safe: dropping its future (in a
 ///   `select!`) loses no message. It is meant to be called from one task.
 /// * [`close`](Transport::close) ends the transport within bounds and is
 ///   idempotent. After the peer is gone, `recv` returns
 ///   [`TransportError::Closed`] with what is known about why.
+/// * [`process`](Transport::process) gives the server process behind a stdio
+///   transport (its stderr and exit status); other transports have none.
 pub trait Transport: Send + Sync + fmt::Debug + 'static {
-    /// Sends one message.
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>>;
-
-    /// Sends one message with extras some transports use (HTTP headers
-    /// mirrored from tool arguments); the others just [`send`](Transport::send) it.
+    /// Sends one message, with what the layer above knows about it.
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
         context: &'a SendContext,
-    ) -> BoxFuture<'a, Result<(), TransportError>> {
-        let _ = context;
-        self.send(message)
+    ) -> BoxFuture<'a, Result<(), TransportError>>;
+
+    /// Sends one message with no context.
+    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+        static NONE: SendContext = SendContext::NONE;
+        self.send_with(message, &NONE)
     }
 
-    /// Receives the next message or invalid frame.
+    /// Receives the next message, invalid frame or request failure.
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>>;
 
     /// Closes the transport: for a child process, the full close sequence.
@@ -179,87 +290,57 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
     /// Which kind of transport this is.
     fn kind(&self) -> TransportKind;
 
-    /// The last lines the server wrote to stderr (stdio only), oldest first.
-    fn stderr_tail(&self) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// How the server process ended, once it has (stdio only).
-    fn exit_info(&self) -> Option<ExitInfo> {
+    /// The server process behind this transport, when there is one (stdio).
+    fn process(&self) -> Option<&dyn ServerProcess> {
         None
     }
+}
+
+/// A server running as a child process: what a stdio transport knows of it.
+pub trait ServerProcess: Send + Sync {
+    /// The last lines the server wrote to stderr, oldest first.
+    fn stderr_tail(&self) -> Vec<String>;
+
+    /// How the server process ended, once it has.
+    fn exit_info(&self) -> Option<ExitInfo>;
 
     /// Stops handing stderr lines to the listener (the tail is still kept).
-    fn detach_stderr(&self) {}
+    fn detach_stderr(&self);
 }
 
-impl<T: Transport + ?Sized> Transport for std::sync::Arc<T> {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
-        (**self).send(message)
-    }
-    fn send_with<'a>(
-        &'a self,
-        message: &'a Message,
-        context: &'a SendContext,
-    ) -> BoxFuture<'a, Result<(), TransportError>> {
-        (**self).send_with(message, context)
-    }
-    fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
-        (**self).recv()
-    }
-    fn close(&self) -> BoxFuture<'_, ()> {
-        (**self).close()
-    }
-    fn kind(&self) -> TransportKind {
-        (**self).kind()
-    }
-    fn stderr_tail(&self) -> Vec<String> {
-        (**self).stderr_tail()
-    }
-    fn exit_info(&self) -> Option<ExitInfo> {
-        (**self).exit_info()
-    }
-    fn detach_stderr(&self) {
-        (**self).detach_stderr()
-    }
+macro_rules! forward_transport {
+    ($($wrapper:ident),*) => {$(
+        impl<T: Transport + ?Sized> Transport for $wrapper<T> {
+            fn send_with<'a>(
+                &'a self,
+                message: &'a Message,
+                context: &'a SendContext,
+            ) -> BoxFuture<'a, Result<(), TransportError>> {
+                (**self).send_with(message, context)
+            }
+            fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
+                (**self).recv()
+            }
+            fn close(&self) -> BoxFuture<'_, ()> {
+                (**self).close()
+            }
+            fn kind(&self) -> TransportKind {
+                (**self).kind()
+            }
+            fn process(&self) -> Option<&dyn ServerProcess> {
+                (**self).process()
+            }
+        }
+    )*};
 }
 
-impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
-        (**self).send(message)
-    }
-    fn send_with<'a>(
-        &'a self,
-        message: &'a Message,
-        context: &'a SendContext,
-    ) -> BoxFuture<'a, Result<(), TransportError>> {
-        (**self).send_with(message, context)
-    }
-    fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
-        (**self).recv()
-    }
-    fn close(&self) -> BoxFuture<'_, ()> {
-        (**self).close()
-    }
-    fn kind(&self) -> TransportKind {
-        (**self).kind()
-    }
-    fn stderr_tail(&self) -> Vec<String> {
-        (**self).stderr_tail()
-    }
-    fn exit_info(&self) -> Option<ExitInfo> {
-        (**self).exit_info()
-    }
-    fn detach_stderr(&self) {
-        (**self).detach_stderr()
-    }
-}
+forward_transport!(Arc, Box);
 
 /// Turns a decoded frame into what `recv` hands out, flattening batches.
 ///
 /// Transports that read newline-framed streams share this; the items are
 /// pushed to `out` in order.
-pub fn frame_to_received(frame: mcp_jsonrpc::Frame, out: &mut impl Extend<Received>) {
+pub(crate) fn frame_to_received(frame: mcp_jsonrpc::Frame, out: &mut impl Extend<Received>) {
     use mcp_jsonrpc::Frame;
     match frame {
         Frame::Message(m) => out.extend([Received::Message(m)]),

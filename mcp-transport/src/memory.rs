@@ -9,7 +9,7 @@ use std::sync::Mutex as StdMutex;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::{BoxFuture, Message, Received, Transport, TransportError, TransportKind};
+use crate::{BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind};
 
 /// One end of an in-memory pair.
 #[derive(Debug)]
@@ -56,7 +56,11 @@ impl MemoryTransport {
 }
 
 impl Transport for MemoryTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        _context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
         let result = self.deliver(Received::Message(message.clone()));
         Box::pin(async move { result })
     }

@@ -10,7 +10,8 @@
 //!   arrive as [`Received::Invalid`], and the stream goes on.
 //! * stderr is read line by line (each line bounded), handed to a listener
 //!   (by default `tracing` at debug level, tagged with the server name) and the
-//!   last lines are kept for diagnostics ([`Transport::stderr_tail`]).
+//!   last lines are kept for diagnostics ([`ServerProcess::stderr_tail`]).
+//!   [`Transport::process`] gives them, and the exit status.
 //! * [`Transport::close`] closes stdin, waits, sends `SIGTERM` to the whole
 //!   process group, waits, sends `SIGKILL`, and reaps the child. Grandchildren
 //!   (the real server behind an `npx` or `uvx` wrapper) are ended too.
@@ -69,8 +70,8 @@ use tokio_util::codec::{Encoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    BoxFuture, ExitInfo, Message, Received, Transport, TransportError, TransportKind,
-    frame_to_received,
+    BoxFuture, ExitInfo, Message, Received, SendContext, ServerProcess, Transport, TransportError,
+    TransportKind, frame_to_received,
 };
 
 /// The variables of this process's environment a server inherits (when set).
@@ -669,7 +670,11 @@ async fn write_message(stdin: &mut ChildStdin, buf: &mut BytesMut) -> io::Result
 }
 
 impl Transport for StdioTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        _context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(self.send_message(message))
     }
 
@@ -687,6 +692,12 @@ impl Transport for StdioTransport {
         TransportKind::Stdio
     }
 
+    fn process(&self) -> Option<&dyn ServerProcess> {
+        Some(self)
+    }
+}
+
+impl ServerProcess for StdioTransport {
     fn stderr_tail(&self) -> Vec<String> {
         let tail = self
             .shared

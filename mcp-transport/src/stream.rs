@@ -39,7 +39,8 @@ use tokio_util::codec::{Encoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    BoxFuture, Message, Received, Transport, TransportError, TransportKind, frame_to_received,
+    BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind,
+    frame_to_received,
 };
 
 /// How long `close` waits for a busy writer and for the shutdown of the write half.
@@ -187,7 +188,11 @@ impl StreamTransport {
 }
 
 impl Transport for StreamTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        _context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(self.send_message(message))
     }
 

@@ -12,7 +12,9 @@ use mcp_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOption
 use mcp_testkit::{Misbehaviour, ServerOptions};
 use mcp_transport::http::auto::{self, TransportCache};
 use mcp_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
-use mcp_transport::{InvalidFrame, Received, Transport, TransportError, TransportKind};
+use mcp_transport::{
+    InvalidFrame, Lifecycle, Received, SendContext, Transport, TransportError, TransportKind,
+};
 use serde_json::{Value, json};
 
 const VERSION: &str = "2025-06-18";
@@ -36,6 +38,14 @@ async fn answer(t: &dyn Transport, id: i64) -> (Value, Vec<Received>) {
                 {
                     return serde_json::to_value(&m).unwrap();
                 }
+                // A typed transport failure of this request, shown as JSON
+                // so the tests can compare it like an answer.
+                Received::Failed(f) if f.id == id.into() => {
+                    return json!({"failed": {
+                        "message": f.error.to_string(),
+                        "httpStatus": f.error.http_status(),
+                    }});
+                }
                 other => before.push(other),
             }
         }
@@ -46,25 +56,37 @@ async fn answer(t: &dyn Transport, id: i64) -> (Value, Vec<Received>) {
     (value, before)
 }
 
+/// Sends a message with the context a session would give it.
+async fn send<T: Transport + ?Sized>(t: &T, message: &Message) -> Result<(), TransportError> {
+    let context = match message.method() {
+        Some("initialize") => SendContext::new().lifecycle(Lifecycle::Initialize),
+        Some("notifications/initialized") => SendContext::new()
+            .revision(VERSION.parse().unwrap())
+            .lifecycle(Lifecycle::Initialized),
+        _ => SendContext::new().revision(VERSION.parse().unwrap()),
+    };
+    t.send_with(message, &context).await
+}
+
 async fn handshake(t: &dyn Transport) -> Value {
     let init = request(
         0,
         "initialize",
         json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
-    t.send(&init).await.unwrap();
+    send(t, &init).await.unwrap();
     let (init, _) = answer(t, 0).await;
-    t.send(&Message::from(Notification::new(
-        "notifications/initialized",
-        None,
-    )))
+    send(
+        t,
+        &Message::from(Notification::new("notifications/initialized", None)),
+    )
     .await
     .unwrap();
     init
 }
 
 async fn echo(t: &dyn Transport, id: i64, text: &str) -> Value {
-    t.send(&call(id, "echo", json!({"text": text})))
+    send(t, &call(id, "echo", json!({"text": text})))
         .await
         .unwrap();
     answer(t, id).await.0
@@ -110,7 +132,7 @@ async fn streamable_sse_session_round_trip() {
     assert_eq!(s.stats().deletes.load(Ordering::SeqCst), 1);
     assert!(t.recv().await.unwrap_err().is_closed());
     assert!(
-        t.send(&call(2, "echo", json!({"text": "x"})))
+        send(&t, &call(2, "echo", json!({"text": "x"})))
             .await
             .is_err()
     );
@@ -152,9 +174,11 @@ async fn a_slow_answer_holds_up_nothing() {
         .await
         .unwrap();
     handshake(&t).await;
-    t.send(&call(1, "slow", json!({"ms": 1500}))).await.unwrap();
+    send(&t, &call(1, "slow", json!({"ms": 1500})))
+        .await
+        .unwrap();
     let start = Instant::now();
-    t.send(&call(2, "echo", json!({"text": "quick"})))
+    send(&t, &call(2, "echo", json!({"text": "quick"})))
         .await
         .unwrap();
     // The quick answer comes first, long before the slow one.
@@ -252,8 +276,7 @@ async fn error_statuses_and_wrong_content_types_fail_the_request() {
         .await
         .unwrap();
     handshake(&t).await;
-    let err = t
-        .send(&call(1, "echo", json!({"text": "x"})))
+    let err = send(&t, &call(1, "echo", json!({"text": "x"})))
         .await
         .unwrap_err();
     assert_eq!(err.http_status(), Some(500), "{err}");
@@ -267,8 +290,7 @@ async fn error_statuses_and_wrong_content_types_fail_the_request() {
         .await
         .unwrap();
     handshake(&t).await;
-    let err = t
-        .send(&call(1, "echo", json!({"text": "x"})))
+    let err = send(&t, &call(1, "echo", json!({"text": "x"})))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("text/plain"), "{err}");
@@ -276,7 +298,7 @@ async fn error_statuses_and_wrong_content_types_fail_the_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_late_head_becomes_an_error_response_not_a_hang() {
+async fn a_late_head_becomes_a_request_failure_not_a_hang() {
     let s = server(HttpServerOptions {
         slow_ms: 400,
         ..HttpServerOptions::misbehaving(HttpMisbehaviour::SlowHead)
@@ -291,7 +313,7 @@ async fn a_late_head_becomes_an_error_response_not_a_hang() {
     .unwrap();
     handshake(&t).await;
     let start = Instant::now();
-    t.send(&call(1, "echo", json!({"text": "late"})))
+    send(&t, &call(1, "echo", json!({"text": "late"})))
         .await
         .unwrap();
     assert!(start.elapsed() < Duration::from_millis(300));
@@ -317,16 +339,13 @@ async fn a_late_head_becomes_an_error_response_not_a_hang() {
     .await
     .unwrap();
     handshake(&t).await;
-    t.send(&call(1, "echo", json!({"text": "late"})))
+    send(&t, &call(1, "echo", json!({"text": "late"})))
         .await
         .unwrap();
-    let (error, _) = answer(&t, 1).await;
-    assert_eq!(error["error"]["code"], -32603, "{error}");
-    let message = error["error"]["message"].as_str().unwrap();
-    assert!(
-        message.starts_with("HTTP transport: timed out"),
-        "{message}"
-    );
+    // A transport failure, not a made-up JSON-RPC error.
+    let (failure, _) = answer(&t, 1).await;
+    let message = failure["failed"]["message"].as_str().unwrap();
+    assert!(message.starts_with("timed out"), "{failure}");
     t.close().await;
 }
 
@@ -343,7 +362,7 @@ async fn oversized_events_are_reported_and_skipped() {
         .await
         .unwrap();
     handshake(&t).await;
-    t.send(&call(1, "echo", json!({"text": "after"})))
+    send(&t, &call(1, "echo", json!({"text": "after"})))
         .await
         .unwrap();
     let (value, mut seen) = answer(&t, 1).await;
@@ -374,7 +393,7 @@ async fn unauthorized_gets_a_401_with_advice() {
         "initialize",
         json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
-    let err = t.send(&init).await.unwrap_err();
+    let err = send(&t, &init).await.unwrap_err();
     assert_eq!(err.http_status(), Some(401));
     let text = err.to_string();
     assert!(
@@ -412,7 +431,7 @@ async fn the_get_stream_carries_unrelated_server_messages() {
         assert!(Instant::now() < deadline, "no GET stream");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    t.send(&call(1, "echo", json!({"text": "x"})))
+    send(&t, &call(1, "echo", json!({"text": "x"})))
         .await
         .unwrap();
     let (_, mut before) = answer(&t, 1).await;
@@ -523,7 +542,7 @@ async fn tls_with_an_extra_ca_and_verification_on() {
         "initialize",
         json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
-    let err = t.send(&init).await.unwrap_err();
+    let err = send(&t, &init).await.unwrap_err();
     assert!(err.to_string().contains("certificate"), "{err}");
     t.close().await;
 
@@ -582,7 +601,7 @@ async fn connection_refused_is_an_error_not_a_hang() {
         "initialize",
         json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     );
-    let err = t.send(&init).await.unwrap_err();
+    let err = send(&t, &init).await.unwrap_err();
     assert!(matches!(err, TransportError::Http { .. }), "{err}");
     t.close().await;
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{Id, Message, Notification, Request, to_raw};
 use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
-use mcp_transport::{Received, SendContext, Transport};
+use mcp_transport::{Lifecycle, Received, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -195,6 +195,20 @@ fn modern_request(id: i64, method: &str, mut params: Value) -> Message {
     })
 }
 
+/// The context a modern session gives a request.
+fn modern() -> SendContext {
+    SendContext::new().revision(MODERN.parse().unwrap())
+}
+
+/// Sends a modern request as a session would (`server/discover` marked).
+async fn send_modern(t: &dyn Transport, message: &Message) -> Result<(), TransportError> {
+    let context = match message.method() {
+        Some("server/discover") => modern().lifecycle(Lifecycle::Discover),
+        _ => modern(),
+    };
+    t.send_with(message, &context).await
+}
+
 fn ok(id: &Value, result: Value) -> Answer {
     Answer::Full(
         200,
@@ -225,7 +239,8 @@ async fn modern_requests_mirror_their_metadata_into_headers_without_a_session() 
         "tools/call",
         json!({"name": "get_weather", "arguments": {"region": " padded ", "query": "x"}}),
     );
-    let context = SendContext::new()
+    let context = modern()
+        .name("get_weather")
         .param_header("Region", " padded ")
         .param_header("Shard", "7");
     t.send_with(&call, &context).await.unwrap();
@@ -233,10 +248,12 @@ async fn modern_requests_mirror_their_metadata_into_headers_without_a_session() 
     assert_eq!(answer.id(), Some(&Id::from(1)));
 
     let read = modern_request(2, "resources/read", json!({"uri": "file:///Café.txt"}));
-    t.send(&read).await.unwrap();
+    t.send_with(&read, &modern().name("file:///Café.txt"))
+        .await
+        .unwrap();
     next_message(&t).await;
     let list = modern_request(3, "tools/list", json!({}));
-    t.send(&list).await.unwrap();
+    send_modern(&t, &list).await.unwrap();
     next_message(&t).await;
 
     let seen = server.seen.lock().unwrap().clone();
@@ -285,7 +302,7 @@ async fn a_4xx_with_a_json_rpc_error_is_the_answer_and_a_plain_one_is_an_error()
     let t = StreamableHttpTransport::connect(&server.url, HttpOptions::new())
         .await
         .unwrap();
-    t.send(&modern_request(7, "server/discover", json!({})))
+    send_modern(&t, &modern_request(7, "server/discover", json!({})))
         .await
         .unwrap();
     let Message::Error(e) = next_message(&t).await else {
@@ -301,8 +318,7 @@ async fn a_4xx_with_a_json_rpc_error_is_the_answer_and_a_plain_one_is_an_error()
     let t = StreamableHttpTransport::connect(&other.url, HttpOptions::new())
         .await
         .unwrap();
-    let err = t
-        .send(&modern_request(1, "server/discover", json!({})))
+    let err = send_modern(&t, &modern_request(1, "server/discover", json!({})))
         .await
         .unwrap_err();
     assert_eq!(err.http_status(), Some(404));
@@ -320,8 +336,7 @@ async fn a_4xx_with_a_json_rpc_error_is_the_answer_and_a_plain_one_is_an_error()
     let t = StreamableHttpTransport::connect(&auth.url, HttpOptions::new())
         .await
         .unwrap();
-    let err = t
-        .send(&modern_request(1, "server/discover", json!({})))
+    let err = send_modern(&t, &modern_request(1, "server/discover", json!({})))
         .await
         .unwrap_err();
     assert_eq!(err.http_status(), Some(401));
@@ -337,18 +352,19 @@ async fn cancelling_closes_the_response_stream_and_posts_nothing() {
     let t = StreamableHttpTransport::connect(&server.url, HttpOptions::new())
         .await
         .unwrap();
-    t.send(&modern_request(
-        5,
-        "tools/call",
-        json!({"name": "slow", "arguments": {}}),
-    ))
+    send_modern(
+        &t,
+        &modern_request(5, "tools/call", json!({"name": "slow", "arguments": {}})),
+    )
     .await
     .unwrap();
     let cancel = Message::Notification(Notification::new(
         "notifications/cancelled",
         Some(to_raw(&json!({"requestId": 5, "reason": "timeout"})).unwrap()),
     ));
-    t.send(&cancel).await.unwrap();
+    t.send_with(&cancel, &modern().cancels(Id::from(5)))
+        .await
+        .unwrap();
     tokio::time::timeout(Duration::from_secs(5), server.disconnected.notified())
         .await
         .expect("the server saw the stream close");
@@ -374,22 +390,23 @@ async fn a_dropped_modern_stream_is_not_resumed() {
     let t = StreamableHttpTransport::connect(&server.url, HttpOptions::new())
         .await
         .unwrap();
-    t.send(&modern_request(
-        9,
-        "tools/call",
-        json!({"name": "x", "arguments": {}}),
-    ))
+    send_modern(
+        &t,
+        &modern_request(9, "tools/call", json!({"name": "x", "arguments": {}})),
+    )
     .await
     .unwrap();
-    let Message::Error(e) = next_message(&t).await else {
-        panic!("expected an error response");
+    let failure = match tokio::time::timeout(Duration::from_secs(5), t.recv())
+        .await
+        .expect("a failure within 5 s")
+        .unwrap()
+    {
+        Received::Failed(f) => f,
+        other => panic!("expected a request failure: {other:?}"),
     };
-    assert_eq!(e.id, Some(Id::from(9)));
-    assert!(
-        e.error.message.contains("not resumable"),
-        "{}",
-        e.error.message
-    );
+    assert_eq!(failure.id, Id::from(9));
+    let message = failure.error.to_string();
+    assert!(message.contains("not resumable"), "{message}");
     let methods = server.http_methods();
     assert_eq!(methods, ["POST"], "no GET with Last-Event-ID");
 }

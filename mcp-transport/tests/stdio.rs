@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{Message, Notification, Request, to_raw};
 use mcp_transport::stdio::{ENV_ALLOWLIST, StdioConfig, StdioTransport};
-use mcp_transport::{InvalidFrame, MessageError, Received, Transport, TransportError};
+use mcp_transport::{
+    InvalidFrame, MessageError, Received, ServerProcess, Transport, TransportError,
+};
 
 /// A bound for anything that should finish well before it; hitting it is a failure.
 const BOUND: Duration = Duration::from_secs(10);

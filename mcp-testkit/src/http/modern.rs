@@ -1,20 +1,17 @@
 //! The 2026-07-28 side of streamable HTTP: which POSTs are modern, and the
 //! checks of their request metadata headers ("Server Validation").
 
+use std::borrow::Cow;
+
 use hyper::HeaderMap;
 use hyper::StatusCode;
 use mcp_jsonrpc::{Message, codes};
+use mcp_protocol::{meta, x_mcp_header};
 use serde_json::{Map, Value, json};
 
 use crate::options::{Era, ServerOptions};
-use crate::server::{
-    META_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSION, modern_method_known, unsupported_version,
-};
+use crate::server::{MODERN, modern_method_known, unsupported_version};
 use crate::tools::MODERN_DEFINITIONS;
-
-/// The Base64 sentinel around an encoded header value: `=?base64?…?=`.
-const SENTINEL_PREFIX: &str = "=?base64?";
-const SENTINEL_SUFFIX: &str = "?=";
 
 /// Whether a POST is served the 2026-07-28 way (statelessly, headers
 /// checked) by a server of `era`: everything when the era is modern; for a
@@ -34,7 +31,7 @@ pub(super) fn is_modern(era: Era, headers: &HeaderMap, message: &Message) -> boo
                 !headers.contains_key("mcp-session-id")
                     && (headers
                         .get("mcp-protocol-version")
-                        .is_some_and(|v| v.as_bytes() == MODERN_PROTOCOL_VERSION.as_bytes())
+                        .is_some_and(|v| v.as_bytes() == MODERN.as_str().as_bytes())
                         || meta_version(n.params.as_deref().map(|p| p.get())).is_some())
             }
             _ => false,
@@ -47,7 +44,7 @@ fn meta_version(params: Option<&str>) -> Option<String> {
     let params: Value = serde_json::from_str(params?).ok()?;
     params
         .get("_meta")?
-        .get(META_PROTOCOL_VERSION)?
+        .get(meta::PROTOCOL_VERSION)?
         .as_str()
         .map(str::to_owned)
 }
@@ -81,7 +78,7 @@ impl Rejection {
     fn header(header: &str, message: String) -> Self {
         Rejection {
             status: StatusCode::BAD_REQUEST,
-            code: codes::HEADER_MISMATCH,
+            code: mcp_protocol::codes::HEADER_MISMATCH,
             message: format!("Header mismatch: {message}"),
             data: Some(json!({"header": header})),
         }
@@ -103,7 +100,7 @@ impl Rejection {
         let (message, data) = unsupported_version(era, requested);
         Rejection {
             status: StatusCode::BAD_REQUEST,
-            code: codes::UNSUPPORTED_PROTOCOL_VERSION,
+            code: mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION,
             message,
             data: Some(data),
         }
@@ -155,14 +152,8 @@ fn single<'a>(
 
 /// A header value with the Base64 sentinel form decoded.
 fn decoded(value: &str, display: &str) -> Result<String, Rejection> {
-    let Some(inner) = value
-        .strip_prefix(SENTINEL_PREFIX)
-        .and_then(|v| v.strip_suffix(SENTINEL_SUFFIX))
-    else {
-        return Ok(value.to_owned());
-    };
-    decode_base64(inner)
-        .and_then(|bytes| String::from_utf8(bytes).ok())
+    x_mcp_header::decode_value(value)
+        .map(Cow::into_owned)
         .ok_or_else(|| {
             Rejection::header(
                 display,
@@ -184,7 +175,7 @@ pub(super) fn validate(
     const VERSION: &str = "MCP-Protocol-Version";
     let body_version = params
         .get("_meta")
-        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
         .and_then(Value::as_str);
     match (
         single(headers, "mcp-protocol-version", VERSION)?,
@@ -193,7 +184,7 @@ pub(super) fn validate(
         (None, _) => return Err(Rejection::missing(VERSION, "")),
         (Some(h), Some(b)) if h == b => {}
         // A legacy client's request: its header names the version it wants.
-        (Some(h), None) if h != MODERN_PROTOCOL_VERSION => {
+        (Some(h), None) if h != MODERN.as_str() => {
             return Err(Rejection::unsupported(options.era, Some(h)));
         }
         (Some(h), b) => {
@@ -205,7 +196,7 @@ pub(super) fn validate(
             ));
         }
     }
-    if body_version != Some(MODERN_PROTOCOL_VERSION) {
+    if body_version != Some(MODERN.as_str()) {
         return Err(Rejection::unsupported(options.era, body_version));
     }
 
@@ -350,129 +341,10 @@ fn same_value(value: &Value, header: &str) -> bool {
     }
 }
 
-/// Decodes standard Base64 (RFC 4648 §4, `+` and `/`), padded or not.
-/// `None` for anything else: other characters, misplaced padding, an
-/// impossible length or non-zero trailing bits.
-pub(crate) fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let data = text.trim_end_matches('=');
-    let pads = text.len() - data.len();
-    if pads > 2 || (pads > 0 && !text.len().is_multiple_of(4)) || data.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(data.len() / 4 * 3 + 2);
-    let mut acc: u32 = 0;
-    let mut bits = 0u32;
-    for c in data.bytes() {
-        let sextet = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(sextet);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(u8::try_from((acc >> bits) & 0xff).ok()?);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // The bits left over must be zero padding.
-    (acc == 0).then_some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use hyper::header::{HeaderName, HeaderValue};
-
-    fn encode(bytes: &[u8]) -> String {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for chunk in bytes.chunks(3) {
-            let b = [
-                chunk[0],
-                chunk.get(1).copied().unwrap_or(0),
-                chunk.get(2).copied().unwrap_or(0),
-            ];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn base64_rfc4648_vectors() {
-        for (plain, encoded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(
-                decode_base64(encoded).as_deref(),
-                Some(plain.as_bytes()),
-                "{encoded}"
-            );
-            assert_eq!(encode(plain.as_bytes()), encoded);
-            // Unpadded input decodes too.
-            assert_eq!(
-                decode_base64(encoded.trim_end_matches('=')).as_deref(),
-                Some(plain.as_bytes())
-            );
-        }
-    }
-
-    #[test]
-    fn base64_spec_examples() {
-        for (encoded, plain) in [
-            ("SGVsbG8sIOS4lueVjA==", "Hello, 世界"),
-            ("IHBhZGRlZCA=", " padded "),
-            ("bGluZTEKbGluZTI=", "line1\nline2"),
-            ("PT9iYXNlNjQ/bGl0ZXJhbD89", "=?base64?literal?="),
-        ] {
-            assert_eq!(decode_base64(encoded).unwrap(), plain.as_bytes());
-        }
-    }
-
-    #[test]
-    fn base64_round_trips_every_byte() {
-        let all: Vec<u8> = (0..=255).collect();
-        for len in 0..all.len() {
-            let bytes = &all[len..];
-            assert_eq!(decode_base64(&encode(bytes)).unwrap(), bytes, "{len}");
-        }
-        assert_eq!(decode_base64("+/+/").unwrap(), [0xfb, 0xff, 0xbf]);
-    }
-
-    #[test]
-    fn base64_refuses_malformed_input() {
-        for bad in [
-            "Z",
-            "Zg=",
-            "Zg===",
-            "====",
-            "Zm9v!",
-            "Zm9v Zg==",
-            "Zg==Zg==",
-            "Zm-_",
-            "Zh==",
-            "Zm9=",
-        ] {
-            assert_eq!(decode_base64(bad), None, "{bad:?}");
-        }
-    }
 
     #[test]
     fn sentinel_values_decode_and_plain_values_stay() {
@@ -542,7 +414,7 @@ mod tests {
 
     fn route_params(arguments: Value) -> Map<String, Value> {
         json!({"name": "route", "arguments": arguments,
-               "_meta": {META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION}})
+               "_meta": {meta::PROTOCOL_VERSION: MODERN.as_str()}})
         .as_object()
         .unwrap()
         .clone()

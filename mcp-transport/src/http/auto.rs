@@ -28,7 +28,9 @@ use mcp_jsonrpc::Message;
 use tokio::sync::{Mutex, watch};
 
 use super::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
-use crate::{BoxFuture, Received, SendContext, Transport, TransportError, TransportKind};
+use crate::{
+    BoxFuture, Lifecycle, Received, SendContext, Transport, TransportError, TransportKind,
+};
 
 /// Which HTTP transport each URL turned out to speak. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
@@ -135,7 +137,7 @@ impl AutoTransport {
             // session, which falls back to `initialize` and so comes here again.
             Err(e)
                 if matches!(e.http_status(), Some(400 | 404 | 405))
-                    && message.method() == Some("initialize") =>
+                    && context.lifecycle_of() == Lifecycle::Initialize =>
             {
                 streamable.close().await;
                 self.options.observe(HttpTrace::Note(format!(
@@ -150,7 +152,7 @@ impl AutoTransport {
                             "neither transport worked: streamable HTTP: {e}; HTTP+SSE: {sse_error}"
                         ),
                     })?;
-                sse.send(message).await?;
+                sse.send_with(message, context).await?;
                 self.cache.insert(&self.url, TransportKind::Sse);
                 self.chosen.send_replace(Some(Arc::new(sse)));
                 Ok(())
@@ -170,18 +172,6 @@ impl AutoTransport {
 }
 
 impl Transport for AutoTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(async move {
-            if self.closed.load(Ordering::SeqCst) {
-                return Err(TransportError::closed("closed by the client"));
-            }
-            match self.current() {
-                Some(t) => t.send(message).await,
-                None => self.choose_and_send(message, &SendContext::new()).await,
-            }
-        })
-    }
-
     fn send_with<'a>(
         &'a self,
         message: &'a Message,

@@ -24,7 +24,9 @@ use tokio_util::sync::CancellationToken;
 use super::client::{HttpClient, content_type, status_error};
 use super::{HttpOptions, parse_url, payload_to_received, redact_url, same_origin};
 use crate::sse::{SseItem, SseParser};
-use crate::{BoxFuture, InvalidFrame, Received, Transport, TransportError, TransportKind};
+use crate::{
+    BoxFuture, InvalidFrame, Received, SendContext, Transport, TransportError, TransportKind,
+};
 
 /// A connection to a server speaking the 2024-11-05 HTTP+SSE transport.
 pub struct SseTransport {
@@ -225,7 +227,11 @@ impl Drop for SseTransport {
 }
 
 impl Transport for SseTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        _context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(async move {
             if self.closed.load(Ordering::SeqCst) {
                 return Err(TransportError::closed("closed by the client"));

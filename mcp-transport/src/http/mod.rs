@@ -56,8 +56,9 @@ pub use streamable::StreamableHttpTransport;
 
 /// Default bound on establishing a TCP (and TLS) connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default bound on waiting for an HTTP answer's head (and a JSON body).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default bound on waiting for an HTTP answer's head (and a JSON body):
+/// the stack's request timeout.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = mcp_protocol::defaults::REQUEST_TIMEOUT;
 /// Default wait before reconnecting a dropped SSE stream when the server gave no `retry`.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Default number of reconnection attempts for one dropped SSE stream.

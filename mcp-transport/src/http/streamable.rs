@@ -10,17 +10,18 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Response, Uri};
-use mcp_jsonrpc::{ErrorObject, ErrorResponse, Id, Message, Oversized, codes};
+use mcp_jsonrpc::{Id, Message, Oversized};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use super::client::{HttpClient, content_type, read_body, status_answer, status_error};
-use super::mirror::{Mirror, PROTOCOL_VERSION};
+use super::mirror::{self, PROTOCOL_VERSION};
 use super::{HttpOptions, HttpTrace, parse_url, payload_to_received, redact_url};
 use crate::sse::{SseItem, SseParser};
 use crate::{
-    BoxFuture, InvalidFrame, Received, SendContext, Transport, TransportError, TransportKind,
+    BoxFuture, InvalidFrame, Lifecycle, Received, RequestFailure, SendContext, Transport,
+    TransportError, TransportKind,
 };
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
@@ -44,15 +45,17 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   first; `initialize` waits for its head (up to the request timeout) so an
 ///   error status comes back from `send` itself. The answer (JSON, or an SSE
 ///   stream that may carry requests and notifications first) arrives through
-///   `recv`. A failure after `send` returned arrives as an error response to
-///   that request (code -32603, message starting `HTTP transport:`), so no
-///   request waits forever.
+///   `recv`. A failure after `send` returned arrives as
+///   [`Received::Failed`] for that request (with the HTTP status when there
+///   was one), so no request waits forever and no failure passes for a
+///   server's JSON-RPC error.
+/// * The transport reads no `params`: the [`SendContext`] says which message
+///   is the handshake ([`Lifecycle`]) and which revision a message follows.
 /// * The `Mcp-Session-Id` of the initialize answer is sent on every later
-///   request. The negotiated protocol version is read from the initialize
-///   result as it passes through, and sent as `MCP-Protocol-Version` from
-///   then on ([`StreamableHttpTransport::set_protocol_version`] overrides it).
-/// * After `notifications/initialized`, a GET stream is opened for
-///   server-initiated messages (405 means the server offers none).
+///   request, and the revision the context names as `MCP-Protocol-Version`
+///   ([`StreamableHttpTransport::set_protocol_version`] overrides it).
+/// * After the `Lifecycle::Initialized` notification, a GET stream is opened
+///   for server-initiated messages (405 means the server offers none).
 /// * A dropped SSE stream whose events had ids is resumed with a GET carrying
 ///   `Last-Event-ID`, after the server's `retry` delay (or
 ///   [`HttpOptions::default_retry`]), up to [`HttpOptions::max_reconnects`]
@@ -68,25 +71,24 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 /// * `close` ends every stream and sends `DELETE` with the session id
 ///   (bounded by [`HttpOptions::close_timeout`]; 405 is fine).
 ///
-/// Requests of protocol revision 2026-07-28 (their `_meta` names
-/// `io.modelcontextprotocol/protocolVersion`) follow that revision instead:
+/// Requests whose context names revision 2026-07-28 follow that revision
+/// instead:
 ///
 /// * No session id, no GET stream, no `DELETE`, no resumption: a stream that
 ///   ends before its answer gives that request an error response.
-/// * The request metadata headers: `MCP-Protocol-Version` (the `_meta`
-///   value), `Mcp-Method`, `Mcp-Name` (`params.name` of `tools/call` and
-///   `prompts/get`, `params.uri` of `resources/read`), and `Mcp-Param-{Name}`
-///   for what [`Transport::send_with`] passes in its [`SendContext`]. Values
+/// * The request metadata headers: `MCP-Protocol-Version`, `Mcp-Method`,
+///   `Mcp-Name` and `Mcp-Param-{Name}`, from the [`SendContext`]. Values
 ///   that are not plain header-safe ASCII are sent as `=?base64?…?=`.
 /// * A 4xx (other than 401, 403 and 407, which stay HTTP errors so the
 ///   caller sees the auth problem) whose body is a JSON-RPC error (a modern server explains
 ///   `UnsupportedProtocolVersion`, `HeaderMismatch` and unknown methods that
 ///   way) is the request's answer, with the request's id; any other 4xx
-///   fails the request. `server/discover` waits for its answer's head like
-///   `initialize`, so a plain 400/404/405 comes back from `send` itself and
-///   the session can fall back to `initialize`.
-/// * `notifications/cancelled` for a request in flight is not posted: the
-///   request's response stream is closed instead, which is the cancellation.
+///   fails the request. `Lifecycle::Discover` waits for its answer's head
+///   like `initialize`, so a plain 400/404/405 comes back from `send` itself
+///   and the session can fall back to `initialize`.
+/// * A cancellation ([`SendContext::cancels`]) of a request in flight is not
+///   posted: the request's response stream is closed instead, which is the
+///   cancellation.
 pub struct StreamableHttpTransport {
     inner: Arc<Inner>,
     rx: Mutex<mpsc::Receiver<Received>>,
@@ -151,7 +153,7 @@ impl Head {
             },
             None => error,
         };
-        inner.deliver_error(id, &error).await;
+        inner.deliver_error(id, error).await;
     }
 }
 
@@ -263,17 +265,8 @@ impl Inner {
 
     /// A modern request is cancelled by closing its response stream: its
     /// task (which holds the stream) is aborted. `false` when it is not in flight.
-    fn cancel_modern(&self, cancelled: &Message) -> bool {
-        let Message::Notification(n) = cancelled else {
-            return false;
-        };
-        let id = n
-            .params
-            .as_ref()
-            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
-            .and_then(|p| p.get("requestId").cloned())
-            .and_then(|id| serde_json::from_value::<Id>(id).ok());
-        let Some(handle) = id.and_then(|id| self.modern_requests().remove(&id)) else {
+    fn cancel_modern(&self, id: &Id) -> bool {
+        let Some(handle) = self.modern_requests().remove(id) else {
             return false;
         };
         handle.abort();
@@ -295,10 +288,25 @@ impl Inner {
                 has_session = true;
             }
             if let Some(v) = &state.protocol_version {
-                h.insert(PROTOCOL_VERSION, v.clone());
+                h.insert(PROTOCOL_VERSION.clone(), v.clone());
             }
         }
         (h, state.generation, has_session)
+    }
+
+    /// Records the revision to send as `MCP-Protocol-Version`, unless the
+    /// caller fixed one.
+    fn note_revision(&self, revision: &str) {
+        let mut state = self.state();
+        if state.version_fixed
+            || state
+                .protocol_version
+                .as_ref()
+                .is_some_and(|v| v.as_bytes() == revision.as_bytes())
+        {
+            return;
+        }
+        state.protocol_version = HeaderValue::from_str(revision).ok();
     }
 
     fn generation(&self) -> u64 {
@@ -317,30 +325,6 @@ impl Inner {
         state.generation += 1;
     }
 
-    /// Reads the negotiated version from the initialize result passing through.
-    fn note_version(&self, message: &Message, init_id: &Id) {
-        let Message::Response(r) = message else {
-            return;
-        };
-        if &r.id != init_id {
-            return;
-        }
-        let Ok(init) = serde_json::from_str::<serde_json::Value>(r.result.get()) else {
-            return;
-        };
-        let mut state = self.state();
-        if state.version_fixed {
-            return;
-        }
-        if let Some(v) = init
-            .get("protocolVersion")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|v| HeaderValue::from_str(v).ok())
-        {
-            state.protocol_version = Some(v);
-        }
-    }
-
     async fn deliver(&self, item: Received) {
         tokio::select! {
             _ = self.tx.send(item) => {}
@@ -348,18 +332,13 @@ impl Inner {
         }
     }
 
-    async fn deliver_error(&self, id: &Id, error: &TransportError) {
-        let mut object =
-            ErrorObject::new(codes::INTERNAL_ERROR, format!("HTTP transport: {error}"));
-        let data = match error.http_status() {
-            Some(status) => {
-                serde_json::json!({"transport": "streamable-http", "httpStatus": status})
-            }
-            None => serde_json::json!({"transport": "streamable-http"}),
+    /// Fails request `id`: it will get no answer.
+    async fn deliver_error(&self, id: &Id, error: TransportError) {
+        let failure = RequestFailure {
+            id: id.clone(),
+            error,
         };
-        object.data = mcp_jsonrpc::to_raw(&data).ok();
-        let message = Message::from(ErrorResponse::new(Some(id.clone()), object));
-        self.deliver(Received::Message(message)).await;
+        self.deliver(Received::Failed(failure)).await;
     }
 
     /// Whether an error answer means the session expired.
@@ -477,18 +456,15 @@ impl Inner {
                             let mut items = Vec::new();
                             payload_to_received(&bytes, &mut items);
                             for item in items {
-                                if let (true, Received::Message(m)) = (is_init, &item) {
-                                    self.note_version(m, id);
-                                }
                                 self.deliver(item).await;
                             }
                         }
-                        Err(e) => self.deliver_error(id, &e).await,
+                        Err(e) => self.deliver_error(id, e).await,
                     }
                 }
                 "text/event-stream" => {
                     head.ok();
-                    self.read_request_stream(response.into_body(), id, is_init, modern)
+                    self.read_request_stream(response.into_body(), id, modern)
                         .await;
                 }
                 other => {
@@ -508,13 +484,13 @@ impl Inner {
 
     /// Reads a request's SSE stream until its answer arrives, resuming the
     /// stream with `Last-Event-ID` when it drops.
-    async fn read_request_stream(&self, body: Incoming, id: &Id, is_init: bool, modern: bool) {
+    async fn read_request_stream(&self, body: Incoming, id: &Id, modern: bool) {
         let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
         let mut body = Some(body);
         let mut attempts = 0u32;
         loop {
             if let Some(b) = body.take()
-                && self.pump(b, &mut parser, Some(id), is_init).await
+                && self.pump(b, &mut parser, Some(id)).await
             {
                 return;
             }
@@ -528,7 +504,7 @@ impl Inner {
                               protocol 2026-07-28 are not resumable)"
                         .into(),
                 };
-                return self.deliver_error(id, &error).await;
+                return self.deliver_error(id, error).await;
             }
             let Some(last) = parser.last_event_id().map(str::to_owned) else {
                 let error = TransportError::Http {
@@ -537,7 +513,7 @@ impl Inner {
                               id to resume from"
                         .into(),
                 };
-                return self.deliver_error(id, &error).await;
+                return self.deliver_error(id, error).await;
             };
             if attempts >= self.options().max_reconnects {
                 let error = TransportError::Http {
@@ -547,7 +523,7 @@ impl Inner {
                          resume it failed"
                     ),
                 };
-                return self.deliver_error(id, &error).await;
+                return self.deliver_error(id, error).await;
             }
             attempts += 1;
             let wait = parser.retry().unwrap_or(self.options().default_retry);
@@ -568,10 +544,10 @@ impl Inner {
                                   stream cannot be resumed"
                             .into(),
                     };
-                    return self.deliver_error(id, &error).await;
+                    return self.deliver_error(id, error).await;
                 }
                 Err(e) if e.http_status().is_some_and(|s| (400..500).contains(&s)) => {
-                    return self.deliver_error(id, &e).await;
+                    return self.deliver_error(id, e).await;
                 }
                 Err(e) => {
                     tracing::debug!(server = self.options().name(), "resuming failed: {e}");
@@ -612,13 +588,7 @@ impl Inner {
 
     /// Reads SSE events from a body and hands their messages on. Returns
     /// whether the answer to `expect` arrived.
-    async fn pump(
-        &self,
-        mut body: Incoming,
-        parser: &mut SseParser,
-        expect: Option<&Id>,
-        is_init: bool,
-    ) -> bool {
+    async fn pump(&self, mut body: Incoming, parser: &mut SseParser, expect: Option<&Id>) -> bool {
         let mut answered = false;
         loop {
             let frame = if answered {
@@ -663,9 +633,6 @@ impl Inner {
                                 && m.id() == Some(id)
                             {
                                 answered = true;
-                                if is_init {
-                                    self.note_version(m, id);
-                                }
                             }
                             self.deliver(item).await;
                         }
@@ -693,7 +660,7 @@ impl Inner {
             match self.open_get(last.as_deref()).await {
                 Ok(Some(body)) => {
                     failures = 0;
-                    self.pump(body, &mut parser, None, false).await;
+                    self.pump(body, &mut parser, None).await;
                 }
                 Ok(None) => return,
                 Err(e) => {
@@ -859,12 +826,20 @@ impl StreamableHttpTransport {
             return Err(closed_error());
         }
         let inner = &self.inner;
-        if message.method() == Some("notifications/cancelled")
+        if let Some(id) = context.cancelled_request()
             && inner.state().modern
-            && inner.cancel_modern(message)
+            && inner.cancel_modern(id)
         {
             // Closing the response stream is the cancellation; nothing is posted.
             return Ok(());
+        }
+        let lifecycle = context.lifecycle_of();
+        let modern = context.is_modern();
+        if !modern
+            && lifecycle != Lifecycle::Initialize
+            && let Some(revision) = context.revision_of()
+        {
+            inner.note_revision(revision.as_str());
         }
         let body = Bytes::from(
             message
@@ -873,10 +848,10 @@ impl StreamableHttpTransport {
         );
         match message {
             Message::Request(request) => {
-                let is_init = request.method == "initialize";
-                let mirrored = Mirror::of(request).map(|mirror| {
+                let is_init = lifecycle == Lifecycle::Initialize;
+                let mirrored = modern.then(|| {
                     let mut headers = HeaderMap::new();
-                    mirror.apply(&request.method, context.param_headers(), &mut headers);
+                    mirror::apply(&request.method, context, &mut headers);
                     headers
                 });
                 if is_init {
@@ -884,13 +859,12 @@ impl StreamableHttpTransport {
                     state.init_request = Some((request.id.clone(), body.clone()));
                     state.initialized = None;
                     state.modern = false;
-                } else if mirrored.is_some() {
+                } else if modern {
                     inner.state().modern = true;
                 }
-                let modern = mirrored.is_some();
                 // The era probe waits for the head like `initialize`, so a
                 // refusal comes back from `send` itself.
-                let is_probe = request.method == "server/discover";
+                let is_probe = lifecycle == Lifecycle::Discover;
                 let (tx, rx) = oneshot::channel();
                 let task = Arc::clone(inner).run_request(
                     request.id.clone(),
@@ -922,7 +896,7 @@ impl StreamableHttpTransport {
                 }
             }
             _ => {
-                let is_initialized = message.method() == Some("notifications/initialized");
+                let is_initialized = lifecycle == Lifecycle::Initialized;
                 inner.post_other(body.clone()).await?;
                 if is_initialized {
                     inner.state().initialized = Some(body);
@@ -935,13 +909,6 @@ impl StreamableHttpTransport {
 }
 
 impl Transport for StreamableHttpTransport {
-    fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
-        static NONE: SendContext = SendContext {
-            param_headers: Vec::new(),
-        };
-        Box::pin(self.send_message(message, &NONE))
-    }
-
     fn send_with<'a>(
         &'a self,
         message: &'a Message,

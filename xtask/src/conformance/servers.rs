@@ -668,7 +668,8 @@ async fn shutdown(session: Session, running: Running) -> Result<String, String> 
     match running {
         Running::Stdio { pid } => {
             let exit = transport
-                .exit_info()
+                .process()
+                .and_then(|p| p.exit_info())
                 .map(|e| e.to_string())
                 .unwrap_or_else(|| "no exit status".into());
             // Give the group a moment to be reaped.

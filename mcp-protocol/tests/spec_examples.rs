@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_session::modern::{DiscoverResult, InputRequest, InputRequiredResult};
-use mcp_session::types::{
+use mcp_protocol::modern::{DiscoverResult, InputRequest, InputRequiredResult};
+use mcp_protocol::types::{
     CallToolResult, CancelledParams, ClientCapabilities, Content, ListToolsResult,
     LoggingMessageParams, ProgressParams, ServerCapabilities, Tool,
 };

@@ -83,17 +83,80 @@ pub enum ProtocolMode {
     Auto,
 }
 
+impl ProtocolMode {
+    /// Every mode.
+    pub const ALL: [ProtocolMode; 3] = [
+        ProtocolMode::Legacy,
+        ProtocolMode::Modern,
+        ProtocolMode::Auto,
+    ];
+
+    /// How configs and command lines spell it: `legacy`, `modern`, `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolMode::Legacy => "legacy",
+            ProtocolMode::Modern => "modern",
+            ProtocolMode::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for ProtocolMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A protocol pin as configs and command lines write it: a mode
+/// (`legacy`, `modern`, `auto`) or one revision.
+///
+/// ```
+/// use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
+/// assert_eq!("auto".parse(), Ok(ProtocolPin::Mode(ProtocolMode::Auto)));
+/// assert_eq!("2025-06-18".parse(), Ok(ProtocolPin::Version(ProtocolVersion::V2025_06_18)));
+/// assert!("1999-01-01".parse::<ProtocolPin>().is_err());
+/// assert!(ProtocolPin::spellings().contains(&"2026-07-28"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProtocolPin {
+    /// A lifecycle, with the default revision.
+    Mode(ProtocolMode),
+    /// One revision (a modern one implies the modern mode).
+    Version(ProtocolVersion),
+}
+
+impl ProtocolPin {
+    /// Every accepted spelling: the revisions, oldest first, then the modes.
+    pub fn spellings() -> Vec<&'static str> {
+        ProtocolVersion::ALL
+            .iter()
+            .rev()
+            .map(|v| v.as_str())
+            .chain(ProtocolMode::ALL.iter().map(|m| m.as_str()))
+            .collect()
+    }
+}
+
+impl FromStr for ProtocolPin {
+    type Err = UnknownVersion;
+
+    fn from_str(s: &str) -> Result<Self, UnknownVersion> {
+        s.parse::<ProtocolMode>()
+            .map(ProtocolPin::Mode)
+            .or_else(|_| s.parse::<ProtocolVersion>().map(ProtocolPin::Version))
+    }
+}
+
 impl FromStr for ProtocolMode {
     type Err = UnknownVersion;
 
     /// `legacy`, `modern`, `auto`.
     fn from_str(s: &str) -> Result<Self, UnknownVersion> {
-        match s {
-            "legacy" => Ok(ProtocolMode::Legacy),
-            "modern" => Ok(ProtocolMode::Modern),
-            "auto" => Ok(ProtocolMode::Auto),
-            other => Err(UnknownVersion(other.to_string())),
-        }
+        ProtocolMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| UnknownVersion(s.to_string()))
     }
 }
 

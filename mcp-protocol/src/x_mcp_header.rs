@@ -1,5 +1,13 @@
-//! `x-mcp-header`: tool arguments mirrored into HTTP headers (protocol
-//! revision 2026-07-28), without IO.
+//! The request metadata headers of revision 2026-07-28 on streamable HTTP,
+//! and `x-mcp-header`: tool arguments mirrored into headers. No IO.
+//!
+//! A modern request mirrors parts of its body into headers:
+//! [`PROTOCOL_VERSION`] (the `_meta` version), [`METHOD`], [`NAME`] (the
+//! field [`name_field`] picks: `params.name` of `tools/call` and
+//! `prompts/get`, `params.uri` of `resources/read`) and
+//! `Mcp-Param-{Name}` ([`PARAM_PREFIX`]) for annotated tool arguments.
+//! Values that are not plain header-safe ASCII travel in the Base64
+//! sentinel form ([`encode_value`], [`decode_value`]).
 //!
 //! A tool's `inputSchema` may mark a property with `"x-mcp-header": "Name"`;
 //! on streamable HTTP the client then sends the argument's value as the
@@ -14,7 +22,7 @@
 //!   `$ref`/`$defs` or any other keyword).
 //!
 //! ```
-//! use mcp_session::headers::{annotations, param_headers};
+//! use mcp_protocol::x_mcp_header::{annotations, param_values};
 //! use serde_json::json;
 //!
 //! let schema = json!({
@@ -25,15 +33,100 @@
 //!     }
 //! });
 //! let params = annotations(&schema).unwrap();
-//! let context = param_headers(&params, &json!({"region": "us-west1", "query": "x"}));
-//! assert_eq!(context.param_headers(), &[("Region".to_string(), "us-west1".to_string())]);
+//! let values = param_values(&params, &json!({"region": "us-west1", "query": "x"}));
+//! assert_eq!(values, [("Region".to_string(), "us-west1".to_string())]);
 //!
 //! let bad = json!({"properties": {"n": {"type": "number", "x-mcp-header": "N"}}});
 //! assert!(annotations(&bad).unwrap_err().contains("number"));
 //! ```
 
-use mcp_transport::SendContext;
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
+
+use crate::methods;
+
+/// Header: the request's protocol version (equal to its `_meta` version).
+pub const PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
+/// Header: the request's method.
+pub const METHOD: &str = "Mcp-Method";
+/// Header: the name the request is about (see [`name_field`]).
+pub const NAME: &str = "Mcp-Name";
+/// Header name prefix of mirrored tool arguments: `Mcp-Param-{name}`.
+pub const PARAM_PREFIX: &str = "Mcp-Param-";
+/// Start of the Base64 sentinel form of a header value.
+pub const SENTINEL_PREFIX: &str = "=?base64?";
+/// End of the Base64 sentinel form of a header value.
+pub const SENTINEL_SUFFIX: &str = "?=";
+
+/// Which string field of `params` the [`NAME`] header mirrors for `method`.
+///
+/// ```
+/// use mcp_protocol::x_mcp_header::name_field;
+/// assert_eq!(name_field("tools/call"), Some("name"));
+/// assert_eq!(name_field("resources/read"), Some("uri"));
+/// assert_eq!(name_field("tools/list"), None);
+/// ```
+pub fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
+        methods::RESOURCES_READ => Some("uri"),
+        _ => None,
+    }
+}
+
+/// Encodes a value for an [`NAME`] or `Mcp-Param-*` header: as it is when it
+/// is visible ASCII with inner spaces or tabs only; otherwise (non-ASCII,
+/// control characters, leading or trailing whitespace, empty, or text that
+/// looks like the sentinel itself) as `=?base64?{UTF-8 in Base64}?=`.
+///
+/// ```
+/// use mcp_protocol::x_mcp_header::encode_value;
+/// assert_eq!(encode_value("us-west1"), "us-west1");
+/// assert_eq!(encode_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
+/// ```
+pub fn encode_value(value: &str) -> Cow<'_, str> {
+    let safe_bytes = value.bytes().all(|b| matches!(b, 0x20..=0x7e | b'\t'));
+    let trimmed = !value.starts_with([' ', '\t']) && !value.ends_with([' ', '\t']);
+    let looks_encoded = value.starts_with(SENTINEL_PREFIX) && value.ends_with(SENTINEL_SUFFIX);
+    let plain = !value.is_empty() && safe_bytes && trimmed && !looks_encoded;
+    if plain {
+        Cow::Borrowed(value)
+    } else {
+        Cow::Owned(format!(
+            "{SENTINEL_PREFIX}{}{SENTINEL_SUFFIX}",
+            STANDARD.encode(value.as_bytes())
+        ))
+    }
+}
+
+/// Decodes a header value: the sentinel form to its text, anything else as
+/// it is. `None` when the sentinel holds no valid Base64 of UTF-8.
+///
+/// ```
+/// use mcp_protocol::x_mcp_header::decode_value;
+/// assert_eq!(decode_value("=?base64?IHBhZGRlZCA=?=").as_deref(), Some(" padded "));
+/// assert_eq!(decode_value("plain").as_deref(), Some("plain"));
+/// assert_eq!(decode_value("=?base64?!!?="), None);
+/// ```
+pub fn decode_value(value: &str) -> Option<Cow<'_, str>> {
+    let Some(inner) = value
+        .strip_prefix(SENTINEL_PREFIX)
+        .and_then(|v| v.strip_suffix(SENTINEL_SUFFIX))
+    else {
+        return Some(Cow::Borrowed(value));
+    };
+    // Padded or not, as senders differ; the trailing bits must be zero.
+    let engine = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
+    let bytes = engine.decode(inner).ok()?;
+    String::from_utf8(bytes).ok().map(Cow::Owned)
+}
 
 /// The annotation keyword.
 pub const KEYWORD: &str = "x-mcp-header";
@@ -179,11 +272,11 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-/// The `Mcp-Param-*` headers for a call: each annotated argument present in
-/// `arguments` (and not `null`), as text: strings as they are, integers in
-/// decimal, booleans as `true`/`false`. The transport encodes them.
-pub fn param_headers(params: &[HeaderParam], arguments: &Value) -> SendContext {
-    let mut context = SendContext::new();
+/// The `Mcp-Param-*` headers for a call, as (name portion, text): each
+/// annotated argument present in `arguments` (and not `null`). The text is
+/// [`value_text`]; a transport encodes it with [`encode_value`].
+pub fn param_values(params: &[HeaderParam], arguments: &Value) -> Vec<(String, String)> {
+    let mut values = Vec::new();
     for param in params {
         let mut value = arguments;
         let mut present = true;
@@ -199,23 +292,31 @@ pub fn param_headers(params: &[HeaderParam], arguments: &Value) -> SendContext {
         if !present {
             continue;
         }
-        let text = match value {
-            Value::String(s) => s.clone(),
-            Value::Bool(b) => b.to_string(),
-            Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                (Some(i), _, _) => i.to_string(),
-                (_, Some(u), _) => u.to_string(),
-                // 42.0 is an integer to JSON Schema.
-                (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
-                    format!("{f:.0}")
-                }
-                _ => continue,
-            },
-            _ => continue,
-        };
-        context = context.param_header(param.name.clone(), text);
+        if let Some(text) = value_text(value) {
+            values.push((param.name.clone(), text));
+        }
     }
-    context
+    values
+}
+
+/// An argument's header text: strings as they are, integers in decimal,
+/// booleans as `true`/`false`; `None` for anything else (null, objects,
+/// arrays, fractions).
+pub fn value_text(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            // 42.0 is an integer to JSON Schema.
+            (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
+                format!("{f:.0}")
+            }
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -321,11 +422,10 @@ mod tests {
             "o": {"type": "object", "properties": {"deep": {"type": "integer", "x-mcp-header": "Deep"}}}
         }});
         let params = annotations(&schema).unwrap();
-        let context = param_headers(
+        let mut got = param_values(
             &params,
             &json!({"s": "Hello, 世界", "i": -7, "b": false, "n": null, "o": {"deep": 42.0}}),
         );
-        let mut got = context.param_headers().to_vec();
         got.sort();
         assert_eq!(
             got,
@@ -340,5 +440,47 @@ mod tests {
             names(json!({"type": "object"})).unwrap(),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn the_spec_encoding_examples() {
+        assert_eq!(encode_value("us-west1"), "us-west1");
+        assert_eq!(
+            encode_value("Hello, 世界"),
+            "=?base64?SGVsbG8sIOS4lueVjA==?="
+        );
+        assert_eq!(encode_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
+        assert_eq!(encode_value("line1\nline2"), "=?base64?bGluZTEKbGluZTI=?=");
+        assert_eq!(
+            encode_value("=?base64?literal?="),
+            "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+        );
+        assert_eq!(encode_value("a b\tc"), "a b\tc");
+        assert_eq!(encode_value(""), "=?base64??=");
+        assert_eq!(encode_value("=?base64?x"), "=?base64?x");
+    }
+
+    #[test]
+    fn decoding_inverts_encoding_and_refuses_bad_sentinels() {
+        for text in [
+            "us-west1",
+            "Hello, 世界",
+            " padded ",
+            "line1\nline2",
+            "=?base64?literal?=",
+            "",
+        ] {
+            assert_eq!(decode_value(&encode_value(text)).as_deref(), Some(text));
+        }
+        // Unpadded Base64 is accepted too.
+        assert_eq!(decode_value("=?base64?Zg?=").as_deref(), Some("f"));
+        for bad in [
+            "=?base64?Z?=",
+            "=?base64?Zm9v!?=",
+            "=?base64?Zh==?=",
+            "=?base64?/w==?=",
+        ] {
+            assert_eq!(decode_value(bad), None, "{bad}");
+        }
     }
 }

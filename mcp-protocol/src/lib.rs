@@ -1,0 +1,49 @@
+//! The Model Context Protocol's vocabulary, in one IO-free crate.
+//!
+//! Everything MCP itself defines and that a client, a server or a test needs
+//! to agree on lives here, so that no other crate of the stack spells it out
+//! again:
+//!
+//! * [`ProtocolVersion`]: the five revisions and their order;
+//!   [`ProtocolMode`]: which lifecycle a client uses; [`ProtocolPin`]: how
+//!   configs pin either.
+//! * [`methods`]: method names; [`meta`]: the `_meta` keys and the
+//!   per-request metadata of 2026-07-28; [`codes`]: the error codes MCP adds
+//!   to JSON-RPC's.
+//! * [`types`]: the message types (capabilities, tools, content, results);
+//!   [`modern`]: the data of 2026-07-28 (`server/discover`, multi-round-trip
+//!   results, cache hints).
+//! * [`x_mcp_header`]: the request metadata headers of streamable HTTP and
+//!   the `x-mcp-header` rules for mirroring tool arguments.
+//! * [`defaults`]: the timeouts and settings every layer defaults to.
+//!
+//! It depends on serde only (and base64 for the header encoding): no async
+//! runtime, no transport, no JSON-RPC framing.
+//!
+//! # Example
+//!
+//! ```
+//! use mcp_protocol::types::{CallToolResult, Content};
+//! use mcp_protocol::{ProtocolVersion, methods};
+//!
+//! let v: ProtocolVersion = "2025-06-18".parse().unwrap();
+//! assert!(!v.is_modern() && v < ProtocolVersion::V2026_07_28);
+//! assert_eq!(methods::TOOLS_CALL, "tools/call");
+//!
+//! let result: CallToolResult = serde_json::from_str(
+//!     r#"{"content": [{"type": "text", "text": "hi"}, {"type": "hologram"}]}"#,
+//! ).unwrap();
+//! assert_eq!(result.text(), "hi");
+//! assert!(matches!(result.content[1], Content::Unknown(_))); // kept, not an error
+//! ```
+
+pub mod codes;
+pub mod defaults;
+pub mod meta;
+pub mod methods;
+pub mod modern;
+pub mod types;
+mod version;
+pub mod x_mcp_header;
+
+pub use version::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
