@@ -10,7 +10,7 @@ use mcp_session::{
     CallOptions, DefaultsElicitationHandler, ProtocolVersion, Session, SessionConfig, SessionError,
 };
 use mcp_testkit::Era;
-use mcp_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_testkit::http::{HttpMisbehaviour, HttpServer, HttpServerOptions};
 use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
 use serde_json::json;
 
@@ -176,4 +176,37 @@ async fn a_subscription_over_http_is_acknowledged_and_dropping_it_closes_its_str
     assert_eq!(session.in_flight(), 0);
     session.close().await;
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_failure_after_sending_is_a_transport_error_with_its_status() {
+    for era in [Era::Legacy, Era::Modern] {
+        let mut options = HttpServerOptions::misbehaving(HttpMisbehaviour::Status500);
+        options.server.era = era;
+        let server = HttpServer::start(options).await.unwrap();
+        // `send` returns before the answer's head, so the 500 reaches the
+        // session through `recv`, as a failure of that request.
+        let transport = StreamableHttpTransport::connect(
+            &server.url(),
+            HttpOptions::new().accept_wait(Duration::ZERO),
+        )
+        .await
+        .unwrap();
+        let session = Session::connect(transport, SessionConfig::default())
+            .await
+            .unwrap();
+        let err = session
+            .call_tool("add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap_err();
+        let SessionError::Transport(failure) = &err else {
+            panic!("{era:?}: not a transport error: {err:?}");
+        };
+        assert_eq!(failure.http_status(), Some(500), "{era:?}: {err}");
+        assert!(err.protocol_error().is_none(), "{era:?}");
+        // Only that request failed: the session goes on.
+        assert!(!session.list_tools().await.unwrap().is_empty(), "{era:?}");
+        session.close().await;
+        server.shutdown().await;
+    }
 }
