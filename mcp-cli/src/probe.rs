@@ -510,7 +510,7 @@ async fn start_and_connect(
     match connected {
         Err(e)
             if e.is_closed()
-                && target.session.mode == ProtocolMode::Auto
+                && target.session.mode() == ProtocolMode::Auto
                 && matches!(target.connect, Connect::Stdio(_)) =>
         {
             report.step(
@@ -526,8 +526,10 @@ async fn start_and_connect(
             probed.transport.close().await;
             let probed = start(target, trace, report).await?;
             let t0 = Instant::now();
-            let mut legacy = target.session.clone();
-            legacy.mode = ProtocolMode::Legacy;
+            let legacy = target
+                .session
+                .clone()
+                .protocol(mcp_session::ProtocolPin::Mode(ProtocolMode::Legacy));
             let connected =
                 Session::connect_shared(Arc::clone(&probed.traced) as Arc<dyn Transport>, legacy)
                     .await;
@@ -575,7 +577,7 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
         ("initialize", (Status::Pass, "notification sent"))
     };
     let mut detail = describe_init(session.server(), negotiated.as_str());
-    if !negotiated.is_modern() && target.session.mode == ProtocolMode::Auto {
+    if !negotiated.is_modern() && target.session.mode() == ProtocolMode::Auto {
         detail.push_str(" · 2026-07-28 probe declined, fell back to the handshake");
     }
     report.step(first, Status::Pass, Some(t0.elapsed()), detail);

@@ -122,11 +122,9 @@ fn apply_protocol(c: &mut SessionConfig, pin: &str) -> Result<(), String> {
 }
 
 fn session_config(name: &str, args: &TargetArgs) -> Result<SessionConfig, String> {
-    let mut c = SessionConfig {
-        server_name: name.to_string(),
-        client_info: mcp_session::types::Implementation::new("mcp", env!("CARGO_PKG_VERSION")),
-        ..SessionConfig::default()
-    };
+    let mut c = SessionConfig::new().server_name(name).client_info(
+        mcp_session::types::Implementation::new("mcp", env!("CARGO_PKG_VERSION")),
+    );
     if let Some(t) = millis(args.timeout) {
         c.request_timeout = t;
     }

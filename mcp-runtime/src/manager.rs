@@ -11,8 +11,8 @@ use std::time::Duration;
 use mcp_config::{Fingerprint, ResolvedConfig, ResolvedServer};
 use mcp_session::types::CallToolResult;
 use mcp_session::{
-    CallOptions, ProtocolMode, ProtocolVersion, Session, SessionConfig, SessionError, ToolCatalog,
-    describe_duration,
+    CallOptions, ProtocolMode, ProtocolPin, ProtocolVersion, Session, SessionConfig, SessionError,
+    ToolCatalog, describe_duration,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -800,7 +800,7 @@ impl RuntimeManager {
         let started = Instant::now();
         let mut config = session_config(&self.inner.options.session_defaults, server)
             .map_err(|m| (StartupStep::Config, m, Vec::new()))?;
-        let probing = config.mode == ProtocolMode::Auto;
+        let probing = config.mode() == ProtocolMode::Auto;
         let remembered = probing
             .then(|| {
                 self.inner
@@ -813,26 +813,33 @@ impl RuntimeManager {
             .flatten();
         if let Some(version) = remembered {
             // The probe already told us what this server speaks.
-            let _ = config.pin_protocol(version.as_str());
+            config = config.protocol(ProtocolPin::Version(version));
         }
-        let mut transport = self.open(server).await?;
-        let mut connected = Session::connect_shared(Arc::clone(&transport), config.clone()).await;
-        if let Err(e) = &connected
-            && probing
-            && remembered.is_none()
-            && e.is_closed()
-        {
-            // Some legacy servers exit when the first request is not
-            // `initialize`: the probe's "no reply" on a transport that is
-            // gone. One more process, with the handshake straight away.
-            tracing::info!(server = %server.name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake, in case it refuses any other first request");
-            detach_stderr(&*transport);
-            transport.close().await;
-            transport = self.open(server).await?;
-            let mut legacy = config;
-            legacy.mode = ProtocolMode::Legacy;
-            connected = Session::connect_shared(Arc::clone(&transport), legacy).await;
-        }
+        // The session opens the transport (twice for a server that exits on
+        // the probe); the last one opened is kept here for its stderr, and a
+        // failure to open is a connect failure, not a handshake one.
+        let opened: Mutex<Option<Arc<dyn mcp_transport::Transport>>> = Mutex::new(None);
+        let open_failed: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
+        let connected = Session::connect_with(
+            || async {
+                match self.open(server).await {
+                    Ok(t) => {
+                        *lock(&opened) = Some(Arc::clone(&t));
+                        Ok(t)
+                    }
+                    Err((_, message, tail)) => {
+                        let error = mcp_transport::TransportError::Io(std::io::Error::other(
+                            message.clone(),
+                        ));
+                        *lock(&open_failed) = Some((message, tail));
+                        Err(error)
+                    }
+                }
+            },
+            config,
+        )
+        .await;
+        let transport = lock(&opened).take();
         let session = match connected {
             Ok(s) => {
                 if probing {
@@ -854,12 +861,21 @@ impl RuntimeManager {
                         .unwrap_or_else(PoisonError::into_inner)
                         .remove(&server.fingerprint);
                 }
-                detach_stderr(&*transport);
-                transport.close().await;
-                let tail = stderr_tail(&*transport);
+                if let Some((message, tail)) = lock(&open_failed).take() {
+                    return Err((StartupStep::Connect, message, tail));
+                }
+                let tail = match &transport {
+                    Some(t) => {
+                        detach_stderr(&**t);
+                        t.close().await;
+                        stderr_tail(&**t)
+                    }
+                    None => Vec::new(),
+                };
                 return Err((StartupStep::Handshake, handshake_message(&e), tail));
             }
         };
+        let transport = Arc::clone(session.transport());
         let catalog = match session.list_tools().await {
             Ok(c) => c,
             Err(e) => {

@@ -9,7 +9,7 @@ use mcp_jsonrpc::{ErrorObject, RawValue, codes};
 use mcp_transport::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use crate::session::ClientHandler;
+use crate::config::ClientHandler;
 use mcp_protocol::types::ClientCapabilities;
 
 /// Answers `elicitation/create` (form mode) by accepting with the requested
@@ -24,14 +24,10 @@ use mcp_protocol::types::ClientCapabilities;
 /// * Other server requests get "method not found".
 ///
 /// ```
-/// use std::sync::Arc;
 /// use mcp_session::{DefaultsElicitationHandler, SessionConfig};
 ///
-/// let config = SessionConfig {
-///     handler: Some(Arc::new(DefaultsElicitationHandler::new())),
-///     ..SessionConfig::default()
-/// };
-/// # let _ = config;
+/// let config = SessionConfig::new().handler(DefaultsElicitationHandler::new());
+/// assert!(config.handler.is_some());
 /// ```
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]

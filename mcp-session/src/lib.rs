@@ -56,10 +56,14 @@
 //!
 //! See the crate's tests for complete exchanges.
 
+mod config;
+mod connect;
 mod error;
 pub mod handlers;
 mod lifecycle;
 mod pending;
+mod reader;
+mod request;
 mod session;
 pub mod subscriptions;
 mod tools;
@@ -69,11 +73,12 @@ mod tools;
 pub use mcp_protocol as protocol;
 pub use mcp_protocol::types;
 
+pub use config::{
+    CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
+    ServerNotification, SessionConfig,
+};
 pub use error::{SchemaProblem, SessionError};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
-pub use session::{
-    CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
-    ServerNotification, Session, SessionConfig, describe_duration,
-};
+pub use session::{Session, describe_duration};
 pub use tools::{CatalogTool, ToolCatalog};

@@ -19,8 +19,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::config::ServerNotification;
 use crate::error::SessionError;
-use crate::session::ServerNotification;
 
 /// Which notifications a subscription asks for (and, acknowledged, which the
 /// server agreed to send).

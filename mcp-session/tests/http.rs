@@ -24,10 +24,7 @@ async fn connect(server: &HttpServer) -> Session {
     let transport = StreamableHttpTransport::connect(&server.url(), HttpOptions::new())
         .await
         .unwrap();
-    let config = SessionConfig {
-        handler: Some(std::sync::Arc::new(DefaultsElicitationHandler::new())),
-        ..SessionConfig::default()
-    };
+    let config = SessionConfig::new().handler(DefaultsElicitationHandler::new());
     Session::connect(transport, config).await.unwrap()
 }
 
@@ -113,10 +110,7 @@ async fn multi_round_trip_results_work_over_http() {
 async fn a_timed_out_call_closes_its_stream_and_posts_no_cancellation() {
     let server = server(Era::Modern).await;
     let session = connect(&server).await;
-    let options = CallOptions {
-        timeout: Some(Duration::from_millis(300)),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::new().timeout(Duration::from_millis(300));
     let err = session
         .call_tool_with("slow", json!({"ms": 60_000}), options)
         .await

@@ -64,11 +64,9 @@ fn modern_server(
 }
 
 fn config(mode: ProtocolMode) -> SessionConfig {
-    SessionConfig {
-        mode,
-        server_name: "fake".into(),
-        ..SessionConfig::default()
-    }
+    SessionConfig::new()
+        .protocol(mcp_session::ProtocolPin::Mode(mode))
+        .server_name("fake")
 }
 
 fn echo_reply(p: &Value) -> Reply {
@@ -262,10 +260,7 @@ async fn input_required_results_are_answered_and_retried() {
         )
     }));
     let handler = Arc::new(Answers(Mutex::new(Vec::new())));
-    let cfg = SessionConfig {
-        handler: Some(handler.clone()),
-        ..config(ProtocolMode::Modern)
-    };
+    let cfg = config(ProtocolMode::Modern).handler(handler.clone());
     let s = Session::connect_shared(t, cfg).await.unwrap();
     let r = s.call_tool("echo", json!({"text": "x"})).await.unwrap();
     assert_eq!(r.text(), "hello octocat");
@@ -305,10 +300,7 @@ async fn without_a_handler_elicitation_is_declined_and_rounds_are_bounded() {
             "method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}}}),
         )
     }));
-    let cfg = SessionConfig {
-        max_input_rounds: 3,
-        ..config(ProtocolMode::Modern)
-    };
+    let cfg = config(ProtocolMode::Modern).max_input_rounds(3);
     let s = Session::connect_shared(t, cfg).await.unwrap();
     let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
     assert!(err.to_string().contains("after 3 rounds"), "{err}");
@@ -389,10 +381,9 @@ async fn modern_error_codes_are_explained() {
 #[tokio::test]
 async fn a_pinned_modern_version_means_modern_mode() {
     let (t, fake) = start(modern_server(None, echo_reply));
-    let cfg = SessionConfig {
-        protocol_version: ProtocolVersion::V2026_07_28,
-        ..config(ProtocolMode::Legacy)
-    };
+    let cfg = config(ProtocolMode::Legacy).protocol(mcp_session::ProtocolPin::Version(
+        ProtocolVersion::V2026_07_28,
+    ));
     let s = Session::connect_shared(t as Arc<dyn Transport>, cfg)
         .await
         .unwrap();

@@ -55,11 +55,11 @@ fn tools_server(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'stati
 /// These tests cover handshake-era sessions, so they skip the default
 /// `server/discover` probe (tests/modern.rs covers the probe).
 fn config() -> SessionConfig {
-    SessionConfig {
-        server_name: "fake".into(),
-        mode: mcp_session::ProtocolMode::Legacy,
-        ..SessionConfig::default()
-    }
+    SessionConfig::new()
+        .server_name("fake")
+        .protocol(mcp_session::ProtocolPin::Mode(
+            mcp_session::ProtocolMode::Legacy,
+        ))
 }
 
 #[tokio::test]
@@ -130,10 +130,7 @@ async fn unknown_version_is_a_clear_error_and_closes() {
 #[tokio::test(start_paused = true)]
 async fn handshake_timeout_is_bounded_and_not_cancelled() {
     let (t, fake) = start(Arc::new(|_: &Request| Reply::Silence));
-    let cfg = SessionConfig {
-        handshake_timeout: Duration::from_secs(5),
-        ..config()
-    };
+    let cfg = config().handshake_timeout(Duration::from_secs(5));
     let started = tokio::time::Instant::now();
     let err = Session::connect_shared(t, cfg).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
@@ -481,16 +478,12 @@ fn progress_server() -> (Arc<memory::MemoryTransport>, Fake) {
 async fn progress_extends_the_timeout_up_to_the_cap() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let seen2 = Arc::clone(&seen);
-    let opts = CallOptions {
-        timeout: Some(Duration::from_secs(1)),
-        on_progress: Some(Arc::new(move |p| seen2.lock().unwrap().push(p.progress()))),
-    };
+    let opts = CallOptions::new()
+        .timeout(Duration::from_secs(1))
+        .on_progress(move |p| seen2.lock().unwrap().push(p.progress()));
     // 3.2 s in all, never more than 0.8 s without progress: within a 1 s timeout.
     let (t, _fake) = progress_server();
-    let cfg = SessionConfig {
-        max_total_timeout: Duration::from_secs(10),
-        ..config()
-    };
+    let cfg = config().max_total_timeout(Duration::from_secs(10));
     let s = Session::connect_shared(t, cfg).await.unwrap();
     let r = s
         .call_tool_with("echo", json!({"text": "x"}), opts.clone())
@@ -501,10 +494,7 @@ async fn progress_extends_the_timeout_up_to_the_cap() {
 
     // With a 2 s cap, the same call times out at the cap.
     let (t, _fake) = progress_server();
-    let cfg = SessionConfig {
-        max_total_timeout: Duration::from_secs(2),
-        ..config()
-    };
+    let cfg = config().max_total_timeout(Duration::from_secs(2));
     let s = Session::connect_shared(t, cfg).await.unwrap();
     let err = s
         .call_tool_with("echo", json!({"text": "x"}), opts.clone())
@@ -518,10 +508,7 @@ async fn progress_extends_the_timeout_up_to_the_cap() {
     // Without a progress listener, no token is sent and the 1 s timeout holds.
     let (t, _fake) = progress_server();
     let s = Session::connect_shared(t, config()).await.unwrap();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_secs(1)),
-        on_progress: None,
-    };
+    let opts = CallOptions::new().timeout(Duration::from_secs(1));
     let err = s
         .call_tool_with("echo", json!({"text": "x"}), opts)
         .await
@@ -552,10 +539,7 @@ async fn serial_tool_calls_run_one_at_a_time_in_order() {
             json!({"content": [{"type": "text", "text": text}]}),
         ))
     }));
-    let cfg = SessionConfig {
-        supports_parallel_tool_calls: false,
-        ..config()
-    };
+    let cfg = config().supports_parallel_tool_calls(false);
     let s = Session::connect_shared(t, cfg).await.unwrap();
     s.list_tools().await.unwrap();
     let calls = (0..4).map(|i| {
@@ -649,12 +633,9 @@ async fn notifications_are_dispatched_to_the_listener() {
     }));
     let events = Arc::new(Mutex::new(Vec::new()));
     let e2 = Arc::clone(&events);
-    let cfg = SessionConfig {
-        on_notification: Some(Arc::new(move |n: &mcp_session::ServerNotification| {
-            e2.lock().unwrap().push(format!("{n:?}"));
-        })),
-        ..config()
-    };
+    let cfg = config().on_notification(move |n: &mcp_session::ServerNotification| {
+        e2.lock().unwrap().push(format!("{n:?}"));
+    });
     let s = Session::connect_shared(t, cfg).await.unwrap();
     s.call_tool("echo", json!({"text": "a"})).await.unwrap();
     let events = events.lock().unwrap().clone();

@@ -31,7 +31,6 @@
 //! that is not valid, arguments the client itself refused) fails the run.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -89,19 +88,20 @@ pub(crate) fn main(mut args: Args) -> Result<(), String> {
 }
 
 fn config() -> SessionConfig {
-    SessionConfig {
-        client_info: Implementation::new("mcp-client-rs-conformance", env!("CARGO_PKG_VERSION")),
-        server_name: "conformance".into(),
-        request_timeout: Duration::from_secs(20),
-        handshake_timeout: Duration::from_secs(20),
-        handler: Some(Arc::new(DefaultsElicitationHandler::new())),
-        on_notification: Some(Arc::new(|n: &ServerNotification| match n {
+    SessionConfig::new()
+        .client_info(Implementation::new(
+            "mcp-client-rs-conformance",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .server_name("conformance")
+        .request_timeout(Duration::from_secs(20))
+        .handshake_timeout(Duration::from_secs(20))
+        .handler(DefaultsElicitationHandler::new())
+        .on_notification(|n: &ServerNotification| match n {
             ServerNotification::Log(m) => eprintln!("server log [{}]: {}", m.level, m.data),
             ServerNotification::ToolsListChanged => eprintln!("server: the tool list changed"),
             _ => {}
-        })),
-        ..SessionConfig::default()
-    }
+        })
 }
 
 /// Arguments the harness gives for named tools: the `toolCalls` of the
@@ -248,12 +248,9 @@ async fn use_tools(
             .unwrap_or_else(|| fill::arguments(&tool.input_schema));
         eprintln!("calling {} with {arguments}", tool.name);
         let name = tool.name.clone();
-        let options = CallOptions {
-            on_progress: Some(Arc::new(move |p| {
-                eprintln!("progress of {name}: {} / {:?}", p.progress(), p.total());
-            })),
-            ..CallOptions::default()
-        };
+        let options = CallOptions::new().on_progress(move |p| {
+            eprintln!("progress of {name}: {} / {:?}", p.progress(), p.total());
+        });
         match session.call_tool_with(&tool.name, arguments, options).await {
             Ok(result) if result.is_error() => {
                 eprintln!("{} reported an error: {}", tool.name, result.text());

@@ -327,13 +327,11 @@ enum Running {
 }
 
 fn session_config(name: &str) -> SessionConfig {
-    SessionConfig {
-        server_name: name.to_string(),
-        request_timeout: Duration::from_secs(20),
-        handshake_timeout: Duration::from_secs(30),
-        handler: Some(Arc::new(DefaultsElicitationHandler::new())),
-        ..SessionConfig::default()
-    }
+    SessionConfig::new()
+        .server_name(name.to_string())
+        .request_timeout(Duration::from_secs(20))
+        .handshake_timeout(Duration::from_secs(30))
+        .handler(DefaultsElicitationHandler::new())
 }
 
 async fn connect(target: &Target, logs: &Path) -> Result<(Session, Running), String> {
@@ -565,14 +563,11 @@ type Step = (f64, Option<f64>);
 async fn progress(session: &Session, name: &str, arguments: Value) -> Result<String, String> {
     let seen: Arc<Mutex<Vec<Step>>> = Arc::default();
     let sink = Arc::clone(&seen);
-    let options = CallOptions {
-        on_progress: Some(Arc::new(move |p| {
-            sink.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((p.progress(), p.total()));
-        })),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::new().on_progress(move |p| {
+        sink.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((p.progress(), p.total()));
+    });
     let result = session
         .call_tool_with(name, arguments, options)
         .await

@@ -1,0 +1,368 @@
+//! Connecting: the lifecycle (the `initialize` handshake, 2026-07-28's
+//! `server/discover`, or the probe that picks one), driven here; the
+//! decisions are in [`crate::lifecycle`].
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex};
+
+use mcp_jsonrpc::{Message, Notification};
+use mcp_transport::{Lifecycle, SendContext, Transport, TransportError};
+use serde_json::{Value, json};
+
+use mcp_protocol::meta::RequestMeta;
+use mcp_protocol::modern::DiscoverResult;
+use mcp_protocol::types::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
+use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, methods};
+
+use crate::config::SessionConfig;
+use crate::error::SessionError;
+use crate::lifecycle::{ProbeOutcome, classify_probe};
+use crate::pending::PendingTable;
+use crate::reader::{Shared, read_loop};
+use crate::session::{Inner, Session, parse_result, to_raw_params};
+
+impl Inner {
+    /// The `initialize` handshake, offering `offered`.
+    pub(crate) async fn handshake(
+        &mut self,
+        offered: ProtocolVersion,
+        capabilities: &ClientCapabilities,
+    ) -> Result<(), SessionError> {
+        let params = InitializeParams {
+            protocol_version: offered.as_str().to_string(),
+            capabilities: capabilities.clone(),
+            client_info: self.config.client_info.clone(),
+        };
+        let timeout = self.config.handshake_timeout;
+        let context = SendContext::new().lifecycle(Lifecycle::Initialize);
+        let init: InitializeResult = self
+            .request(methods::INITIALIZE, &params, timeout, &context)
+            .await?;
+        let version = init
+            .protocol_version
+            .parse::<ProtocolVersion>()
+            .ok()
+            .filter(|v| !v.is_modern());
+        let Some(version) = version else {
+            return Err(SessionError::VersionMismatch {
+                offered: params.protocol_version,
+                received: init.protocol_version,
+                supported: ProtocolVersion::HANDSHAKE
+                    .iter()
+                    .map(|v| v.as_str().to_string())
+                    .collect(),
+            });
+        };
+        self.version = version;
+        self.init = init;
+        Ok(())
+    }
+
+    /// `server/discover`: the modern lifecycle, or (with `fallback`) the
+    /// stdio probe that falls back to the handshake for a legacy server.
+    pub(crate) async fn discover(
+        &mut self,
+        capabilities: &ClientCapabilities,
+        fallback: bool,
+    ) -> Result<(), SessionError> {
+        let modern = ProtocolVersion::V2026_07_28;
+        let mut meta = RequestMeta::new(modern.as_str(), &self.config.client_info, capabilities);
+        if let Some(level) = &self.config.log_level {
+            meta = meta.with_log_level(level);
+        }
+        let mut params = json!({});
+        meta.apply(&mut params);
+        let method = methods::SERVER_DISCOVER;
+        let raw = to_raw_params(method, &params)?;
+        let timeout = if fallback {
+            self.config.probe_timeout.min(self.config.handshake_timeout)
+        } else {
+            self.config.handshake_timeout
+        };
+        let ours = [modern.as_str()];
+        // A server may refuse a first request with UnsupportedProtocolVersion
+        // while listing our version as supported: the spec's answer is to
+        // retry with a listed version, so the probe is sent at most twice.
+        let mut retried = false;
+        let context = SendContext::new()
+            .revision(modern)
+            .lifecycle(Lifecycle::Discover);
+        let outcome = loop {
+            let id = self.next_id();
+            let outcome = match self
+                .request_raw(id, method, Some(raw.clone()), timeout, None, &context)
+                .await
+            {
+                Ok(raw) => {
+                    let value: Value = parse_result(method, &raw)?;
+                    match classify_probe(Ok(&value), &ours) {
+                        ProbeOutcome::Modern(_) => {
+                            let discovered: DiscoverResult = serde_json::from_value(value)
+                                .map_err(|e| SessionError::InvalidResponse {
+                                    method: method.into(),
+                                    reason: e.to_string(),
+                                })?;
+                            self.become_modern(discovered, meta);
+                            return Ok(());
+                        }
+                        other => other,
+                    }
+                }
+                Err(SessionError::Protocol { error, .. }) => {
+                    let data: Option<Value> = error.data_as().and_then(Result::ok);
+                    match classify_probe(Err((error.code, data.as_ref())), &ours) {
+                        ProbeOutcome::Legacy if !fallback => {
+                            return Err(SessionError::LegacyServer {
+                                reason: format!("it answered server/discover with {error}"),
+                            });
+                        }
+                        ProbeOutcome::ModernError(_) => {
+                            return Err(SessionError::Protocol {
+                                method: method.into(),
+                                error,
+                            });
+                        }
+                        ProbeOutcome::Modern(v) if !retried => {
+                            tracing::debug!(server = %self.config.server_name, "server/discover refused ({error}) while {v} is listed as supported; retrying once");
+                            retried = true;
+                            continue;
+                        }
+                        other => other,
+                    }
+                }
+                Err(e) if e.is_timeout() && fallback => ProbeOutcome::Legacy,
+                // HTTP: a 400, 404 or 405 whose body is not a JSON-RPC error
+                // (those arrive as protocol errors, above) is a legacy server.
+                Err(SessionError::Transport(e))
+                    if fallback && matches!(e.http_status(), Some(400 | 404 | 405)) =>
+                {
+                    tracing::debug!(server = %self.config.server_name, "server/discover refused ({e})");
+                    ProbeOutcome::Legacy
+                }
+                Err(e) => return Err(e),
+            };
+            break outcome;
+        };
+        match outcome {
+            ProbeOutcome::Legacy => {
+                tracing::debug!(server = %self.config.server_name, "legacy server: falling back to initialize");
+                self.handshake(ProtocolVersion::LATEST_HANDSHAKE, capabilities)
+                    .await
+            }
+            ProbeOutcome::ModernUnsupported(supported) => {
+                // A server that names a handshake version it supports gets
+                // the handshake with that version.
+                let legacy = ProtocolVersion::HANDSHAKE
+                    .into_iter()
+                    .find(|v| supported.iter().any(|s| s == v.as_str()));
+                match legacy {
+                    Some(v) => self.handshake(v, capabilities).await,
+                    None => Err(SessionError::VersionMismatch {
+                        offered: modern.as_str().into(),
+                        received: supported.join(", "),
+                        supported: ProtocolVersion::ALL
+                            .iter()
+                            .map(|v| v.as_str().to_string())
+                            .collect(),
+                    }),
+                }
+            }
+            // A recognised modern error naming our version: modern after all.
+            _ => Err(SessionError::InvalidResponse {
+                method: method.into(),
+                reason: "the server refused server/discover while naming 2026-07-28 as supported"
+                    .into(),
+            }),
+        }
+    }
+
+    pub(crate) fn become_modern(&mut self, discovered: DiscoverResult, meta: RequestMeta) {
+        let server_info = discovered
+            .server_info()
+            .unwrap_or_else(|| Implementation::new("(unnamed server)", ""));
+        let mut extra = discovered.extra;
+        extra.insert(
+            "supportedVersions".into(),
+            Value::from(discovered.supported_versions),
+        );
+        self.version = ProtocolVersion::V2026_07_28;
+        self.meta = Some(meta);
+        self.init = InitializeResult {
+            protocol_version: ProtocolVersion::V2026_07_28.as_str().into(),
+            capabilities: discovered.capabilities,
+            server_info,
+            instructions: discovered.instructions,
+            extra,
+        };
+    }
+}
+
+impl Session {
+    /// Connects over a transport and runs the lifecycle the config's
+    /// [`protocol`](SessionConfig::protocol) asks for: by default the
+    /// 2026-07-28 probe (`server/discover`), falling back to the `initialize`
+    /// handshake (version check, `notifications/initialized`) for a legacy
+    /// server.
+    ///
+    /// The lifecycle is bounded by `config.handshake_timeout` (the probe by
+    /// the shorter `probe_timeout`). A server that answers with a version
+    /// this client does not speak gets the transport closed and a
+    /// [`SessionError::VersionMismatch`].
+    ///
+    /// A transport given once cannot be opened again: a strict legacy stdio
+    /// server that exits on the probe fails here. [`connect_with`](Self::connect_with)
+    /// starts such a server again with the handshake.
+    pub async fn connect(
+        transport: impl Transport,
+        config: SessionConfig,
+    ) -> Result<Session, SessionError> {
+        Self::connect_shared(Arc::new(transport), config).await
+    }
+
+    /// Like [`connect`](Self::connect), for a transport the caller also keeps
+    /// (to read its stderr tail after a failed handshake, say).
+    ///
+    /// Like `connect`, it cannot restart a server that exits on the probe;
+    /// see [`connect_with`](Self::connect_with).
+    pub async fn connect_shared(
+        transport: Arc<dyn Transport>,
+        config: SessionConfig,
+    ) -> Result<Session, SessionError> {
+        let shared = Arc::new(Shared {
+            server_name: config.server_name.clone(),
+            pending: Mutex::new(PendingTable::default()),
+            closed_error: Mutex::new(None),
+            invalid: Mutex::default(),
+            catalog_stale: AtomicBool::new(false),
+            handler: config.handler.clone(),
+            on_notification: config.on_notification.clone(),
+            notifications_seen: AtomicU64::new(0),
+            subscribers: Arc::default(),
+            revision: std::sync::OnceLock::new(),
+        });
+        let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
+
+        let mut capabilities = config.capabilities.clone();
+        if let Some(h) = &config.handler {
+            merge_capabilities(&mut capabilities, h.capabilities());
+        }
+        let mode = config.mode();
+        // The lifecycle runs on a provisional handle so it uses the same
+        // request path as everything else.
+        let mut inner = Inner {
+            transport: Arc::clone(&transport),
+            shared,
+            reader,
+            next_id: AtomicI64::new(0),
+            version: config.offered_version(),
+            meta: None,
+            init: InitializeResult {
+                protocol_version: String::new(),
+                capabilities: Default::default(),
+                server_info: Implementation::new("", ""),
+                instructions: None,
+                extra: Default::default(),
+            },
+            catalog: tokio::sync::Mutex::new(None),
+            call_gate: tokio::sync::Mutex::new(()),
+            config,
+        };
+        let started = match mode {
+            ProtocolMode::Modern => inner.discover(&capabilities, false).await,
+            ProtocolMode::Auto => inner.discover(&capabilities, true).await,
+            _ => {
+                let offered = inner.config.offered_version();
+                inner.handshake(offered, &capabilities).await
+            }
+        };
+        if let Err(e) = started {
+            transport.close().await;
+            return Err(e);
+        }
+        let version = inner.version;
+        let session = Session {
+            inner: Arc::new(inner),
+        };
+        session.inner.shared.revision.get_or_init(|| version);
+        if !version.is_modern() {
+            let context = session.inner.context().lifecycle(Lifecycle::Initialized);
+            let message = Message::Notification(Notification::new(methods::INITIALIZED, None));
+            session
+                .inner
+                .transport
+                .send_with(&message, &context)
+                .await?;
+        }
+        tracing::debug!(server = %session.inner.config.server_name, %version, "connected");
+        Ok(session)
+    }
+
+    /// Connects over transports that `open` makes, opening one more when the
+    /// first attempt shows it is needed: in the default auto mode, a server
+    /// whose transport closes during the 2026-07-28 probe (a strict legacy
+    /// server that exits when the first request is not `initialize`) is
+    /// started again and spoken to with the handshake straight away. Every
+    /// entry point that can start a server again (the runtime, the CLI, the
+    /// `mcp-client` front door) goes through here.
+    ///
+    /// `open` is called once, or twice in that case; each transport it
+    /// returns is closed if the session cannot use it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_session::{Session, SessionConfig};
+    /// use mcp_transport::{Transport, TransportError, memory};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// // A server that is gone at once: both attempts fail, with the reason.
+    /// let mut opened = 0;
+    /// let err = Session::connect_with(
+    ///     || {
+    ///         opened += 1;
+    ///         let (client, server) = memory::pair();
+    ///         drop(server);
+    ///         async move { Ok::<_, TransportError>(Arc::new(client) as Arc<dyn Transport>) }
+    ///     },
+    ///     SessionConfig::new(),
+    /// )
+    /// .await
+    /// .unwrap_err();
+    /// assert!(err.is_closed());
+    /// assert_eq!(opened, 2); // the probe, then the handshake on a fresh transport
+    /// # });
+    /// ```
+    pub async fn connect_with<F, Fut>(
+        mut open: F,
+        config: SessionConfig,
+    ) -> Result<Session, SessionError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Arc<dyn Transport>, TransportError>>,
+    {
+        let transport = open().await?;
+        let probing = config.mode() == ProtocolMode::Auto;
+        match Self::connect_shared(Arc::clone(&transport), config.clone()).await {
+            Err(e) if probing && e.is_closed() => {
+                tracing::info!(server = %config.server_name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake, in case it refuses any other first request");
+                if let Some(process) = transport.process() {
+                    process.detach_stderr();
+                }
+                transport.close().await;
+                let transport = open().await?;
+                let legacy = config.protocol(ProtocolPin::Mode(ProtocolMode::Legacy));
+                Self::connect_shared(transport, legacy).await
+            }
+            other => other,
+        }
+    }
+}
+
+pub(crate) fn merge_capabilities(into: &mut ClientCapabilities, from: ClientCapabilities) {
+    into.roots = into.roots.take().or(from.roots);
+    into.sampling = into.sampling.take().or(from.sampling);
+    into.elicitation = into.elicitation.take().or(from.elicitation);
+    into.experimental = into.experimental.take().or(from.experimental);
+    for (k, v) in from.extra {
+        into.extra.entry(k).or_insert(v);
+    }
+}

@@ -1,0 +1,315 @@
+//! The reader task: everything that arrives from the server, dispatched —
+//! answers to our requests, the server's requests, notifications, noise.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use mcp_jsonrpc::{
+    ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, codes,
+};
+use mcp_transport::{InvalidFrame, Received, SendContext, Transport, TransportError};
+use serde_json::{Value, json};
+
+use mcp_protocol::types::{CancelledParams, LoggingMessageParams, ProgressParams};
+use mcp_protocol::{ProtocolVersion, methods};
+
+use crate::config::{ClientHandler, NotificationListener, ServerNotification};
+use crate::error::SessionError;
+use crate::pending::{Delivery, Outcome, PendingTable};
+use crate::subscriptions::{ListenFilter, Subscribers, SubscriptionEvent, subscription_id};
+
+/// Why the connection closed, kept for every request that asks afterwards.
+#[derive(Debug, Clone)]
+pub(crate) struct ClosedInfo {
+    pub(crate) reason: String,
+    /// How the server process ended (stdio).
+    pub(crate) exit: Option<mcp_transport::ExitInfo>,
+    /// Its last stderr lines (stdio).
+    pub(crate) stderr_tail: Vec<String>,
+}
+
+impl ClosedInfo {
+    /// Closed by this client.
+    pub(crate) fn by_client() -> Self {
+        ClosedInfo {
+            reason: "closed by the client".into(),
+            exit: None,
+            stderr_tail: Vec::new(),
+        }
+    }
+}
+
+/// The frames that were not messages: how many, and the last few, described.
+#[derive(Debug, Default)]
+pub(crate) struct InvalidFrames {
+    pub(crate) count: u64,
+    pub(crate) last: std::collections::VecDeque<String>,
+}
+
+impl InvalidFrames {
+    /// How many descriptions are kept.
+    const KEEP: usize = 5;
+
+    fn note(&mut self, description: String) {
+        self.count += 1;
+        if self.last.len() == Self::KEEP {
+            self.last.pop_front();
+        }
+        self.last.push_back(description);
+    }
+}
+
+/// State the reader task shares with the session handle.
+pub(crate) struct Shared {
+    pub(crate) server_name: String,
+    pub(crate) pending: Mutex<PendingTable>,
+    /// Why the connection closed, once it has.
+    pub(crate) closed_error: Mutex<Option<ClosedInfo>>,
+    pub(crate) invalid: Mutex<InvalidFrames>,
+    pub(crate) catalog_stale: AtomicBool,
+    pub(crate) handler: Option<Arc<dyn ClientHandler>>,
+    pub(crate) on_notification: Option<NotificationListener>,
+    pub(crate) notifications_seen: AtomicU64,
+    pub(crate) subscribers: Arc<Subscribers>,
+    /// The revision in use, once the lifecycle has settled it.
+    pub(crate) revision: std::sync::OnceLock<ProtocolVersion>,
+}
+
+impl Shared {
+    /// What the transport is told about the messages the session sends.
+    pub(crate) fn context(&self) -> SendContext {
+        match self.revision.get() {
+            Some(v) => SendContext::new().revision(*v),
+            None => SendContext::new(),
+        }
+    }
+
+    pub(crate) fn lock_pending(&self) -> std::sync::MutexGuard<'_, PendingTable> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn closed_error(&self) -> SessionError {
+        let info = self
+            .closed_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match info {
+            Some(ClosedInfo {
+                reason,
+                exit,
+                stderr_tail,
+            }) => SessionError::Transport(TransportError::Closed {
+                reason,
+                exit,
+                stderr_tail,
+            }),
+            None => SessionError::Closed,
+        }
+    }
+}
+
+/// Reads from the transport until it closes, dispatching each message.
+pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>) {
+    loop {
+        match transport.recv().await {
+            Ok(Received::Message(m)) => dispatch(&transport, &shared, m),
+            Ok(Received::Invalid(frame)) => note_invalid(&shared, &frame),
+            Ok(Received::Failed(failure)) => {
+                deliver(&shared, &failure.id, Outcome::Failed(failure.error));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let info = match e {
+                    TransportError::Closed {
+                        reason,
+                        exit,
+                        stderr_tail,
+                    } => ClosedInfo {
+                        reason,
+                        exit,
+                        stderr_tail,
+                    },
+                    other => {
+                        let process = transport.process();
+                        ClosedInfo {
+                            reason: other.to_string(),
+                            exit: process.and_then(|p| p.exit_info()),
+                            stderr_tail: process.map(|p| p.stderr_tail()).unwrap_or_default(),
+                        }
+                    }
+                };
+                tracing::debug!(server = %shared.server_name, reason = %info.reason, "connection closed");
+                *shared
+                    .closed_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(info);
+                shared.lock_pending().close();
+                return;
+            }
+        }
+    }
+}
+
+pub(crate) fn note_invalid(shared: &Shared, frame: &InvalidFrame) {
+    tracing::warn!(server = %shared.server_name, "ignored a frame that is not JSON-RPC: {frame}");
+    shared
+        .invalid
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .note(frame.to_string());
+}
+
+pub(crate) fn dispatch(transport: &Arc<dyn Transport>, shared: &Arc<Shared>, message: Message) {
+    match message {
+        Message::Response(Response { id, result }) => {
+            deliver(shared, &id, Outcome::Result(result));
+        }
+        Message::Error(ErrorResponse {
+            id: Some(id),
+            error,
+        }) => {
+            deliver(shared, &id, Outcome::Error(error));
+        }
+        Message::Error(ErrorResponse { id: None, error }) => {
+            tracing::warn!(server = %shared.server_name, "error response without an id: {error}");
+        }
+        Message::Request(request) => {
+            let transport = Arc::clone(transport);
+            let shared = Arc::clone(shared);
+            // A handler may take its time (elicitation asks a person): the
+            // reader must not wait for it.
+            tokio::spawn(async move {
+                let answer = answer_request(&shared, &request).await;
+                let context = shared.context();
+                if let Err(e) = transport.send_with(&answer, &context).await {
+                    tracing::debug!(server = %shared.server_name, "could not answer {}: {e}", request.method);
+                }
+            });
+        }
+        Message::Notification(n) => on_notification(shared, n),
+        _ => {}
+    }
+}
+
+pub(crate) fn deliver(shared: &Shared, id: &Id, outcome: Outcome) {
+    if shared.lock_pending().complete(id, outcome) == Delivery::Unknown {
+        tracing::debug!(server = %shared.server_name, %id, "dropped a response to no request in flight");
+    }
+}
+
+pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Message {
+    let id = request.id.clone();
+    let outcome = if request.method == methods::PING {
+        Some(Ok(json!({})))
+    } else if let Some(handler) = &shared.handler {
+        handler
+            .handle(&request.method, request.params.as_deref())
+            .await
+    } else {
+        None
+    };
+    let result = match outcome {
+        Some(Ok(value)) => mcp_jsonrpc::to_raw(&value).map_err(|e| {
+            ErrorObject::new(codes::INTERNAL_ERROR, format!("cannot encode answer: {e}"))
+        }),
+        Some(Err(e)) => Err(e),
+        None => Err(ErrorObject::new(
+            codes::METHOD_NOT_FOUND,
+            format!("this client does not handle {}", request.method),
+        )),
+    };
+    match result {
+        Ok(raw) => Message::Response(Response::new(id, raw)),
+        Err(e) => Message::Error(ErrorResponse::new(Some(id), e)),
+    }
+}
+
+pub(crate) fn on_notification(shared: &Shared, n: Notification) {
+    shared.notifications_seen.fetch_add(1, Ordering::Relaxed);
+    let params = n.params.as_deref();
+    let parse = |what: &str| -> Option<Value> {
+        params.and_then(|p| {
+            serde_json::from_str(p.get())
+                .map_err(|e| {
+                    tracing::debug!(server = %shared.server_name, "bad {what} params: {e}");
+                })
+                .ok()
+        })
+    };
+    // Notifications of a `subscriptions/listen` stream name their
+    // subscription; the params parsed to find it are used once more below.
+    let mut parsed = if shared.subscribers.is_empty() {
+        None
+    } else {
+        parse("notification")
+    };
+    let subscription = subscription_id(parsed.as_ref());
+    let mut parse = |what: &str| parsed.take().or_else(|| parse(what));
+    if let Some(id) = &subscription
+        && n.method == methods::SUBSCRIPTIONS_ACKNOWLEDGED
+    {
+        let filter = parse("acknowledgment")
+            .and_then(|p| p.get("notifications").cloned())
+            .and_then(|f| serde_json::from_value::<ListenFilter>(f).ok())
+            .unwrap_or_default();
+        shared
+            .subscribers
+            .route(id, SubscriptionEvent::Acknowledged(filter));
+        return;
+    }
+    let event = match n.method.as_str() {
+        methods::PROGRESS => {
+            match parse("progress").and_then(|v| serde_json::from_value::<ProgressParams>(v).ok()) {
+                Some(p) => {
+                    shared.lock_pending().progress(p.clone());
+                    ServerNotification::Progress(p)
+                }
+                None => return,
+            }
+        }
+        methods::TOOLS_LIST_CHANGED => {
+            shared.catalog_stale.store(true, Ordering::Release);
+            ServerNotification::ToolsListChanged
+        }
+        methods::MESSAGE => {
+            match parse("log").and_then(|v| serde_json::from_value::<LoggingMessageParams>(v).ok())
+            {
+                Some(m) => {
+                    log_server_message(&shared.server_name, &m);
+                    ServerNotification::Log(m)
+                }
+                None => return,
+            }
+        }
+        methods::CANCELLED => {
+            match parse("cancelled").and_then(|v| serde_json::from_value::<CancelledParams>(v).ok())
+            {
+                Some(c) => ServerNotification::Cancelled(c),
+                None => return,
+            }
+        }
+        _ => ServerNotification::Other {
+            params: parse("notification"),
+            method: n.method,
+        },
+    };
+    if let Some(listener) = &shared.on_notification {
+        listener(&event);
+    }
+    if let Some(id) = &subscription {
+        shared
+            .subscribers
+            .route(id, SubscriptionEvent::Notification(event));
+    }
+}
+
+pub(crate) fn log_server_message(server: &str, m: &LoggingMessageParams) {
+    let logger = m.logger.as_deref().unwrap_or("");
+    match m.level.as_str() {
+        "debug" => tracing::debug!(server, logger, data = %m.data, "server log"),
+        "info" | "notice" => tracing::info!(server, logger, data = %m.data, "server log"),
+        "warning" => tracing::warn!(server, logger, data = %m.data, "server log"),
+        _ => tracing::error!(server, logger, level = %m.level, data = %m.data, "server log"),
+    }
+}

@@ -1,0 +1,198 @@
+//! Sending one request and waiting for its answer: ids, deadlines,
+//! progress, cancellation when the caller stops waiting.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcp_jsonrpc::{Id, Message, Notification, RawJson, Request};
+use mcp_transport::{SendContext, Transport, TransportKind};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use mcp_protocol::methods;
+
+use crate::config::ProgressListener;
+use crate::error::SessionError;
+use crate::pending::{Deadline, Outcome};
+use crate::session::{Inner, parse_result, to_raw_params};
+
+/// Removes a request from the table if its caller stops waiting (timeout,
+/// or the caller's future was dropped), and tells the server to stop.
+pub(crate) struct InFlight<'a> {
+    pub(crate) session: &'a Inner,
+    pub(crate) id: Id,
+    pub(crate) method: &'a str,
+    pub(crate) done: bool,
+}
+
+impl InFlight<'_> {
+    pub(crate) fn finish(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let still_waiting = self.session.shared.lock_pending().remove(&self.id);
+        // The spec forbids cancelling `initialize`; a `server/discover` probe
+        // may go to a legacy server that knows no cancellation yet.
+        if still_waiting && !matches!(self.method, methods::INITIALIZE | methods::SERVER_DISCOVER) {
+            let params = json!({"requestId": self.id, "reason": "the client stopped waiting"});
+            let transport = Arc::clone(&self.session.transport);
+            let context = self.session.context().cancels(self.id.clone());
+            if let Ok(raw) = mcp_jsonrpc::to_raw(&params) {
+                let note = Message::Notification(Notification::new(methods::CANCELLED, Some(raw)));
+                // Drop cannot await; a runtime is present wherever requests run.
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    handle.spawn(async move {
+                        let _ = transport.send_with(&note, &context).await;
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Whether requests mirror tool arguments into `Mcp-Param-*` headers:
+    /// a 2026-07-28 session over streamable HTTP.
+    pub(crate) fn mirrors_headers(&self) -> bool {
+        self.version.is_modern() && self.transport.kind() == TransportKind::StreamableHttp
+    }
+
+    /// The context of an ordinary message: the session's revision.
+    pub(crate) fn context(&self) -> SendContext {
+        SendContext::new().revision(self.version)
+    }
+
+    pub(crate) fn next_id(&self) -> Id {
+        Id::from(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Sends a request and waits for its answer, within its deadline.
+    pub(crate) async fn request_raw(
+        &self,
+        id: Id,
+        method: &str,
+        params: Option<RawJson>,
+        timeout: Duration,
+        on_progress: Option<&ProgressListener>,
+        context: &SendContext,
+    ) -> Result<RawJson, SessionError> {
+        let (progress_tx, mut progress_rx) = match on_progress {
+            Some(_) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let Some(mut done) = self.shared.lock_pending().insert(id.clone(), progress_tx) else {
+            return Err(self.shared.closed_error());
+        };
+        let guard = InFlight {
+            session: self,
+            id: id.clone(),
+            method,
+            done: false,
+        };
+        let message = Message::Request(Request {
+            id,
+            method: method.to_string(),
+            params,
+        });
+        // The deadline covers sending too: an HTTP transport's send may wait
+        // for the answer's head.
+        let mut deadline = Deadline::new(Instant::now(), timeout, self.config.max_total_timeout);
+        match tokio::time::timeout_at(deadline.at(), self.transport.send_with(&message, context))
+            .await
+        {
+            Ok(sent) => sent?,
+            Err(_) => {
+                drop(guard);
+                return Err(SessionError::Timeout {
+                    method: method.to_string(),
+                    after: deadline.elapsed(Instant::now()),
+                });
+            }
+        }
+
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                outcome = &mut done => break outcome.ok(),
+                Some(p) = async {
+                    match progress_rx.as_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    deadline.on_progress(Instant::now());
+                    if let Some(listener) = on_progress {
+                        listener(&p);
+                    }
+                }
+                () = tokio::time::sleep_until(deadline.at()) => {
+                    // The guard removes the entry and sends the cancellation.
+                    drop(guard);
+                    return Err(SessionError::Timeout {
+                        method: method.to_string(),
+                        after: deadline.elapsed(Instant::now()),
+                    });
+                }
+            }
+        };
+        guard.finish();
+        match outcome {
+            Some(Outcome::Result(raw)) => Ok(raw),
+            Some(Outcome::Error(error)) => Err(SessionError::Protocol {
+                method: method.to_string(),
+                error,
+            }),
+            Some(Outcome::Failed(error)) => Err(SessionError::Transport(error)),
+            Some(Outcome::Closed) | None => Err(self.shared.closed_error()),
+        }
+    }
+
+    pub(crate) async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        timeout: Duration,
+        context: &SendContext,
+    ) -> Result<R, SessionError> {
+        let raw = self.params(method, params)?;
+        let id = self.next_id();
+        let result = self
+            .request_raw(id, method, Some(raw), timeout, None, context)
+            .await?;
+        parse_result(method, &result)
+    }
+
+    /// Encodes request parameters, adding the per-request `_meta` of a
+    /// modern session.
+    pub(crate) fn params<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<RawJson, SessionError> {
+        match &self.meta {
+            None => to_raw_params(method, params),
+            Some(meta) => {
+                let mut value =
+                    serde_json::to_value(params).map_err(|e| SessionError::InvalidResponse {
+                        method: method.to_string(),
+                        reason: format!("cannot encode the request: {e}"),
+                    })?;
+                meta.apply(&mut value);
+                to_raw_params(method, &value)
+            }
+        }
+    }
+}
