@@ -450,7 +450,7 @@ impl Session {
             });
         };
         match entry.check_arguments(&arguments) {
-            Checked::Valid => {}
+            Checked::Valid | Checked::Disabled => {}
             Checked::Invalid(problems) => {
                 return Err(SessionError::InvalidArguments {
                     tool: name.to_string(),

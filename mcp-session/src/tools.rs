@@ -11,10 +11,19 @@ use mcp_protocol::types::Tool;
 use mcp_protocol::x_mcp_header::{self as headers, HeaderParam};
 
 /// How many problems a validation report keeps; the rest are counted.
+#[cfg(feature = "validation")]
 const MAX_PROBLEMS: usize = 16;
 
 /// A compiled schema, or why it could not be compiled.
-type Compiled = Result<jsonschema::Validator, String>;
+type Compiled = Result<Validator, String>;
+
+#[cfg(feature = "validation")]
+type Validator = jsonschema::Validator;
+
+/// Built without the `validation` feature: no schema ever compiles.
+#[cfg(not(feature = "validation"))]
+#[derive(Debug)]
+enum Validator {}
 
 /// The tools a server offers, as of the last `tools/list`.
 ///
@@ -46,14 +55,30 @@ impl fmt::Debug for CatalogTool {
 
 /// What checking a value against a schema found.
 #[derive(Debug, PartialEq, Eq)]
+// Which variants a build constructs depends on the `validation` feature.
+#[cfg_attr(not(feature = "validation"), allow(dead_code))]
 pub(crate) enum Checked {
     Valid,
     Invalid(Vec<SchemaProblem>),
     /// The schema itself could not be compiled (a remote `$ref`, say): the
     /// value was not checked.
     Unchecked(String),
+    /// This build checks no schemas (the `validation` feature is off): the
+    /// application validates elsewhere.
+    #[cfg_attr(feature = "validation", allow(dead_code))]
+    Disabled,
 }
 
+/// Why nothing is checked in a build without the `validation` feature.
+#[cfg(not(feature = "validation"))]
+const DISABLED: &str = "built without the `validation` feature";
+
+#[cfg(not(feature = "validation"))]
+fn compile(_schema: &Value) -> Compiled {
+    Err(DISABLED.to_string())
+}
+
+#[cfg(feature = "validation")]
 fn compile(schema: &Value) -> Compiled {
     // No `$schema`: JSON Schema 2020-12 (the library's default). A named draft
     // (draft-07, say) is honoured. The crate is built without its HTTP and
@@ -87,6 +112,15 @@ fn without_optional_nulls(schema: &Value, arguments: &Value) -> Option<Value> {
     Some(Value::Object(kept))
 }
 
+#[cfg(not(feature = "validation"))]
+fn check(compiled: &Compiled, _value: &Value) -> Checked {
+    match compiled {
+        Ok(never) => match *never {},
+        Err(_) => Checked::Disabled,
+    }
+}
+
+#[cfg(feature = "validation")]
 fn check(compiled: &Compiled, value: &Value) -> Checked {
     match compiled {
         Ok(v) => {
@@ -230,6 +264,7 @@ impl ToolCatalog {
 }
 
 #[cfg(test)]
+#[cfg(feature = "validation")]
 mod tests {
     use super::*;
     use serde_json::json;
