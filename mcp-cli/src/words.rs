@@ -1,71 +1,16 @@
-//! Splitting a command line into words, like a shell but without one: no
-//! variables, globs or pipes, only quotes and backslashes.
+//! Splitting a `--stdio` command line into words, like a POSIX shell but
+//! without one: no variables, globs or pipes, only quotes, backslashes and
+//! comments (the `shlex` crate's rules).
 
 /// Why a command line could not be split.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct SplitError(pub(crate) &'static str);
 
 /// Splits `line` into words. Single quotes keep everything literal; double
-/// quotes allow `\"` and `\\`; a backslash outside quotes escapes the next
-/// character.
+/// quotes allow `\"`, `\\`, `\$` and `` \` ``; a backslash outside quotes
+/// escapes the next character; a word starting with `#` starts a comment.
 pub(crate) fn split(line: &str) -> Result<Vec<String>, SplitError> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(SplitError("unterminated single quote")),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(SplitError("unterminated double quote")),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err(SplitError("unterminated double quote")),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => return Err(SplitError("trailing backslash")),
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
+    shlex::split(line).ok_or(SplitError("an unterminated quote or a trailing backslash"))
 }
 
 #[cfg(test)]
@@ -84,9 +29,18 @@ mod tests {
             ["a", "b c", "d e", ""]
         );
         assert_eq!(split(r#""x\"y""#).unwrap(), ["x\"y"]);
+        assert_eq!(split(r#"'a\b' "a\b""#).unwrap(), [r"a\b", r"a\b"]);
         assert_eq!(split("$HOME").unwrap(), ["$HOME"], "no expansion");
-        assert!(split("'open").is_err());
-        assert!(split("x\\").is_err());
+        assert_eq!(split("node s.js # note").unwrap(), ["node", "s.js"]);
+        assert_eq!(split("a#b").unwrap(), ["a#b"]);
         assert!(split("   ").unwrap().is_empty());
+    }
+
+    #[test]
+    fn unterminated_quotes_and_trailing_backslashes_are_errors() {
+        assert!(split("'open").is_err());
+        assert!(split(r#"say "open"#).is_err());
+        assert!(split(r#""x\"#).is_err());
+        assert!(split("x\\").is_err());
     }
 }

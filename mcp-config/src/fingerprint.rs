@@ -1,6 +1,6 @@
 //! SHA-256 fingerprints over a canonical JSON form.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -19,7 +19,7 @@ impl Fingerprint {
 
     /// The digest as 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
-        hex(&self.0)
+        base16ct::lower::encode_string(&self.0)
     }
 
     /// Fingerprint of a JSON value in canonical form (keys sorted, compact).
@@ -50,21 +50,13 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     out
 }
 
-fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 /// How a secret enters a canonical form: only through its (domain-separated) hash.
 pub(crate) fn secret_digest(value: &str) -> String {
     let mut h = Sha256::new();
     h.update(b"mcp-config secret v1\0");
     h.update(value.as_bytes());
     let digest = h.finalize();
-    format!("sha256:{}", hex(&digest))
+    format!("sha256:{}", base16ct::lower::encode_string(&digest))
 }
 
 /// Compact JSON with object keys sorted, whatever `serde_json`'s map order is.
@@ -117,6 +109,11 @@ mod tests {
         assert_eq!(f.to_string(), f.to_hex());
         let d = format!("{f:?}");
         assert!(d.starts_with("Fingerprint(") && d.len() < 30, "{d}");
+        // SHA-256 of `{}`, lowercase: fingerprints stay comparable across versions.
+        assert_eq!(
+            f.to_hex(),
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
     }
 
     #[test]
@@ -124,5 +121,9 @@ mod tests {
         let d = secret_digest("hunter2");
         assert!(d.starts_with("sha256:") && !d.contains("hunter2"));
         assert_ne!(d, secret_digest("hunter3"));
+        assert_eq!(
+            d,
+            "sha256:83ccd8bbd4f005f022c031b8c617d52af6986564ce32967538b3bfbc3208b72e"
+        );
     }
 }

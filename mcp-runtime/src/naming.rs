@@ -2,7 +2,6 @@
 //! unique. No IO; the same inputs always give the same names.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
 
@@ -35,11 +34,7 @@ fn suffix(server: &str, tool: &str) -> String {
     h.update([0u8]);
     h.update(tool.as_bytes());
     let digest = h.finalize();
-    let mut s = String::with_capacity(SUFFIX_HEX);
-    for b in digest.iter().take(SUFFIX_HEX / 2) {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    base16ct::lower::encode_string(digest.get(..SUFFIX_HEX / 2).unwrap_or_default())
 }
 
 /// `name` cut to leave room for `_` and the hash suffix, then the suffix.
@@ -156,6 +151,9 @@ mod tests {
         other.push('x');
         assert_ne!(a, candidate("srv", &other), "the suffix keeps them apart");
         assert!(a.starts_with("srv__ttt"));
+        // The suffix: the first 8 hex digits of SHA-256("srv" NUL tool), so
+        // names an agent has seen stay the same across versions.
+        assert_eq!(suffix("a", "b.c"), "ad8a94ab");
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Server options and their command-line form.
 
+use std::error::Error as _;
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::str::FromStr;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 /// The default size of the line written by [`Misbehaviour::OversizedLine`]: 17 MiB,
 /// one MiB over the usual 16 MiB frame limit.
@@ -332,12 +335,137 @@ Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output;
 2026-07-28 clients also get ask_name, route and bad_header.
 ";
 
-fn number<T: FromStr>(flag: &'static str, value: String) -> Result<T, ArgsError> {
-    value.parse().map_err(|_| ArgsError::InvalidValue {
-        flag,
-        value,
-        reason: "expected a non-negative integer",
-    })
+/// The flags [`ServerOptions::from_args`] reads, as clap parses them. `--help`
+/// is not one of them: [`crate::run`] answers it with [`HELP`].
+///
+/// Every flag takes the next argument as its value, even one starting with
+/// `-`, or the text after `=`; given twice, the last one counts (except
+/// `--misbehave`, which adds up).
+#[derive(Debug, clap::Parser)]
+#[command(
+    no_binary_name = true,
+    disable_help_flag = true,
+    disable_version_flag = true,
+    args_override_self = true
+)]
+struct Flags {
+    #[arg(long = "misbehave", value_name = "NAME", allow_hyphen_values = true)]
+    misbehave: Vec<String>,
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = page_size)]
+    page_size: Option<NonZeroUsize>,
+    #[arg(long, value_name = "DIR", allow_hyphen_values = true)]
+    workspace: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
+    instance_log: Option<PathBuf>,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<usize>,
+        default_value_t = DEFAULT_OVERSIZE_BYTES,
+    )]
+    oversize_bytes: usize,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<u64>,
+        default_value_t = DEFAULT_LATE_MS,
+    )]
+    late_ms: u64,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<usize>,
+        default_value_t = DEFAULT_FLOOD_COUNT,
+    )]
+    flood_count: usize,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<u64>,
+        default_value_t = DEFAULT_DRAIN_MS,
+    )]
+    drain_ms: u64,
+    #[arg(long, value_name = "ERA", allow_hyphen_values = true, value_parser = era)]
+    era: Option<Era>,
+}
+
+/// The flags of [`Flags`], as [`ArgsError`] names them.
+const FLAGS: [&str; 9] = [
+    "--misbehave",
+    "--page-size",
+    "--workspace",
+    "--instance-log",
+    "--oversize-bytes",
+    "--late-ms",
+    "--flood-count",
+    "--drain-ms",
+    "--era",
+];
+
+/// Why a flag's value was refused: the `reason` of [`ArgsError::InvalidValue`].
+#[derive(Debug)]
+struct Reason(&'static str);
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Reason {}
+
+fn number<T: FromStr>(value: &str) -> Result<T, Reason> {
+    value
+        .parse()
+        .map_err(|_| Reason("expected a non-negative integer"))
+}
+
+fn page_size(value: &str) -> Result<NonZeroUsize, Reason> {
+    NonZeroUsize::new(number(value)?).ok_or(Reason("the page size must be at least 1"))
+}
+
+fn era(value: &str) -> Result<Era, Reason> {
+    match value {
+        "legacy" => Ok(Era::Legacy),
+        "modern" => Ok(Era::Modern),
+        "dual" => Ok(Era::Dual),
+        _ => Err(Reason("expected legacy, modern or dual")),
+    }
+}
+
+/// Clap's error as an [`ArgsError`]: which flag, which value, and why.
+fn args_error(e: &clap::Error) -> ArgsError {
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    // Clap names a flag with its value, `--page-size <N>`.
+    let arg = text(ContextKind::InvalidArg);
+    let flag = FLAGS
+        .iter()
+        .copied()
+        .find(|f| arg.split(' ').next() == Some(f));
+    let value = text(ContextKind::InvalidValue);
+    match (e.kind(), flag) {
+        (ErrorKind::InvalidValue, Some(flag)) if value.is_empty() => ArgsError::MissingValue(flag),
+        (ErrorKind::ValueValidation | ErrorKind::InvalidValue, Some(flag)) => {
+            let reason = e
+                .source()
+                .and_then(|r| r.downcast_ref::<Reason>())
+                .map_or("not a valid value", |r| r.0);
+            ArgsError::InvalidValue {
+                flag,
+                value,
+                reason,
+            }
+        }
+        // An unknown flag, or a word where no flag expects one.
+        _ => ArgsError::UnknownArgument(arg),
+    }
 }
 
 impl ServerOptions {
@@ -360,73 +488,27 @@ impl ServerOptions {
     /// (`--page-size 2`, `--page-size=2`). `--help` and `--list-misbehaviours`
     /// are not options: [`crate::run`] handles them.
     pub fn from_args(args: impl Iterator<Item = String>) -> Result<Self, ArgsError> {
-        let mut options = ServerOptions::default();
-        let mut args = args;
-        while let Some(arg) = args.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) if flag.starts_with("--") => {
-                    (flag.to_owned(), Some(value.to_owned()))
+        let flags = <Flags as clap::Parser>::try_parse_from(args).map_err(|e| args_error(&e))?;
+        let mut misbehaviours = Vec::new();
+        for list in &flags.misbehave {
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let m: Misbehaviour = name.parse()?;
+                if !misbehaviours.contains(&m) {
+                    misbehaviours.push(m);
                 }
-                _ => (arg.clone(), None),
-            };
-            let flag: &'static str = match flag.as_str() {
-                "--misbehave" => "--misbehave",
-                "--page-size" => "--page-size",
-                "--workspace" => "--workspace",
-                "--instance-log" => "--instance-log",
-                "--oversize-bytes" => "--oversize-bytes",
-                "--late-ms" => "--late-ms",
-                "--flood-count" => "--flood-count",
-                "--drain-ms" => "--drain-ms",
-                "--era" => "--era",
-                _ => return Err(ArgsError::UnknownArgument(arg)),
-            };
-            let value = match inline {
-                Some(v) => v,
-                None => args.next().ok_or(ArgsError::MissingValue(flag))?,
-            };
-            match flag {
-                "--misbehave" => {
-                    for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                        let m: Misbehaviour = name.parse()?;
-                        if !options.has(m) {
-                            options.misbehaviours.push(m);
-                        }
-                    }
-                }
-                "--page-size" => {
-                    let n: usize = number(flag, value.clone())?;
-                    options.page_size =
-                        Some(NonZeroUsize::new(n).ok_or(ArgsError::InvalidValue {
-                            flag,
-                            value,
-                            reason: "the page size must be at least 1",
-                        })?);
-                }
-                "--workspace" => options.workspace = Some(PathBuf::from(value)),
-                "--instance-log" => options.instance_log = Some(PathBuf::from(value)),
-                "--oversize-bytes" => options.oversize_bytes = number(flag, value)?,
-                "--late-ms" => options.late_ms = number(flag, value)?,
-                "--flood-count" => options.flood_count = number(flag, value)?,
-                "--drain-ms" => options.drain_ms = number(flag, value)?,
-                "--era" => {
-                    options.era = match value.as_str() {
-                        "legacy" => Era::Legacy,
-                        "modern" => Era::Modern,
-                        "dual" => Era::Dual,
-                        _ => {
-                            return Err(ArgsError::InvalidValue {
-                                flag,
-                                value,
-                                reason: "expected legacy, modern or dual",
-                            });
-                        }
-                    }
-                }
-                _ => return Err(ArgsError::UnknownArgument(arg)),
             }
         }
-        Ok(options)
+        Ok(ServerOptions {
+            misbehaviours,
+            page_size: flags.page_size,
+            workspace: flags.workspace,
+            instance_log: flags.instance_log,
+            oversize_bytes: flags.oversize_bytes,
+            late_ms: flags.late_ms,
+            flood_count: flags.flood_count,
+            drain_ms: flags.drain_ms,
+            era: flags.era.unwrap_or_default(),
+        })
     }
 
     /// The command-line arguments that [`ServerOptions::from_args`] turns back
@@ -543,5 +625,70 @@ mod tests {
             parse(&["--help"]),
             Err(ArgsError::UnknownArgument("--help".into()))
         );
+        assert_eq!(parse(&["-h"]), Err(ArgsError::UnknownArgument("-h".into())));
+        assert_eq!(
+            parse(&["--late-ms", "-1"]),
+            Err(ArgsError::InvalidValue {
+                flag: "--late-ms",
+                value: "-1".into(),
+                reason: "expected a non-negative integer",
+            })
+        );
+        assert_eq!(
+            parse(&["--page-size="]),
+            Err(ArgsError::InvalidValue {
+                flag: "--page-size",
+                value: String::new(),
+                reason: "expected a non-negative integer",
+            })
+        );
+        assert_eq!(
+            parse(&["--era", "future"]),
+            Err(ArgsError::InvalidValue {
+                flag: "--era",
+                value: "future".into(),
+                reason: "expected legacy, modern or dual",
+            })
+        );
+        assert_eq!(
+            parse(&["--drain-ms", "1", "--era"]),
+            Err(ArgsError::MissingValue("--era"))
+        );
+    }
+
+    #[test]
+    fn defaults_values_and_repeats() {
+        assert_eq!(parse(&[]), Ok(ServerOptions::default()));
+        // A value may start with `-`; a repeated flag keeps its last value.
+        let o = parse(&[
+            "--workspace",
+            "-w",
+            "--late-ms=1",
+            "--late-ms",
+            "2",
+            "--era=dual",
+        ])
+        .unwrap();
+        assert_eq!(o.workspace, Some(PathBuf::from("-w")));
+        assert_eq!(o.late_ms, 2);
+        assert_eq!(o.era, Era::Dual);
+        assert_eq!(o.oversize_bytes, DEFAULT_OVERSIZE_BYTES);
+    }
+
+    #[test]
+    fn every_flag_is_named_and_in_the_help() {
+        use clap::CommandFactory as _;
+        let command = Flags::command();
+        let longs: Vec<String> = command
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        assert_eq!(longs, FLAGS);
+        for flag in FLAGS {
+            assert!(
+                HELP.contains(&format!("  {flag} ")),
+                "{flag} is not in HELP"
+            );
+        }
     }
 }

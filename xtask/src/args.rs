@@ -1,103 +1,231 @@
-//! A tiny argument reader: positionals, `--name value` and `--name=value`.
+//! The command line, parsed by clap: `cargo xtask <task> [options]`.
+//!
+//! Every option takes `--name value` or `--name=value` and has the default
+//! its help shows.
 
-use std::str::FromStr;
+use clap::{Args, Parser, Subcommand};
 
-/// The arguments not consumed yet.
-#[derive(Debug)]
-pub(crate) struct Args {
-    rest: Vec<String>,
+/// Project tasks: benchmarks and conformance runs.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+pub(crate) struct Cli {
+    /// The task; without one, this help.
+    #[command(subcommand)]
+    pub(crate) task: Option<Task>,
 }
 
-impl Args {
-    /// The process arguments, program name excluded.
-    pub(crate) fn from_env() -> Self {
-        Args {
-            rest: std::env::args().skip(1).collect(),
-        }
-    }
+/// The tasks.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Task {
+    /// Benchmarks, always in an optimized build (a debug build runs itself
+    /// again through `cargo run --release`).
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        what: Bench,
+    },
+    /// The official MCP conformance suite's client scenarios against our
+    /// client, and our stack against the reference servers.
+    ///
+    /// The pinned release of the suite, then the alpha line's draft scenarios
+    /// at 2026-07-28 (`--only draft` runs those alone). Prepares Node 22, the
+    /// pinned npm packages and a Python virtualenv under
+    /// target/conformance/cache; writes target/conformance/report.md.
+    Conformance(ConformanceArgs),
+    /// The client the conformance suite runs (not a task for people).
+    #[command(hide = true)]
+    ConformanceClient(ClientArgs),
+}
 
-    /// Everything not consumed yet, in order (to pass on to a child process).
-    pub(crate) fn remaining(&self) -> &[String] {
-        &self.rest
-    }
+/// `bench <what>`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Bench {
+    /// Decode a deterministic stream of MCP messages with mcp-jsonrpc's
+    /// NewlineCodec, with LinesCodec + serde_json, and with serde_json alone
+    /// (the floor); print MB/s and ratios.
+    Codec(CodecArgs),
+    /// tools/call round trips to a child-process server over stdio,
+    /// sequential and 8 in flight: this stack, rmcp's client and a raw-pipe
+    /// floor; print calls/s, p50/p99 latency and ratios.
+    Stdio(StdioArgs),
+    /// tools/call round trips to mcp-testkit's streamable HTTP server on
+    /// 127.0.0.1 (stateful), sequential and 8 in flight: this stack, rmcp's
+    /// streamable HTTP client and a raw hyper floor; print calls/s, p50/p99
+    /// latency and ratios.
+    Http(HttpArgs),
+    /// The session runtime manager's warm path, cold path and idle memory.
+    Runtime(RuntimeArgs),
+}
 
-    /// Takes the first argument that is not an option.
-    pub(crate) fn next_positional(&mut self) -> Option<String> {
-        // An option's value is not a positional: skip `--name value` pairs.
-        let mut j = 0;
-        while let Some(arg) = self.rest.get(j) {
-            if arg.starts_with("--") {
-                j += if arg.contains('=') { 1 } else { 2 };
-            } else {
-                return Some(self.rest.remove(j));
-            }
-        }
-        None
-    }
+/// `bench codec`.
+#[derive(Debug, Args)]
+pub(crate) struct CodecArgs {
+    /// Megabytes of messages to decode.
+    #[arg(long, value_name = "N", default_value_t = 8.0)]
+    pub(crate) mb: f64,
+    /// Timed passes over the stream.
+    #[arg(long, value_name = "K", default_value_t = 7)]
+    pub(crate) iters: usize,
+    /// The seed of the generated messages.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub(crate) seed: u64,
+}
 
-    /// Takes `--name value` or `--name=value`, parsed; `default` when absent.
-    pub(crate) fn option<T: FromStr>(&mut self, name: &str, default: T) -> Result<T, String> {
-        let flag = format!("--{name}");
-        let prefix = format!("--{name}=");
-        let mut i = 0;
-        while i < self.rest.len() {
-            let arg = self.rest.get(i).cloned().unwrap_or_default();
-            let value = if let Some(v) = arg.strip_prefix(&prefix) {
-                self.rest.remove(i);
-                v.to_owned()
-            } else if arg == flag {
-                self.rest.remove(i);
-                if i < self.rest.len() {
-                    self.rest.remove(i)
-                } else {
-                    return Err(format!("{flag} needs a value"));
-                }
-            } else {
-                i += 1;
-                continue;
-            };
-            return value
-                .parse()
-                .map_err(|_| format!("{flag}: cannot read `{value}`"));
-        }
-        Ok(default)
-    }
+/// `bench stdio`.
+#[derive(Debug, Args)]
+pub(crate) struct StdioArgs {
+    /// Be the benchmark's fast server instead (`echo`); the benchmark starts
+    /// this program so.
+    #[arg(long, value_name = "SERVER", hide = true)]
+    pub(crate) serve: Option<String>,
+    /// Sequential calls per round.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub(crate) n: usize,
+    /// Calls per round with 8 in flight [default: 4 × --n].
+    #[arg(long, value_name = "N")]
+    pub(crate) n_inflight: Option<usize>,
+    /// Rounds, interleaved between the clients.
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub(crate) rounds: usize,
+    /// The server: testkit, fast or both.
+    #[arg(long, value_name = "SERVER", default_value = "both")]
+    pub(crate) server: String,
+    /// The client's tokio runtime: multi or current.
+    #[arg(long, value_name = "FLAVOR", default_value = "multi")]
+    pub(crate) runtime: String,
+    /// Only one client, for profiling: ours, rmcp or floor.
+    #[arg(long, value_name = "CLIENT")]
+    pub(crate) only: Option<String>,
+}
 
-    /// Fails when arguments are left that nothing consumed.
-    pub(crate) fn finish(self) -> Result<(), String> {
-        if self.rest.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("unexpected arguments: {}", self.rest.join(" ")))
-        }
-    }
+/// `bench http`.
+#[derive(Debug, Args)]
+pub(crate) struct HttpArgs {
+    /// Sequential calls per round.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub(crate) n: usize,
+    /// Calls per round with 8 in flight [default: 4 × --n].
+    #[arg(long, value_name = "N")]
+    pub(crate) n_inflight: Option<usize>,
+    /// Rounds, interleaved between the clients.
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub(crate) rounds: usize,
+    /// How the server answers requests: json or sse.
+    #[arg(long, value_name = "FORM", default_value = "json")]
+    pub(crate) answers: String,
+    /// Threads of the server's own tokio runtime.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) server_threads: usize,
+    /// The client's tokio runtime: multi or current.
+    #[arg(long, value_name = "FLAVOR", default_value = "multi")]
+    pub(crate) runtime: String,
+    /// Only one client, for profiling: ours, rmcp or floor.
+    #[arg(long, value_name = "CLIENT")]
+    pub(crate) only: Option<String>,
+    /// The server's era: legacy, or dual (ours then speaks 2026-07-28 while
+    /// rmcp and the floor use the handshake).
+    #[arg(long, value_name = "ERA", default_value = "legacy")]
+    pub(crate) era: String,
+}
+
+/// `bench runtime`.
+#[derive(Debug, Args)]
+pub(crate) struct RuntimeArgs {
+    /// Acquisitions on the warm path.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub(crate) warm_iters: usize,
+    /// Acquisitions on the cold path.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub(crate) cold_iters: usize,
+    /// Idle sessions for the memory figure.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub(crate) sessions: usize,
+    /// Servers per session config.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub(crate) servers: usize,
+}
+
+/// `conformance`.
+#[derive(Debug, Args)]
+pub(crate) struct ConformanceArgs {
+    /// Run one part only: suite, draft or servers.
+    #[arg(long, value_name = "PART")]
+    pub(crate) only: Option<String>,
+    /// Give up on the whole run after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 900)]
+    pub(crate) timeout: u64,
+}
+
+/// `conformance-client`.
+#[derive(Debug, Args)]
+pub(crate) struct ClientArgs {
+    /// Pin this protocol version [default: $MCP_CONFORMANCE_PROTOCOL_VERSION].
+    #[arg(long, value_name = "PIN")]
+    pub(crate) protocol: Option<String>,
+    /// The server's URL.
+    pub(crate) url: String,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory as _;
 
-    fn args(list: &[&str]) -> Args {
-        Args {
-            rest: list.iter().map(|s| (*s).to_owned()).collect(),
-        }
+    fn parse(list: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("xtask").chain(list.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_is_well_formed() {
+        Cli::command().debug_assert();
     }
 
     #[test]
     fn positionals_and_options() {
-        let mut a = args(&["bench", "--mb", "4", "codec", "--iters=3"]);
-        assert_eq!(a.next_positional().as_deref(), Some("bench"));
-        assert_eq!(a.next_positional().as_deref(), Some("codec"));
-        assert_eq!(a.option("mb", 8.0).unwrap(), 4.0);
-        assert_eq!(a.option("iters", 5usize).unwrap(), 3);
-        assert_eq!(a.option("seed", 1u64).unwrap(), 1);
-        a.finish().unwrap();
+        let cli = parse(&["bench", "codec", "--mb", "4", "--iters=3"]).unwrap();
+        let Some(Task::Bench {
+            what: Bench::Codec(a),
+        }) = cli.task
+        else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(a.mb, 4.0);
+        assert_eq!(a.iters, 3);
+        assert_eq!(a.seed, 1, "the default");
+
+        let cli = parse(&[
+            "conformance-client",
+            "--protocol=2026-07-28",
+            "http://x/mcp",
+        ])
+        .unwrap();
+        let Some(Task::ConformanceClient(c)) = cli.task else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(c.protocol.as_deref(), Some("2026-07-28"));
+        assert_eq!(c.url, "http://x/mcp");
+
+        let cli = parse(&["bench", "stdio", "--n", "10"]).unwrap();
+        let Some(Task::Bench {
+            what: Bench::Stdio(s),
+        }) = cli.task
+        else {
+            panic!("{cli:?}")
+        };
+        assert_eq!((s.n, s.n_inflight, s.rounds), (10, None, 5));
+        assert_eq!((s.server.as_str(), s.runtime.as_str()), ("both", "multi"));
+
+        assert!(parse(&[]).unwrap().task.is_none());
     }
 
     #[test]
     fn bad_and_left_over_options() {
-        assert!(args(&["--mb", "x"]).option("mb", 1.0).is_err());
-        assert!(args(&["--mb"]).option("mb", 1.0).is_err());
-        assert!(args(&["--what", "1"]).finish().is_err());
+        assert!(parse(&["bench", "codec", "--mb", "x"]).is_err());
+        assert!(parse(&["bench", "codec", "--mb"]).is_err());
+        assert!(parse(&["bench", "codec", "--what", "1"]).is_err());
+        assert!(parse(&["bench", "codec", "extra"]).is_err());
+        assert!(parse(&["bench"]).is_err(), "which benchmark?");
+        assert!(parse(&["bench", "disk"]).is_err());
+        assert!(parse(&["conformance-client"]).is_err(), "the URL");
     }
 }

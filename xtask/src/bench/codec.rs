@@ -10,17 +10,14 @@ use serde_json::Value;
 use tokio_util::codec::{Decoder, LinesCodec};
 
 use super::{mb_per_s, median};
-use crate::args::Args;
+use crate::args::CodecArgs;
 use crate::corpus;
 
 /// Bytes handed to the decoder at a time, as a reader filling its buffer would.
 const READ: usize = 64 * 1024;
 
-pub(crate) fn run(mut args: Args) -> Result<(), String> {
-    let mb: f64 = args.option("mb", 8.0)?;
-    let iters: usize = args.option("iters", 7)?;
-    let seed: u64 = args.option("seed", 1)?;
-    args.finish()?;
+pub(crate) fn run(args: CodecArgs) -> Result<(), String> {
+    let CodecArgs { mb, iters, seed } = args;
     if !(mb > 0.0 && mb <= 4096.0) {
         return Err("--mb must be between 0 and 4096".into());
     }

@@ -28,22 +28,25 @@ use tokio::sync::Mutex;
 
 use super::clients::{Ours, Rmcp, TEXT};
 use super::stdio::{IN_FLIGHT, Mode, Results, Row, RunConfig, run_rounds};
-use crate::args::Args;
+use crate::args::HttpArgs;
 
 /// The echo tool's argument in every call.
 /// The protocol version the floor asks for.
 const FLOOR_VERSION: &str = "2025-11-25";
 
-pub(crate) fn run(mut args: Args) -> Result<(), String> {
-    let n: usize = args.option("n", 2000)?;
-    let n_inflight: usize = args.option("n-inflight", n.saturating_mul(4))?;
-    let rounds: usize = args.option("rounds", 5)?;
-    let answers: String = args.option("answers", "json".to_owned())?;
-    let server_threads: usize = args.option("server-threads", 1)?;
-    let flavor: String = args.option("runtime", "multi".to_owned())?;
-    let only: String = args.option("only", String::new())?;
-    let era: String = args.option("era", "legacy".to_owned())?;
-    args.finish()?;
+pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
+    let HttpArgs {
+        n,
+        n_inflight,
+        rounds,
+        answers,
+        server_threads,
+        runtime: flavor,
+        only,
+        era,
+    } = args;
+    let n_inflight = n_inflight.unwrap_or(n.saturating_mul(4));
+    let only = only.unwrap_or_default();
     let era = match era.as_str() {
         "legacy" => mcp_testkit::Era::Legacy,
         "dual" => mcp_testkit::Era::Dual,

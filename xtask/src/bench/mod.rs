@@ -9,43 +9,31 @@ mod stdio;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::args::Args;
-
-/// The benchmarks, for messages.
-const KNOWN: &str = "codec, stdio, http, runtime";
+use crate::args::Bench;
 
 /// Runs `bench <what> [options]`.
-pub(crate) fn run(mut args: Args) -> Result<(), String> {
+pub(crate) fn run(what: Bench) -> Result<(), String> {
     if cfg!(debug_assertions) {
-        return rerun_optimized(&args);
+        return rerun_optimized();
     }
-    match args.next_positional().as_deref() {
-        Some("codec") => codec::run(args),
-        Some("http") => http::run(args),
-        Some("runtime") => runtime::run(args),
-        Some("stdio") => stdio::run(args),
-        Some(other) => Err(format!("unknown benchmark `{other}` (known: {KNOWN})")),
-        None => Err(format!("which benchmark? (known: {KNOWN})")),
+    match what {
+        Bench::Codec(args) => codec::run(args),
+        Bench::Http(args) => http::run(args),
+        Bench::Runtime(args) => runtime::run(args),
+        Bench::Stdio(args) => stdio::run(args),
     }
 }
 
 /// Numbers from a debug build mean nothing: build and run this task again
 /// with `--release`, passing the arguments on.
-fn rerun_optimized(args: &Args) -> Result<(), String> {
+fn rerun_optimized() -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let status = Command::new(cargo)
         .current_dir(workspace)
-        .args([
-            "run",
-            "--release",
-            "--quiet",
-            "--package",
-            "xtask",
-            "--",
-            "bench",
-        ])
-        .args(args.remaining())
+        .args(["run", "--release", "--quiet", "--package", "xtask", "--"])
+        // `bench …`, as given.
+        .args(std::env::args_os().skip(1))
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if status.success() {

@@ -16,7 +16,7 @@ use mcp_transport::{BoxFuture, Received, Transport, memory};
 use serde_json::json;
 
 use super::median;
-use crate::args::Args;
+use crate::args::RuntimeArgs;
 
 /// Runs each server as `mcp_testkit::serve` in-process over a duplex stream.
 #[derive(Debug)]
@@ -99,12 +99,13 @@ fn rss() -> Option<u64> {
 /// Interleaved rounds of the warm path and its floor.
 const ROUNDS: usize = 40;
 
-pub(crate) fn run(mut args: Args) -> Result<(), String> {
-    let warm_iters: usize = args.option("warm-iters", 1_000_000)?;
-    let cold_iters: usize = args.option("cold-iters", 200)?;
-    let sessions: usize = args.option("sessions", 1000)?;
-    let servers: usize = args.option("servers", 2)?;
-    args.finish()?;
+pub(crate) fn run(args: RuntimeArgs) -> Result<(), String> {
+    let RuntimeArgs {
+        warm_iters,
+        cold_iters,
+        sessions,
+        servers,
+    } = args;
     if warm_iters == 0 || cold_iters == 0 || sessions == 0 || servers == 0 {
         return Err("every count must be at least 1".into());
     }

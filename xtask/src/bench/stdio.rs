@@ -23,7 +23,7 @@ use mcp_transport::stdio::{StdioConfig, StdioTransport};
 use serde_json::{Value, json};
 
 use super::clients::{Ours, Rmcp, TEXT};
-use crate::args::Args;
+use crate::args::StdioArgs;
 
 /// The echo tool's argument in every call.
 /// Calls in flight in the concurrent mode.
@@ -31,22 +31,24 @@ pub(super) const IN_FLIGHT: usize = 8;
 /// The protocol versions the fast server answers with when asked for them.
 const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
-pub(crate) fn run(mut args: Args) -> Result<(), String> {
-    let serve: String = args.option("serve", String::new())?;
-    if !serve.is_empty() {
-        args.finish()?;
+pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
+    if let Some(serve) = args.serve {
         return match serve.as_str() {
             "echo" => serve_echo().map_err(|e| format!("echo server: {e}")),
             other => Err(format!("--serve: unknown server `{other}` (known: echo)")),
         };
     }
-    let n: usize = args.option("n", 5000)?;
-    let n_inflight: usize = args.option("n-inflight", n.saturating_mul(4))?;
-    let rounds: usize = args.option("rounds", 5)?;
-    let server: String = args.option("server", "both".to_owned())?;
-    let flavor: String = args.option("runtime", "multi".to_owned())?;
-    let only: String = args.option("only", String::new())?;
-    args.finish()?;
+    let StdioArgs {
+        n,
+        n_inflight,
+        rounds,
+        server,
+        runtime: flavor,
+        only,
+        ..
+    } = args;
+    let n_inflight = n_inflight.unwrap_or(n.saturating_mul(4));
+    let only = only.unwrap_or_default();
     let clients = match only.as_str() {
         "" => [true; 3],
         "ours" => [true, false, false],

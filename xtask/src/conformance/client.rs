@@ -43,24 +43,20 @@ use mcp_session::{
 
 use super::fill;
 use super::http;
-use crate::args::Args;
+use crate::args::ClientArgs;
 
 /// The whole client run is bounded by this (the suite's own limit is 30 s).
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(25);
 
 /// Runs the client: `[--protocol PIN] <server-url>` (the URL last).
-pub(crate) fn main(mut args: Args) -> Result<(), String> {
-    let pin = match args.option("protocol", String::new())? {
-        p if !p.is_empty() => Some(p),
+pub(crate) fn main(args: ClientArgs) -> Result<(), String> {
+    let ClientArgs { protocol, url } = args;
+    let pin = match protocol {
+        Some(p) if !p.is_empty() => Some(p),
         _ => std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
             .ok()
             .filter(|p| !p.is_empty()),
     };
-    let url = args
-        .remaining()
-        .last()
-        .cloned()
-        .ok_or("usage: xtask conformance-client [--protocol PIN] <server-url>")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     eprintln!(
         "conformance-client: scenario `{scenario}`, server {url}, protocol {}",

@@ -32,7 +32,7 @@ mod suite;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::args::Args;
+use crate::args::ConformanceArgs;
 use report::{Report, Row};
 
 /// The expected-failures file, read at run time (editing it needs no rebuild).
@@ -108,8 +108,8 @@ impl Only {
 }
 
 /// Runs `conformance [--only suite|draft|servers] [--timeout SECS]`.
-pub(crate) fn run(mut args: Args) -> Result<(), String> {
-    let only = match args.option("only", String::new())?.as_str() {
+pub(crate) fn run(args: ConformanceArgs) -> Result<(), String> {
+    let only = match args.only.as_deref().unwrap_or_default() {
         "" => Only::All,
         "suite" => Only::Suite,
         "draft" => Only::Draft,
@@ -120,8 +120,7 @@ pub(crate) fn run(mut args: Args) -> Result<(), String> {
             ));
         }
     };
-    let timeout = Duration::from_secs(args.option("timeout", 900u64)?);
-    args.finish()?;
+    let timeout = Duration::from_secs(args.timeout);
     let paths = Paths::find()?;
     let expected = report::parse_expected(
         &std::fs::read_to_string(EXPECTED_FAILURES)
