@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::catalog::RuntimeCatalog;
 use crate::connector::{Connector, DefaultConnector};
 use crate::error::RuntimeError;
-use crate::manager::{RuntimeLease, RuntimeManager, RuntimeOptions};
+use crate::{RuntimeLease, RuntimeManager, RuntimeOptions};
 
 /// The session id an [`AdHocRuntime`] uses.
 pub const AD_HOC_SESSION: &str = "ad-hoc";

@@ -11,7 +11,8 @@ use crate::error::ConnectError;
 
 /// Opens the transport to one server. The runtime runs the handshake on it.
 ///
-/// The default, [`DefaultConnector`], starts stdio servers. Tests and
+/// The default, [`DefaultConnector`], starts stdio servers and connects
+/// HTTP ones. Tests and
 /// benchmarks inject their own (an in-process server over a duplex stream,
 /// say), and an embedder can wrap the default to add transports.
 pub trait Connector: Send + Sync + fmt::Debug + 'static {

@@ -30,7 +30,10 @@
 //!   `requestTimeoutMs` and `supportsParallelToolCalls`.
 //!
 //! Servers are opened by a [`Connector`]: [`DefaultConnector`] starts stdio
-//! servers; tests inject in-process ones.
+//! servers and connects HTTP ones (streamable HTTP or HTTP+SSE, with the
+//! `http` feature); tests inject in-process ones. A stdio server that exits
+//! on the 2026-07-28 probe is started again for the handshake
+//! (`Session::connect_with`), and the era each server spoke is remembered.
 //!
 //! # Example
 //!
@@ -85,13 +88,17 @@
 //! ```
 
 mod adhoc;
+mod build;
 mod catalog;
 mod connector;
 mod error;
 mod expiry;
+mod lease;
 mod manager;
 pub mod naming;
+mod options;
 mod plan;
+mod reaper;
 
 pub use adhoc::{AD_HOC_SESSION, AdHocRuntime};
 pub use catalog::{
@@ -99,7 +106,9 @@ pub use catalog::{
 };
 pub use connector::{Connector, DefaultConnector, stdio_config};
 pub use error::{ConnectError, RuntimeError};
-pub use manager::{
+pub use lease::{RuntimeLease, SessionRuntime};
+pub use manager::RuntimeManager;
+pub use options::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY_INITIAL,
-    DEFAULT_RETRY_MAX, RuntimeLease, RuntimeManager, RuntimeOptions, RuntimeStats, SessionRuntime,
+    DEFAULT_RETRY_MAX, RuntimeOptions, RuntimeStats,
 };

@@ -1,0 +1,380 @@
+//! Building a session's runtime: which servers to keep, start or tear down,
+//! starting one (transport, lifecycle, tools/list), and teardown.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mcp_config::{ResolvedConfig, ResolvedServer};
+use mcp_session::{
+    ProtocolMode, ProtocolPin, ProtocolVersion, Session, SessionConfig, SessionError,
+    describe_duration,
+};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::catalog::{RuntimeCatalog, ServerFailure, ServerTools, StartupStep};
+use crate::plan::{Had, Step, plan};
+
+use crate::lease::{ServerConn, SessionRuntime, Slot};
+use crate::manager::{RuntimeManager, lock};
+
+impl RuntimeManager {
+    /// Builds a runtime for `config`, reusing what `old` has that did not change.
+    /// Returns it and the old connections it replaces.
+    pub(crate) async fn build(
+        &self,
+        slot: &Arc<Slot>,
+        old: Option<&SessionRuntime>,
+        config: &ResolvedConfig,
+    ) -> (SessionRuntime, Vec<Arc<ServerConn>>) {
+        let now = Instant::now();
+        let mut had: BTreeMap<String, Had> = BTreeMap::new();
+        if let Some(old) = old {
+            for (name, conn) in &old.servers {
+                had.insert(name.clone(), Had::Connected(conn.server.fingerprint));
+            }
+            for f in old.catalog.failures() {
+                had.insert(f.server.clone(), Had::Failed(f.fingerprint, f.retry_at));
+            }
+        }
+        let want = config
+            .servers
+            .iter()
+            .map(|(n, s)| (n.clone(), s.fingerprint))
+            .collect();
+        let plan = plan(&had, &want, now);
+
+        let mut servers = BTreeMap::new();
+        let mut failures = Vec::new();
+        let mut to_start = Vec::new();
+        for (name, step) in &plan.steps {
+            let old_conn = old.and_then(|o| o.servers.get(name));
+            let old_failure =
+                old.and_then(|o| o.catalog.failures().iter().find(|f| &f.server == name));
+            match (step, old_conn, old_failure) {
+                (Step::Keep, Some(conn), _) => {
+                    servers.insert(name.clone(), Arc::clone(conn));
+                }
+                (Step::KeepFailure, _, Some(f)) => failures.push(f.clone()),
+                _ => {
+                    if let Some(server) = config.servers.get(name) {
+                        let prior = old_failure
+                            .filter(|f| f.fingerprint == server.fingerprint)
+                            .map_or(0, |f| f.attempts);
+                        to_start.push((server, prior));
+                    }
+                }
+            }
+        }
+        let started = futures_util::future::join_all(
+            to_start
+                .iter()
+                .map(|(server, _)| self.start(&slot.id, server)),
+        )
+        .await;
+        let mut started_names = Vec::new();
+        for ((server, prior), result) in to_start.iter().zip(started) {
+            match result {
+                Ok(conn) => {
+                    started_names.push(server.name.as_str());
+                    servers.insert(server.name.clone(), conn);
+                }
+                Err((step, message, stderr_tail)) => {
+                    let attempts = prior.saturating_add(1);
+                    let retry_after = self.inner.options.backoff(attempts);
+                    let failure = ServerFailure {
+                        server: server.name.clone(),
+                        step,
+                        message,
+                        stderr_tail,
+                        attempts,
+                        retry_after,
+                        retry_at: Instant::now() + retry_after,
+                        fingerprint: server.fingerprint,
+                    };
+                    self.inner.counters.failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(session = %slot.id, "MCP {failure}");
+                    failures.push(failure);
+                }
+            }
+        }
+        let replaced: Vec<Arc<ServerConn>> = plan
+            .teardown
+            .iter()
+            .filter_map(|n| old.and_then(|o| o.servers.get(n)).cloned())
+            .collect();
+        let kept = servers.len() - started_names.len();
+        tracing::info!(
+            session = %slot.id,
+            fingerprint = ?config.fingerprint,
+            rebuild = old.is_some(),
+            kept,
+            started = ?started_names,
+            stopped = ?plan.teardown,
+            failed = failures.len(),
+            "built MCP runtime"
+        );
+        self.inner.counters.builds.fetch_add(1, Ordering::Relaxed);
+
+        let tools: Vec<ServerTools<'_>> = servers
+            .values()
+            .map(|c: &Arc<ServerConn>| ServerTools {
+                server: &c.server.name,
+                filter: &c.server.tools,
+                tools: c.catalog.iter().collect(),
+                diagnostics: c.catalog.diagnostics(),
+                protocol: c.session.protocol_version(),
+                transport: c.session.transport().kind(),
+            })
+            .collect();
+        let retry_at = failures.iter().map(|f| f.retry_at).min();
+        let catalog = Arc::new(RuntimeCatalog::build(&tools, failures));
+        drop(tools);
+        let runtime = SessionRuntime {
+            slot: Arc::clone(slot),
+            fingerprint: config.fingerprint,
+            servers,
+            catalog,
+            retry_at,
+        };
+        (runtime, replaced)
+    }
+
+    /// Opens a server's transport (starts its process), within its handshake timeout.
+    pub(crate) async fn open(
+        &self,
+        server: &ResolvedServer,
+    ) -> Result<Arc<dyn mcp_transport::Transport>, (StartupStep, String, Vec<String>)> {
+        match tokio::time::timeout(
+            server.handshake_timeout,
+            self.inner.connector.connect(server),
+        )
+        .await
+        {
+            Err(_) => Err((
+                StartupStep::Connect,
+                format!(
+                    "the transport did not open within {} (the handshake timeout)",
+                    describe_duration(server.handshake_timeout)
+                ),
+                Vec::new(),
+            )),
+            Ok(Err(e)) => Err((StartupStep::Connect, e.to_string(), Vec::new())),
+            Ok(Ok(t)) => Ok(t),
+        }
+    }
+
+    /// Starts one server: transport, handshake, tools/list.
+    pub(crate) async fn start(
+        &self,
+        session_id: &str,
+        server: &ResolvedServer,
+    ) -> Result<Arc<ServerConn>, (StartupStep, String, Vec<String>)> {
+        let started = Instant::now();
+        let mut config = session_config(&self.inner.options.session_defaults, server)
+            .map_err(|m| (StartupStep::Config, m, Vec::new()))?;
+        let probing = config.mode() == ProtocolMode::Auto;
+        let remembered = probing
+            .then(|| {
+                self.inner
+                    .eras
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&server.fingerprint)
+                    .copied()
+            })
+            .flatten();
+        if let Some(version) = remembered {
+            // The probe already told us what this server speaks.
+            config = config.protocol(ProtocolPin::Version(version));
+        }
+        // The session opens the transport (twice for a server that exits on
+        // the probe); the last one opened is kept here for its stderr, and a
+        // failure to open is a connect failure, not a handshake one.
+        let opened: Mutex<Option<Arc<dyn mcp_transport::Transport>>> = Mutex::new(None);
+        let open_failed: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
+        let connected = Session::connect_with(
+            || async {
+                match self.open(server).await {
+                    Ok(t) => {
+                        *lock(&opened) = Some(Arc::clone(&t));
+                        Ok(t)
+                    }
+                    Err((_, message, tail)) => {
+                        let error = mcp_transport::TransportError::Io(std::io::Error::other(
+                            message.clone(),
+                        ));
+                        *lock(&open_failed) = Some((message, tail));
+                        Err(error)
+                    }
+                }
+            },
+            config,
+        )
+        .await;
+        let transport = lock(&opened).take();
+        let session = match connected {
+            Ok(s) => {
+                if probing {
+                    self.inner
+                        .eras
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(server.fingerprint, s.protocol_version());
+                }
+                s
+            }
+            Err(e) => {
+                if remembered.is_some() {
+                    // The remembered era may be stale (the server was
+                    // upgraded): probe again next time.
+                    self.inner
+                        .eras
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(&server.fingerprint);
+                }
+                if let Some((message, tail)) = lock(&open_failed).take() {
+                    return Err((StartupStep::Connect, message, tail));
+                }
+                let tail = match &transport {
+                    Some(t) => {
+                        detach_stderr(&**t);
+                        t.close().await;
+                        stderr_tail(&**t)
+                    }
+                    None => Vec::new(),
+                };
+                return Err((StartupStep::Handshake, handshake_message(&e), tail));
+            }
+        };
+        let transport = Arc::clone(session.transport());
+        let catalog = match session.list_tools().await {
+            Ok(c) => c,
+            Err(e) => {
+                detach_stderr(&*transport);
+                session.close().await;
+                let tail = stderr_tail(&*transport);
+                return Err((StartupStep::ListTools, e.to_string(), tail));
+            }
+        };
+        let counters = Arc::clone(&self.inner.counters);
+        counters.connections.fetch_add(1, Ordering::Relaxed);
+        counters.connects.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(
+            session = session_id,
+            server = %server.name,
+            transport = %transport.kind(),
+            version = %session.protocol_version(),
+            tools = catalog.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "connected MCP server"
+        );
+        Ok(Arc::new(ServerConn {
+            server: server.clone(),
+            session,
+            catalog,
+            in_flight: AtomicUsize::new(0),
+            idle: Notify::new(),
+            closed: AtomicBool::new(false),
+            counters,
+        }))
+    }
+
+    pub(crate) fn spawn_teardowns(&self, conns: Vec<Arc<ServerConn>>, why: &'static str) {
+        if conns.is_empty() {
+            return;
+        }
+        let drain = self.inner.options.drain_timeout;
+        let mut set = lock(&self.inner.teardowns);
+        while set.try_join_next().is_some() {}
+        for conn in conns {
+            set.spawn(teardown(conn, drain, why));
+        }
+    }
+}
+
+/// Waits for the connection's in-flight calls (up to `drain`), detaches its
+/// stderr listener and closes it with the transport's close sequence.
+pub(crate) async fn teardown(conn: Arc<ServerConn>, drain: Duration, why: &'static str) {
+    let deadline = Instant::now() + drain;
+    loop {
+        let idle = conn.idle.notified();
+        tokio::pin!(idle);
+        idle.as_mut().enable();
+        let busy = conn.in_flight.load(Ordering::Acquire);
+        if busy == 0 {
+            break;
+        }
+        if tokio::time::timeout_at(deadline, idle).await.is_err() {
+            tracing::warn!(
+                server = %conn.server.name,
+                in_flight = busy,
+                "closing MCP server with calls still in flight after {}",
+                describe_duration(drain)
+            );
+            break;
+        }
+    }
+    detach_stderr(&**conn.session.transport());
+    conn.session.close().await;
+    conn.mark_closed();
+    tracing::debug!(server = %conn.server.name, why, "closed MCP server");
+}
+
+/// The session settings for one server.
+pub(crate) fn session_config(
+    defaults: &SessionConfig,
+    server: &ResolvedServer,
+) -> Result<SessionConfig, String> {
+    let mut c = defaults.clone();
+    c.server_name = server.name.clone();
+    c.request_timeout = server.request_timeout;
+    c.handshake_timeout = server.handshake_timeout;
+    c.supports_parallel_tool_calls = server.supports_parallel_tool_calls;
+    if let Some(pin) = &server.protocol_version {
+        c.pin_protocol(pin).map_err(|_| {
+            let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
+            format!(
+                "the config pins protocol {pin}, which this client does not know (it speaks \
+                 {}, or the modes legacy, modern, auto); remove the pin or choose one of those",
+                known.join(", ")
+            )
+        })?;
+    }
+    Ok(c)
+}
+
+/// A handshake error, with the seed's troubleshooting hints.
+pub(crate) fn handshake_message(e: &SessionError) -> String {
+    let mut m = e.to_string();
+    if e.is_timeout() {
+        m.push_str(
+            "; the server may be slow to start, or it writes logs to stdout, which corrupts \
+             the protocol stream (servers must log to stderr)",
+        );
+    } else if e.transport_error().and_then(|t| t.exit_info()).is_some() {
+        m.push_str(
+            "; the server exited during startup: a missing environment variable or a bad \
+             argument? its stderr says more",
+        );
+    }
+    m
+}
+
+/// Stops handing a stdio server's stderr to the log (no-op for other transports).
+pub(crate) fn detach_stderr(transport: &dyn mcp_transport::Transport) {
+    if let Some(process) = transport.process() {
+        process.detach_stderr();
+    }
+}
+
+/// The last lines a stdio server wrote to stderr (none for other transports).
+pub(crate) fn stderr_tail(transport: &dyn mcp_transport::Transport) -> Vec<String> {
+    transport
+        .process()
+        .map(|p| p.stderr_tail())
+        .unwrap_or_default()
+}

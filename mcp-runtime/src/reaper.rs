@@ -1,0 +1,106 @@
+//! Idle TTL reaping: the background task and what it reclaims.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::expiry::{Decision, decide};
+
+use crate::lease::ServerConn;
+use crate::manager::{Inner, RuntimeManager, lock};
+
+impl RuntimeManager {
+    /// Reclaims every session idle for the TTL now, closing their servers,
+    /// and returns how many. The background reaper does this on its own;
+    /// this is for embedders that drive reaping themselves.
+    pub async fn reap_expired(&self) -> usize {
+        let conns = self.collect_expired(Instant::now());
+        let n = conns.len();
+        for (session, conns) in conns {
+            tracing::info!(session = %session, "reaping idle MCP runtime");
+            self.close_all(conns, "idle TTL").await;
+        }
+        n
+    }
+
+    /// Takes the expired sessions out of the registry (IO-free).
+    pub(crate) fn collect_expired(&self, now: Instant) -> Vec<(String, Vec<Arc<ServerConn>>)> {
+        let ttl = self.inner.options.idle_ttl;
+        let mut out = Vec::new();
+        if ttl.is_zero() {
+            return out;
+        }
+        let mut guard = lock(&self.inner.state);
+        let state = &mut *guard;
+        while let Some((_, generation, id)) = state.expiry.pop_due(now) {
+            let Some(entry) = state.sessions.get_mut(&id) else {
+                continue;
+            };
+            if entry.slot.generation != generation {
+                continue;
+            }
+            let in_use = entry.slot.leases.load(Ordering::Acquire) > 0;
+            match decide(now, ttl, in_use, entry.slot.last_used()) {
+                Decision::Reap => {
+                    if let Some(e) = state.sessions.remove(&id) {
+                        self.inner.counters.reaped.fetch_add(1, Ordering::Relaxed);
+                        let conns = e
+                            .runtime
+                            .map(|r| r.servers.values().cloned().collect())
+                            .unwrap_or_default();
+                        out.push((id, conns));
+                    }
+                }
+                Decision::Recheck(at) => {
+                    entry.scheduled = Some(at);
+                    state.expiry.schedule(at, generation, id);
+                }
+            }
+        }
+        out
+    }
+
+    pub(crate) fn ensure_reaper(&self) {
+        if self.inner.options.idle_ttl.is_zero() {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut reaper = lock(&self.inner.reaper);
+        if reaper.as_ref().is_none_or(JoinHandle::is_finished) {
+            let weak = Arc::downgrade(&self.inner);
+            let wake = Arc::clone(&self.inner.wake);
+            *reaper = Some(handle.spawn(reaper_loop(weak, wake)));
+        }
+    }
+}
+
+/// Sleeps until the earliest expiry (or a new earlier one), reaps, repeats.
+/// Holds the manager only while reaping; ends when the manager is gone.
+pub(crate) async fn reaper_loop(weak: Weak<Inner>, wake: Arc<Notify>) {
+    loop {
+        let next = match weak.upgrade() {
+            Some(inner) => lock(&inner.state).expiry.next(),
+            None => return,
+        };
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = wake.notified() => {}
+                }
+            }
+            None => wake.notified().await,
+        }
+        let Some(inner) = weak.upgrade() else { return };
+        let manager = RuntimeManager { inner };
+        for (session, conns) in manager.collect_expired(Instant::now()) {
+            tracing::info!(session = %session, servers = conns.len(), "reaping idle MCP runtime");
+            manager.spawn_teardowns(conns, "idle TTL");
+        }
+    }
+}
