@@ -1,0 +1,88 @@
+//! The GET stream: server-initiated messages of a session, and resuming a
+//! dropped request stream.
+
+use std::sync::Arc;
+
+use hyper::Method;
+use hyper::body::Incoming;
+use hyper::header::HeaderValue;
+
+use super::super::client::{content_type, status_error};
+use super::{Inner, LAST_EVENT_ID};
+use crate::TransportError;
+use crate::sse::SseParser;
+
+impl Inner {
+    /// Opens a GET stream; `Ok(None)` when the server answers 405.
+    pub(super) async fn open_get(
+        &self,
+        last_event_id: Option<&str>,
+    ) -> Result<Option<Incoming>, TransportError> {
+        let mut headers = self.headers("text/event-stream", true).headers;
+        if let Some(last) = last_event_id
+            && let Ok(v) = HeaderValue::from_str(last)
+        {
+            headers.insert(LAST_EVENT_ID, v);
+        }
+        let what = self.what(&Method::GET);
+        let request = self.client.build(Method::GET, &self.url, headers, None)?;
+        let response = self.client.send(request).await?;
+        if response.status() == hyper::StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(None);
+        }
+        if !response.status().is_success() {
+            return Err(status_error(response, &what).await);
+        }
+        let ct = content_type(&response);
+        if ct != "text/event-stream" {
+            return Err(TransportError::Http {
+                url: what,
+                message: format!("the GET stream has Content-Type {ct:?}, not text/event-stream"),
+            });
+        }
+        Ok(Some(response.into_body()))
+    }
+
+    /// The GET stream for server-initiated messages of one session.
+    pub(super) async fn run_get_stream(self: Arc<Self>, generation: u64) {
+        let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
+        let mut failures = 0u32;
+        loop {
+            if self.closing.is_cancelled() || self.state().generation() != generation {
+                return;
+            }
+            let last = parser.last_event_id().map(str::to_owned);
+            match self.open_get(last.as_deref()).await {
+                Ok(Some(body)) => {
+                    failures = 0;
+                    self.pump(body, &mut parser, None).await;
+                }
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::debug!(server = self.options().name(), "GET stream: {e}");
+                    if e.http_status().is_some_and(|s| (400..500).contains(&s)) {
+                        return;
+                    }
+                    failures += 1;
+                    if failures > self.options().max_reconnects {
+                        return;
+                    }
+                }
+            }
+            let wait = parser.retry().unwrap_or(self.options().default_retry);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.closing.cancelled() => return,
+            }
+        }
+    }
+
+    pub(super) fn start_get_stream(self: &Arc<Self>) {
+        if !self.options().get_stream {
+            return;
+        }
+        let generation = self.state().generation();
+        let me = Arc::clone(self);
+        self.spawn(me.run_get_stream(generation));
+    }
+}

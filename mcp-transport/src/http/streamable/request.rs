@@ -1,0 +1,284 @@
+//! One request: its POST, its answer (JSON, or an SSE stream resumed with
+//! `Last-Event-ID` when it drops), and what it reports back.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::Method;
+use hyper::body::Incoming;
+use hyper::header::HeaderMap;
+use mcp_jsonrpc::{Id, Message, Oversized};
+
+use super::super::client::{content_type, read_body, status_answer, status_error};
+use super::super::{HttpTrace, payload_to_received};
+use super::state::{self, RequestHeaders, Resume};
+use super::{ACCEPT_BOTH, AFTER_ANSWER_LINGER, Head, Inner};
+use crate::sse::{SseItem, SseParser};
+use crate::{InvalidFrame, Received, TransportError};
+
+impl Inner {
+    /// Runs one request: POST, then its answer (JSON or SSE, resumed when dropped).
+    ///
+    /// A modern request (`mirrored` holds its metadata headers) carries no
+    /// session, is not resumed, and takes a 4xx whose body is a JSON-RPC
+    /// error as its answer.
+    pub(super) async fn run_request(
+        self: Arc<Self>,
+        id: Id,
+        body: Bytes,
+        is_init: bool,
+        mirrored: Option<HeaderMap>,
+        mut head: Head,
+    ) {
+        let modern = mirrored.is_some();
+        self.run_request_inner(&id, body, is_init, mirrored, &mut head)
+            .await;
+        if modern {
+            self.modern_requests().remove(&id);
+        }
+    }
+
+    pub(super) async fn run_request_inner(
+        self: &Arc<Self>,
+        id: &Id,
+        body: Bytes,
+        is_init: bool,
+        mirrored: Option<HeaderMap>,
+        head: &mut Head,
+    ) {
+        let what = self.what(&Method::POST);
+        let mut renewed = false;
+        let modern = mirrored.is_some();
+        loop {
+            let RequestHeaders {
+                mut headers,
+                generation,
+                has_session,
+            } = self.headers(ACCEPT_BOTH, !is_init && !modern);
+            if let Some(extra) = &mirrored {
+                headers.extend(extra.clone());
+            }
+            let request =
+                match self
+                    .client
+                    .build(Method::POST, &self.url, headers, Some(body.clone()))
+                {
+                    Ok(r) => r,
+                    Err(e) => return head.fail(self, id, e).await,
+                };
+            let response = match self.client.send(request).await {
+                Ok(r) => r,
+                Err(e) => return head.fail(self, id, e).await,
+            };
+            let status = response.status();
+            // Auth refusals (401, 403, 407) stay HTTP errors whatever their
+            // body says, so callers see the status they must act on.
+            let explained = status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407);
+            if modern && explained {
+                return match status_answer(response, &what).await {
+                    Ok((error, mut answer)) => {
+                        // The JSON-RPC error explains the status: it is the answer.
+                        tracing::debug!(server = self.options().name(), "{error}");
+                        answer.id = Some(id.clone());
+                        head.ok();
+                        self.deliver(Received::Message(Message::from(answer))).await;
+                    }
+                    Err(error) => head.fail(self, id, error).await,
+                };
+            }
+            if !status.is_success() {
+                let error = status_error(response, &what).await;
+                if has_session && !renewed && state::is_expiry(&error) {
+                    renewed = true;
+                    match self.renew(generation, error.http_status()).await {
+                        Ok(()) => continue,
+                        Err(e) => return head.fail(self, id, e).await,
+                    }
+                }
+                return head.fail(self, id, error).await;
+            }
+            if is_init {
+                self.state().session_started(response.headers());
+            }
+            if status == hyper::StatusCode::ACCEPTED {
+                if modern {
+                    let error = TransportError::Http {
+                        url: what.clone(),
+                        message: "the server answered a request with 202 Accepted; in protocol \
+                                  2026-07-28 the answer must come on the request's own response"
+                            .into(),
+                    };
+                    return head.fail(self, id, error).await;
+                }
+                // The answer will come on another stream (the GET stream).
+                head.ok();
+                return;
+            }
+            match content_type(&response).as_str() {
+                "application/json" => {
+                    head.ok();
+                    let limit = self.options().max_event_size;
+                    let timeout = self.options().request_timeout;
+                    match read_body(response.into_body(), limit, timeout, &what).await {
+                        Ok(bytes) => {
+                            let mut items = Vec::new();
+                            payload_to_received(&bytes, &mut items);
+                            for item in items {
+                                self.deliver(item).await;
+                            }
+                        }
+                        Err(e) => self.deliver_error(id, e).await,
+                    }
+                }
+                "text/event-stream" => {
+                    head.ok();
+                    self.read_request_stream(response.into_body(), id, modern)
+                        .await;
+                }
+                other => {
+                    let error = TransportError::Http {
+                        url: what.clone(),
+                        message: format!(
+                            "the answer to a request has Content-Type {other:?}; expected \
+                             application/json or text/event-stream"
+                        ),
+                    };
+                    head.fail(self, id, error).await;
+                }
+            }
+            return;
+        }
+    }
+
+    /// Reads a request's SSE stream until its answer arrives, resuming the
+    /// stream with `Last-Event-ID` when it drops.
+    pub(super) async fn read_request_stream(&self, body: Incoming, id: &Id, modern: bool) {
+        let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
+        let mut body = Some(body);
+        let mut attempts = 0u32;
+        loop {
+            if let Some(b) = body.take()
+                && self.pump(b, &mut parser, Some(id)).await
+            {
+                return;
+            }
+            if self.closing.is_cancelled() {
+                return;
+            }
+            let options = self.options();
+            let last = parser.last_event_id().map(str::to_owned);
+            let wait = match state::resume(
+                modern,
+                last.as_deref(),
+                attempts,
+                options.max_reconnects,
+                parser.retry(),
+                options.default_retry,
+            ) {
+                Resume::After(wait) => wait,
+                Resume::Fail(why) => {
+                    let error = TransportError::Http {
+                        url: self.what(&Method::POST),
+                        message: why,
+                    };
+                    return self.deliver_error(id, error).await;
+                }
+            };
+            attempts += 1;
+            self.options().observe(HttpTrace::Note(format!(
+                "the stream of request {id} dropped; resuming after {} ms with Last-Event-ID",
+                wait.as_millis()
+            )));
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.closing.cancelled() => return,
+            }
+            match self.open_get(last.as_deref()).await {
+                Ok(Some(b)) => body = Some(b),
+                Ok(None) => {
+                    let error = TransportError::Http {
+                        url: self.what(&Method::GET),
+                        message: "the server does not offer a GET stream (405), so the dropped \
+                                  stream cannot be resumed"
+                            .into(),
+                    };
+                    return self.deliver_error(id, error).await;
+                }
+                Err(e) if e.http_status().is_some_and(|s| (400..500).contains(&s)) => {
+                    return self.deliver_error(id, e).await;
+                }
+                Err(e) => {
+                    tracing::debug!(server = self.options().name(), "resuming failed: {e}");
+                }
+            }
+        }
+    }
+
+    /// Reads SSE events from a body and hands their messages on. Returns
+    /// whether the answer to `expect` arrived.
+    pub(super) async fn pump(
+        &self,
+        mut body: Incoming,
+        parser: &mut SseParser,
+        expect: Option<&Id>,
+    ) -> bool {
+        let mut answered = false;
+        loop {
+            let frame = if answered {
+                // The server should end the stream now; do not wait long.
+                match tokio::time::timeout(AFTER_ANSWER_LINGER, body.frame()).await {
+                    Ok(f) => f,
+                    Err(_) => return true,
+                }
+            } else {
+                tokio::select! {
+                    f = body.frame() => f,
+                    () = self.closing.cancelled() => return false,
+                }
+            };
+            let data = match frame {
+                None => {
+                    parser.finish();
+                    return answered;
+                }
+                Some(Err(e)) => {
+                    tracing::debug!(server = self.options().name(), "SSE stream broke: {e}");
+                    parser.finish();
+                    return answered;
+                }
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue,
+                },
+            };
+            parser.push(&data);
+            while let Some(item) = parser.next_item() {
+                match item {
+                    SseItem::Event(event) => {
+                        if event.event != "message" || event.data.trim_ascii().is_empty() {
+                            continue;
+                        }
+                        let mut items = Vec::new();
+                        payload_to_received(&event.data, &mut items);
+                        for item in items {
+                            if let (Some(id), Received::Message(m)) = (expect, &item)
+                                && matches!(m, Message::Response(_) | Message::Error(_))
+                                && m.id() == Some(id)
+                            {
+                                answered = true;
+                            }
+                            self.deliver(item).await;
+                        }
+                    }
+                    SseItem::Oversized { limit } => {
+                        self.deliver(Received::Invalid(InvalidFrame::Oversized(Oversized {
+                            limit,
+                        })))
+                        .await;
+                    }
+                }
+            }
+        }
+    }
+}

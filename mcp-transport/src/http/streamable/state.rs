@@ -1,0 +1,353 @@
+//! The decisions of a streamable HTTP connection, without IO: which session
+//! a request carries, when a session has expired and what to replay, and
+//! whether a dropped stream is resumed. The async code in the parent module
+//! drives these and does the HTTP.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use mcp_jsonrpc::Id;
+
+use super::super::mirror::PROTOCOL_VERSION;
+use crate::TransportError;
+
+pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+
+/// The session of one connection, as far as the server has told us.
+#[derive(Debug, Default)]
+pub(super) struct SessionState {
+    session_id: Option<HeaderValue>,
+    protocol_version: Option<HeaderValue>,
+    /// Set by the caller: not replaced by the revision messages name.
+    version_fixed: bool,
+    /// Counts sessions: bumped by each initialize answer.
+    generation: u64,
+    /// The initialize request seen, to replay when the session expires.
+    init_request: Option<(Id, Bytes)>,
+    /// The initialized notification seen, to replay too.
+    initialized: Option<Bytes>,
+    /// A request of protocol revision 2026-07-28 was sent: no sessions, no
+    /// GET stream, no resumption, and cancelling closes the response stream.
+    modern: bool,
+}
+
+/// The headers a request carries, and what they say about the session.
+#[derive(Debug)]
+pub(super) struct RequestHeaders {
+    pub(super) headers: HeaderMap,
+    /// The session generation the request was sent in.
+    pub(super) generation: u64,
+    /// Whether it carries a session id (only then can the session expire).
+    pub(super) has_session: bool,
+}
+
+/// What to do about a session that expired in generation `stale`.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Renewal {
+    /// Another request renewed it already: just retry.
+    Done,
+    /// Replay these on a fresh session (the session id is cleared).
+    Replay {
+        init: (Id, Bytes),
+        initialized: Option<Bytes>,
+    },
+    /// No `initialize` was seen, so there is nothing to replay.
+    Impossible,
+}
+
+impl SessionState {
+    /// The session id the server gave, if any.
+    pub(super) fn session_id(&self) -> Option<&HeaderValue> {
+        self.session_id.as_ref()
+    }
+
+    /// The protocol version sent as `MCP-Protocol-Version`, once known.
+    pub(super) fn protocol_version(&self) -> Option<&HeaderValue> {
+        self.protocol_version.as_ref()
+    }
+
+    /// Whether a 2026-07-28 request was sent last (no session then).
+    pub(super) fn is_modern(&self) -> bool {
+        self.modern
+    }
+
+    /// The current session's generation.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The headers of a request: `Accept`, and with `with_session` the
+    /// session id and protocol version once known.
+    pub(super) fn headers(&self, accept: &'static str, with_session: bool) -> RequestHeaders {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
+        let mut has_session = false;
+        if with_session {
+            if let Some(id) = &self.session_id {
+                headers.insert(SESSION_ID, id.clone());
+                has_session = true;
+            }
+            if let Some(v) = &self.protocol_version {
+                headers.insert(PROTOCOL_VERSION.clone(), v.clone());
+            }
+        }
+        RequestHeaders {
+            headers,
+            generation: self.generation,
+            has_session,
+        }
+    }
+
+    /// The caller fixes the protocol version header.
+    pub(super) fn fix_version(&mut self, version: HeaderValue) {
+        self.protocol_version = Some(version);
+        self.version_fixed = true;
+    }
+
+    /// A message of the handshake era names its revision: sent as
+    /// `MCP-Protocol-Version` from now on, unless the caller fixed one.
+    pub(super) fn note_revision(&mut self, revision: &str) {
+        let same = self
+            .protocol_version
+            .as_ref()
+            .is_some_and(|v| v.as_bytes() == revision.as_bytes());
+        if !self.version_fixed && !same {
+            self.protocol_version = HeaderValue::from_str(revision).ok();
+        }
+    }
+
+    /// An `initialize` request goes out: kept for replay; a new handshake
+    /// is not modern.
+    pub(super) fn initialize_sent(&mut self, id: Id, body: Bytes) {
+        self.init_request = Some((id, body));
+        self.initialized = None;
+        self.modern = false;
+    }
+
+    /// The `initialized` notification went out: kept for replay.
+    pub(super) fn initialized_sent(&mut self, body: Bytes) {
+        self.initialized = Some(body);
+    }
+
+    /// A 2026-07-28 request went out.
+    pub(super) fn modern_sent(&mut self) {
+        self.modern = true;
+    }
+
+    /// The answer to `initialize` arrived with these headers: its session id
+    /// (visible ASCII, non-empty, as the spec requires; anything else is no
+    /// session) starts a new generation.
+    pub(super) fn session_started(&mut self, headers: &HeaderMap) {
+        self.session_id = headers
+            .get(SESSION_ID)
+            .filter(|v| !v.is_empty() && v.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)))
+            .cloned();
+        self.generation += 1;
+    }
+
+    /// The session of generation `stale` expired: what to replay, unless
+    /// another request has renewed it already.
+    pub(super) fn begin_renewal(&mut self, stale: u64) -> Renewal {
+        if self.generation != stale {
+            return Renewal::Done;
+        }
+        self.session_id = None;
+        match &self.init_request {
+            Some(init) => Renewal::Replay {
+                init: init.clone(),
+                initialized: self.initialized.clone(),
+            },
+            None => Renewal::Impossible,
+        }
+    }
+}
+
+/// Whether an error answer means the session expired: 404, or a 400 whose
+/// body speaks of the session (the TypeScript SDK's servers answer so).
+pub(super) fn is_expiry(error: &TransportError) -> bool {
+    match error {
+        TransportError::HttpStatus { status: 404, .. } => true,
+        TransportError::HttpStatus {
+            status: 400, body, ..
+        } => body.to_ascii_lowercase().contains("session"),
+        _ => false,
+    }
+}
+
+/// What to do when a request's SSE stream ends before its answer.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Resume {
+    /// Give up: the request fails, for this reason.
+    Fail(String),
+    /// Resume with a GET carrying `Last-Event-ID` after this wait.
+    After(Duration),
+}
+
+/// Whether a dropped request stream is resumed: never for 2026-07-28
+/// (its streams are not resumable), only when an event id was seen, at most
+/// `max_attempts` times, after the server's `retry` or the default wait.
+pub(super) fn resume(
+    modern: bool,
+    last_event_id: Option<&str>,
+    attempts: u32,
+    max_attempts: u32,
+    retry: Option<Duration>,
+    default_retry: Duration,
+) -> Resume {
+    if modern {
+        return Resume::Fail(
+            "the server ended the SSE stream before answering (streams of protocol 2026-07-28 \
+             are not resumable)"
+                .into(),
+        );
+    }
+    if last_event_id.is_none() {
+        return Resume::Fail(
+            "the server ended the SSE stream before answering, with no event id to resume from"
+                .into(),
+        );
+    }
+    if attempts >= max_attempts {
+        return Resume::Fail(format!(
+            "the SSE stream dropped before the answer and {attempts} attempts to resume it failed"
+        ));
+    }
+    Resume::After(retry.unwrap_or(default_retry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer_headers(session: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(SESSION_ID, HeaderValue::from_str(session).unwrap());
+        h
+    }
+
+    #[test]
+    fn a_session_id_is_sent_once_given_and_only_with_the_session() {
+        let mut s = SessionState::default();
+        let before = s.headers("application/json", true);
+        assert!(!before.has_session);
+        assert_eq!(before.headers.len(), 1);
+
+        s.initialize_sent(Id::from(0), Bytes::from_static(b"init"));
+        s.session_started(&answer_headers("abc-123"));
+        s.note_revision("2025-06-18");
+        let with = s.headers("application/json", true);
+        assert!(with.has_session);
+        assert_eq!(with.generation, 1);
+        assert_eq!(with.headers[SESSION_ID], "abc-123");
+        assert_eq!(with.headers["mcp-protocol-version"], "2025-06-18");
+        let without = s.headers("application/json", false);
+        assert!(!without.has_session);
+        assert!(without.headers.get(SESSION_ID).is_none());
+    }
+
+    #[test]
+    fn session_ids_outside_visible_ascii_are_no_session() {
+        let mut s = SessionState::default();
+        for bad in ["", "has space"] {
+            s.session_started(&answer_headers(bad));
+            assert!(s.session_id().is_none(), "{bad:?}");
+        }
+        s.session_started(&HeaderMap::new());
+        assert!(s.session_id().is_none());
+        assert_eq!(s.generation(), 3, "each answer starts a generation");
+    }
+
+    #[test]
+    fn a_fixed_version_is_not_replaced() {
+        let mut s = SessionState::default();
+        s.note_revision("2025-03-26");
+        assert_eq!(s.protocol_version().unwrap(), "2025-03-26");
+        s.fix_version(HeaderValue::from_static("2025-06-18"));
+        s.note_revision("2025-11-25");
+        assert_eq!(s.protocol_version().unwrap(), "2025-06-18");
+    }
+
+    #[test]
+    fn renewal_replays_once_per_expired_generation() {
+        let mut s = SessionState::default();
+        assert_eq!(s.begin_renewal(0), Renewal::Impossible);
+        s.initialize_sent(Id::from(1), Bytes::from_static(b"init"));
+        s.session_started(&answer_headers("one"));
+        s.initialized_sent(Bytes::from_static(b"initialized"));
+        // Two requests of generation 1 find the session expired.
+        assert_eq!(
+            s.begin_renewal(1),
+            Renewal::Replay {
+                init: (Id::from(1), Bytes::from_static(b"init")),
+                initialized: Some(Bytes::from_static(b"initialized")),
+            }
+        );
+        assert!(s.session_id().is_none(), "the stale id is dropped");
+        s.session_started(&answer_headers("two"));
+        // The second finds it renewed by the first.
+        assert_eq!(s.begin_renewal(1), Renewal::Done);
+        assert_eq!(s.session_id().unwrap(), "two");
+    }
+
+    #[test]
+    fn a_new_handshake_is_not_modern_and_forgets_the_old_initialized() {
+        let mut s = SessionState::default();
+        s.modern_sent();
+        assert!(s.is_modern());
+        s.initialized_sent(Bytes::from_static(b"old"));
+        s.initialize_sent(Id::from(2), Bytes::from_static(b"init"));
+        assert!(!s.is_modern());
+        s.session_started(&HeaderMap::new());
+        assert_eq!(
+            s.begin_renewal(1),
+            Renewal::Replay {
+                init: (Id::from(2), Bytes::from_static(b"init")),
+                initialized: None,
+            }
+        );
+    }
+
+    #[test]
+    fn expiry_is_a_404_or_a_400_about_the_session() {
+        let status = |status, body: &str| TransportError::HttpStatus {
+            url: "u".into(),
+            status,
+            body: body.into(),
+        };
+        assert!(is_expiry(&status(404, "")));
+        assert!(is_expiry(&status(
+            400,
+            "Bad Request: No valid session ID provided"
+        )));
+        assert!(!is_expiry(&status(400, "bad arguments")));
+        assert!(!is_expiry(&status(500, "session")));
+        assert!(!is_expiry(&TransportError::closed("gone")));
+    }
+
+    #[test]
+    fn resumption_needs_an_event_id_a_legacy_stream_and_attempts_left() {
+        let wait = Duration::from_millis(250);
+        let default = Duration::from_secs(1);
+        assert!(matches!(
+            resume(true, Some("e1"), 0, 3, None, default),
+            Resume::Fail(why) if why.contains("not resumable")
+        ));
+        assert!(matches!(
+            resume(false, None, 0, 3, None, default),
+            Resume::Fail(why) if why.contains("no event id")
+        ));
+        assert!(matches!(
+            resume(false, Some("e1"), 3, 3, None, default),
+            Resume::Fail(why) if why.contains("3 attempts to resume it failed")
+        ));
+        assert_eq!(
+            resume(false, Some("e1"), 0, 3, Some(wait), default),
+            Resume::After(wait)
+        );
+        assert_eq!(
+            resume(false, Some("e1"), 2, 3, None, default),
+            Resume::After(default)
+        );
+    }
+}
