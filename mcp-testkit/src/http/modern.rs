@@ -10,7 +10,7 @@ use mcp_protocol::{meta, x_mcp_header};
 use serde_json::{Map, Value, json};
 
 use crate::options::{Era, ServerOptions};
-use crate::server::{MODERN, modern_method_known, unsupported_version};
+use crate::server::lifecycle::{MODERN, modern_method_known, unsupported_version};
 use crate::tools::MODERN_DEFINITIONS;
 
 /// Whether a POST is served the 2026-07-28 way (statelessly, headers
