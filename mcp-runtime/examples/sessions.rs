@@ -6,47 +6,12 @@
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_config::{Options, ResolvedConfig, ResolvedServer, TransportConfig, parse_str, resolve};
-use mcp_runtime::{ConnectError, Connector, RuntimeManager, RuntimeOptions};
-use mcp_transport::stream::StreamTransport;
-use mcp_transport::{BoxFuture, Transport};
-
-/// Starts a testkit server in-process for each connect, and counts them.
-#[derive(Debug, Default)]
-struct InProcess {
-    starts: Mutex<BTreeMap<String, usize>>,
-}
-
-impl Connector for InProcess {
-    fn connect<'a>(
-        &'a self,
-        server: &'a ResolvedServer,
-    ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
-        *self
-            .starts
-            .lock()
-            .unwrap()
-            .entry(server.name.clone())
-            .or_default() += 1;
-        let args = match &server.transport {
-            TransportConfig::Stdio { args, .. } => args.clone(),
-            _ => Vec::new(),
-        };
-        Box::pin(async move {
-            let options = mcp_testkit::ServerOptions::from_args(args.into_iter())
-                .map_err(|e| ConnectError::Unsupported(e.to_string()))?;
-            let (client, server) = tokio::io::duplex(64 * 1024);
-            let (sr, sw) = tokio::io::split(server);
-            tokio::spawn(mcp_testkit::serve(options, sr, sw));
-            let (cr, cw) = tokio::io::split(client);
-            Ok(Arc::new(StreamTransport::new(cr, cw)) as Arc<dyn Transport>)
-        })
-    }
-}
+use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
+use mcp_runtime::{RuntimeManager, RuntimeOptions};
+use mcp_testkit::InProcessConnector;
 
 fn config(text: &str) -> ResolvedConfig {
     resolve(
@@ -59,10 +24,12 @@ fn config(text: &str) -> ResolvedConfig {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), mcp_runtime::RuntimeError> {
     let ttl = Duration::from_millis(300);
-    let connector = Arc::new(InProcess::default());
+    // Starts a testkit server in-process for each connect (its options from
+    // the config's `args`), and counts them.
+    let connector = Arc::new(InProcessConnector::new());
     let manager =
         RuntimeManager::with_connector(RuntimeOptions::default().idle_ttl(ttl), connector.clone());
-    let starts = || format!("{:?}", connector.starts.lock().unwrap());
+    let starts = || format!("{:?}", connector.connects_by_server());
 
     let v1 = config(r#"{"mcpServers": {"files": {"command": "kit"}, "math": {"command": "kit"}}}"#);
     println!("config fingerprint {}", v1.fingerprint);

@@ -37,36 +37,21 @@
 //!
 //! # Example
 //!
-//! An in-process server (any [`Transport`](mcp_transport::Transport) will do)
-//! behind a connector that counts connects:
+//! Any [`Connector`] will do; here the test server's
+//! (`mcp_testkit::InProcessConnector`, `mcp-testkit`'s cargo feature
+//! `runtime`) starts each server in-process and counts connects:
 //!
 //! ```
 //! use std::sync::Arc;
-//! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use mcp_config::{Options, ResolvedServer, parse_str, resolve};
-//! use mcp_runtime::{ConnectError, Connector, RuntimeManager, RuntimeOptions};
-//! use mcp_transport::{BoxFuture, Transport, stream::StreamTransport};
-//!
-//! #[derive(Debug, Default)]
-//! struct InProcess(AtomicUsize);
-//!
-//! impl Connector for InProcess {
-//!     fn connect<'a>(&'a self, _: &'a ResolvedServer)
-//!         -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
-//!         self.0.fetch_add(1, Ordering::SeqCst);
-//!         let (client, server) = tokio::io::duplex(64 * 1024);
-//!         let (sr, sw) = tokio::io::split(server);
-//!         tokio::spawn(mcp_testkit::serve(Default::default(), sr, sw));
-//!         let (cr, cw) = tokio::io::split(client);
-//!         Box::pin(async move { Ok(Arc::new(StreamTransport::new(cr, cw)) as Arc<dyn Transport>) })
-//!     }
-//! }
+//! use mcp_config::{Options, parse_str, resolve};
+//! use mcp_runtime::{RuntimeManager, RuntimeOptions};
+//! use mcp_testkit::InProcessConnector;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let text = r#"{"mcpServers": {"kit": {"command": "mcp-testkit"}}}"#;
 //! let config = resolve(&parse_str(text, &Options::new()).unwrap().config, &|_: &str| None).unwrap();
 //!
-//! let connector = Arc::new(InProcess::default());
+//! let connector = Arc::new(InProcessConnector::new());
 //! let manager = RuntimeManager::with_connector(RuntimeOptions::default(), connector.clone());
 //! let lease = manager.acquire("agent-1", &config).await?;
 //! assert!(lease.catalog().get("kit__echo").is_some());
@@ -76,10 +61,10 @@
 //!
 //! // Same session, same fingerprint: no new connection.
 //! let again = manager.acquire("agent-1", &config).await?;
-//! assert_eq!(connector.0.load(Ordering::SeqCst), 1);
+//! assert_eq!(connector.total_connects(), 1);
 //! // Another session: its own connection.
 //! let other = manager.acquire("agent-2", &config).await?;
-//! assert_eq!(connector.0.load(Ordering::SeqCst), 2);
+//! assert_eq!(connector.total_connects(), 2);
 //! drop((again, other));
 //! manager.dispose_all().await;
 //! assert_eq!(manager.stats().connections, 0);

@@ -8,8 +8,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Testkit, config};
+use common::config;
 use mcp_runtime::{RuntimeError, RuntimeManager, RuntimeOptions, RuntimeStats, StartupStep};
+use mcp_testkit::InProcessConnector;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -23,8 +24,8 @@ const TWO_B_CHANGED: &str = r#"{"mcpServers": {
     "b": {"command": "kit", "args": ["--tag", "2"]}
 }}"#;
 
-fn manager(options: RuntimeOptions) -> (RuntimeManager, Arc<Testkit>) {
-    let kit = Testkit::new();
+fn manager(options: RuntimeOptions) -> (RuntimeManager, Arc<InProcessConnector>) {
+    let kit = Arc::new(InProcessConnector::new());
     (RuntimeManager::with_connector(options, kit.clone()), kit)
 }
 
@@ -61,7 +62,11 @@ async fn same_fingerprint_reuses_everything() {
     drop(first);
 
     let second = m.acquire("s1", &cfg).await.unwrap();
-    assert_eq!(kit.total(), 2, "no new connection on a fingerprint hit");
+    assert_eq!(
+        kit.total_connects(),
+        2,
+        "no new connection on a fingerprint hit"
+    );
     let s = m.stats();
     assert_eq!(
         (s.sessions, s.connections, s.reuses, s.builds),
@@ -114,7 +119,7 @@ async fn a_changed_server_is_the_only_one_restarted() {
     let only_a = config(r#"{"mcpServers": {"a": {"command": "kit"}}}"#);
     drop(lease);
     let lease = m.acquire("s", &only_a).await.unwrap();
-    assert_eq!(kit.total(), 3);
+    assert_eq!(kit.total_connects(), 3);
     until(&m, |s| s.connections == 1).await;
     assert!(lease.catalog().get("b__echo").is_none());
     drop(lease);
@@ -167,7 +172,7 @@ async fn reaped_after_the_ttl_and_not_before() {
 
     // A new request builds again.
     drop(m.acquire("s", &cfg).await.unwrap());
-    assert_eq!(kit.total(), 4);
+    assert_eq!(kit.total_connects(), 4);
     m.dispose_all().await;
 }
 
@@ -434,7 +439,7 @@ impl mcp_transport::Transport for CountProbes {
 
 #[derive(Debug)]
 struct ProbeCounter {
-    kit: Arc<Testkit>,
+    kit: InProcessConnector,
     probes: Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -461,7 +466,7 @@ impl mcp_runtime::Connector for ProbeCounter {
 async fn the_auto_probe_runs_once_per_server() {
     let probes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let connector = Arc::new(ProbeCounter {
-        kit: Testkit::new(),
+        kit: InProcessConnector::new(),
         probes: Arc::clone(&probes),
     });
     let m = RuntimeManager::with_connector(RuntimeOptions::default(), connector);

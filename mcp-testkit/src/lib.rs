@@ -7,7 +7,8 @@
 //! form with header validation, and legacy HTTP+SSE). Client tests
 //! run it as a child process (the `mcp-testkit` binary, or a program that calls
 //! [`run`] / [`serve_stdio`]) or in-process over any `AsyncRead`/`AsyncWrite`
-//! pair with [`serve`].
+//! pair with [`serve`]. With the cargo feature `runtime`, `InProcessConnector`
+//! is an `mcp-runtime` connector that starts it in-process per connect.
 //!
 //! Well-behaved, it answers `initialize` (echoing a supported requested
 //! version, else `2025-11-25`), `ping`, `logging/setLevel`, `tools/list`
@@ -83,6 +84,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 #[cfg(feature = "http")]
 pub mod http;
 mod options;
+#[cfg(feature = "runtime")]
+mod runtime;
 mod server;
 mod tools;
 
@@ -92,6 +95,9 @@ pub use options::{
 };
 pub use server::{BOGUS_PROTOCOL_VERSION, EXIT_IMMEDIATELY_MESSAGE, SERVER_NAME};
 pub use tools::{MODERN_TOOL_NAMES, TOOL_NAMES};
+
+#[cfg(feature = "runtime")]
+pub use runtime::InProcessConnector;
 
 /// Serves MCP over any reader and writer until the reader ends.
 ///

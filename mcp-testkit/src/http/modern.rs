@@ -6,11 +6,11 @@ use std::borrow::Cow;
 use hyper::HeaderMap;
 use hyper::StatusCode;
 use mcp_jsonrpc::{Message, codes};
-use mcp_protocol::{meta, x_mcp_header};
+use mcp_protocol::{meta, methods, x_mcp_header};
 use serde_json::{Map, Value, json};
 
 use crate::options::{Era, ServerOptions};
-use crate::server::{MODERN, modern_method_known, unsupported_version};
+use crate::server::lifecycle::{MODERN, modern_method_known, unsupported_version};
 use crate::tools::MODERN_DEFINITIONS;
 
 /// Whether a POST is served the 2026-07-28 way (statelessly, headers
@@ -24,7 +24,7 @@ pub(super) fn is_modern(era: Era, headers: &HeaderMap, message: &Message) -> boo
         Era::Modern => true,
         _ => match message {
             Message::Request(r) => {
-                r.method == "server/discover"
+                r.method == methods::SERVER_DISCOVER
                     || meta_version(r.params.as_deref().map(|p| p.get())).is_some()
             }
             Message::Notification(n) => {
@@ -43,7 +43,7 @@ pub(super) fn is_modern(era: Era, headers: &HeaderMap, message: &Message) -> boo
 fn meta_version(params: Option<&str>) -> Option<String> {
     let params: Value = serde_json::from_str(params?).ok()?;
     params
-        .get("_meta")?
+        .get(meta::KEY)?
         .get(meta::PROTOCOL_VERSION)?
         .as_str()
         .map(str::to_owned)
@@ -172,9 +172,25 @@ pub(super) fn validate(
     method: &str,
     params: &Map<String, Value>,
 ) -> Result<(), Rejection> {
-    const VERSION: &str = "MCP-Protocol-Version";
+    check_version(options.era, headers, params)?;
+    check_method(options, headers, method)?;
+    check_name(headers, method, params)?;
+    if method == methods::TOOLS_CALL {
+        check_tool_params(headers, params)?;
+    }
+    Ok(())
+}
+
+/// `MCP-Protocol-Version`: present, equal to the `_meta` version, and the
+/// modern revision.
+fn check_version(
+    era: Era,
+    headers: &HeaderMap,
+    params: &Map<String, Value>,
+) -> Result<(), Rejection> {
+    const VERSION: &str = x_mcp_header::PROTOCOL_VERSION;
     let body_version = params
-        .get("_meta")
+        .get(meta::KEY)
         .and_then(|m| m.get(meta::PROTOCOL_VERSION))
         .and_then(Value::as_str);
     match (
@@ -185,7 +201,7 @@ pub(super) fn validate(
         (Some(h), Some(b)) if h == b => {}
         // A legacy client's request: its header names the version it wants.
         (Some(h), None) if h != MODERN.as_str() => {
-            return Err(Rejection::unsupported(options.era, Some(h)));
+            return Err(Rejection::unsupported(era, Some(h)));
         }
         (Some(h), b) => {
             return Err(Rejection::differs(
@@ -197,10 +213,19 @@ pub(super) fn validate(
         }
     }
     if body_version != Some(MODERN.as_str()) {
-        return Err(Rejection::unsupported(options.era, body_version));
+        return Err(Rejection::unsupported(era, body_version));
     }
+    Ok(())
+}
 
-    const METHOD: &str = "Mcp-Method";
+/// `Mcp-Method`: present and equal to the body's; then `404` for a method
+/// the server does not serve.
+fn check_method(
+    options: &ServerOptions,
+    headers: &HeaderMap,
+    method: &str,
+) -> Result<(), Rejection> {
+    const METHOD: &str = x_mcp_header::METHOD;
     match single(headers, "mcp-method", METHOD)? {
         None => return Err(Rejection::missing(METHOD, "")),
         Some(h) if h != method => {
@@ -216,39 +241,47 @@ pub(super) fn validate(
             data: Some(json!({"method": method})),
         });
     }
+    Ok(())
+}
 
-    const NAME: &str = "Mcp-Name";
-    let source = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
+/// `Mcp-Name`, for the methods that have one: equal to `params.name` or
+/// `params.uri` after decoding.
+fn check_name(
+    headers: &HeaderMap,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Result<(), Rejection> {
+    const NAME: &str = x_mcp_header::NAME;
+    let Some(field) = x_mcp_header::name_field(method) else {
+        return Ok(());
     };
-    if let Some(field) = source {
-        let Some(raw) = single(headers, "mcp-name", NAME)? else {
-            return Err(Rejection::missing(NAME, &format!(" for {method}")));
-        };
-        let header = decoded(raw, NAME)?;
-        let body = params.get(field).and_then(Value::as_str);
-        if body != Some(header.as_str()) {
-            return Err(Rejection::differs(
-                NAME,
-                &header,
-                &format!("params.{field}"),
-                body.unwrap_or("(none)"),
-            ));
-        }
+    let Some(raw) = single(headers, "mcp-name", NAME)? else {
+        return Err(Rejection::missing(NAME, &format!(" for {method}")));
+    };
+    let header = decoded(raw, NAME)?;
+    let body = params.get(field).and_then(Value::as_str);
+    if body != Some(header.as_str()) {
+        return Err(Rejection::differs(
+            NAME,
+            &header,
+            &format!("params.{field}"),
+            body.unwrap_or("(none)"),
+        ));
     }
+    Ok(())
+}
 
-    if method == "tools/call" {
-        let name = params.get("name").and_then(Value::as_str);
-        let tool = MODERN_DEFINITIONS
-            .iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == name);
-        let schema = tool.and_then(|t| t.get("inputSchema"));
-        let arguments = params.get("arguments");
-        for (header_name, path) in schema.map(header_annotations).unwrap_or_default() {
-            check_param(headers, &header_name, &path, arguments)?;
-        }
+/// The `Mcp-Param-*` headers of a `tools/call`, for every argument of the
+/// tool annotated `x-mcp-header`.
+fn check_tool_params(headers: &HeaderMap, params: &Map<String, Value>) -> Result<(), Rejection> {
+    let name = params.get("name").and_then(Value::as_str);
+    let tool = MODERN_DEFINITIONS
+        .iter()
+        .find(|t| t.get("name").and_then(Value::as_str) == name);
+    let schema = tool.and_then(|t| t.get("inputSchema"));
+    let arguments = params.get("arguments");
+    for (header_name, path) in schema.map(header_annotations).unwrap_or_default() {
+        check_param(headers, &header_name, &path, arguments)?;
     }
     Ok(())
 }
@@ -262,7 +295,7 @@ fn header_annotations(schema: &Value) -> Vec<(String, Vec<String>)> {
         };
         for (key, sub) in properties {
             path.push(key.clone());
-            if let Some(name) = sub.get("x-mcp-header").and_then(Value::as_str) {
+            if let Some(name) = sub.get(x_mcp_header::KEYWORD).and_then(Value::as_str) {
                 out.push((name.to_owned(), path.clone()));
             }
             walk(sub, path, out);
@@ -281,7 +314,7 @@ fn check_param(
     path: &[String],
     arguments: Option<&Value>,
 ) -> Result<(), Rejection> {
-    let display = format!("Mcp-Param-{name}");
+    let display = format!("{}{name}", x_mcp_header::PARAM_PREFIX);
     let lower = display.to_ascii_lowercase();
     let value = path
         .iter()

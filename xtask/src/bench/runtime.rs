@@ -11,31 +11,12 @@ use std::time::{Duration, Instant};
 use mcp_config::{Fingerprint, Options, ResolvedConfig, ResolvedServer, parse_str, resolve};
 use mcp_jsonrpc::{Message, Response, to_raw};
 use mcp_runtime::{ConnectError, Connector, RuntimeManager, RuntimeOptions};
-use mcp_transport::stream::StreamTransport;
+use mcp_testkit::{InProcessConnector, ServerOptions};
 use mcp_transport::{BoxFuture, Received, Transport, memory};
 use serde_json::json;
 
 use super::median;
 use crate::args::RuntimeArgs;
-
-/// Runs each server as `mcp_testkit::serve` in-process over a duplex stream.
-#[derive(Debug)]
-struct Testkit;
-
-impl Connector for Testkit {
-    fn connect<'a>(
-        &'a self,
-        _: &'a ResolvedServer,
-    ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
-        Box::pin(async move {
-            let (client, server) = tokio::io::duplex(64 * 1024);
-            let (sr, sw) = tokio::io::split(server);
-            tokio::spawn(mcp_testkit::serve(Default::default(), sr, sw));
-            let (cr, cw) = tokio::io::split(client);
-            Ok(Arc::new(StreamTransport::new(cr, cw)) as Arc<dyn Transport>)
-        })
-    }
-}
 
 /// The least server there is: an in-memory pair and a task answering
 /// `initialize` and `tools/list` (two tools) from constants. Used for the
@@ -77,6 +58,12 @@ async fn minimal_server(t: memory::MemoryTransport) {
             return;
         }
     }
+}
+
+/// Each server is `mcp_testkit::serve` in-process over a duplex stream, with
+/// the default options (the configs' `args` only make the servers differ).
+fn testkit() -> Arc<InProcessConnector> {
+    Arc::new(InProcessConnector::with_options(ServerOptions::default()))
 }
 
 fn config(servers: usize) -> Result<ResolvedConfig, String> {
@@ -130,7 +117,7 @@ async fn bench(
     );
 
     // Warm path: 100 sessions registered; requests rotate over them.
-    let manager = RuntimeManager::with_connector(RuntimeOptions::default(), Arc::new(Testkit));
+    let manager = RuntimeManager::with_connector(RuntimeOptions::default(), testkit());
     let ids: Vec<String> = (0..100).map(|i| format!("agent-session-{i}")).collect();
     for id in &ids {
         drop(manager.acquire(id, &cfg).await.map_err(err)?);
@@ -198,7 +185,7 @@ async fn bench(
     manager.dispose_all().await;
 
     // Cold path: a new session each time.
-    let manager = RuntimeManager::with_connector(RuntimeOptions::default(), Arc::new(Testkit));
+    let manager = RuntimeManager::with_connector(RuntimeOptions::default(), testkit());
     let mut cold = Vec::with_capacity(cold_iters);
     for i in 0..cold_iters {
         let id = format!("cold-{i}");

@@ -1,0 +1,63 @@
+//! The 2024-11-05 HTTP+SSE transport: GET `/sse` opens a session's stream
+//! (first event: `endpoint`), messages are POSTed to
+//! `/messages?sessionId=…` and answered on that stream.
+
+use std::sync::atomic::Ordering;
+
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use mcp_jsonrpc::Message;
+use mcp_protocol::methods;
+use tokio::sync::mpsc;
+
+use super::response::{Body, empty, full};
+use super::session::SessionKind;
+use super::sse::{sse_event, sse_response};
+use super::{Shared, lock};
+
+impl Shared {
+    /// GET `/sse`: a new session and its stream.
+    pub(super) fn legacy_stream(&self) -> Response<Body> {
+        self.stats.legacy_streams.fetch_add(1, Ordering::Relaxed);
+        let session = self.new_session(SessionKind::LegacySse);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let endpoint = format!("/messages?sessionId={}", session.id);
+        let _ = tx.send(sse_event(None, Some("endpoint"), endpoint.as_bytes()));
+        lock(&session.routes).standalone = Some(tx);
+        sse_response(rx)
+    }
+
+    /// POST `/messages?sessionId=…`: a message for that session, accepted
+    /// with `202`; whatever answers it goes to the session's stream.
+    pub(super) async fn legacy_post(&self, request: Request<Incoming>) -> Response<Body> {
+        let id = request
+            .uri()
+            .query()
+            .unwrap_or_default()
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("sessionId="))
+            .map(str::to_owned);
+        let session = id.and_then(|id| lock(&self.sessions).get(&id).cloned());
+        let Some(session) = session.filter(|s| s.legacy) else {
+            return full(StatusCode::NOT_FOUND, "text/plain", "Session not found");
+        };
+        let body = match request.into_body().collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => return empty(StatusCode::BAD_REQUEST),
+        };
+        if Message::from_slice(&body)
+            .ok()
+            .and_then(|m| m.method().map(str::to_owned))
+            .as_deref()
+            == Some(methods::INITIALIZE)
+        {
+            self.stats.initializes.fetch_add(1, Ordering::Relaxed);
+        }
+        self.stats.posts.fetch_add(1, Ordering::Relaxed);
+        if session.write(&body).await.is_err() {
+            return empty(StatusCode::INTERNAL_SERVER_ERROR);
+        }
+        full(StatusCode::ACCEPTED, "text/plain", "Accepted")
+    }
+}

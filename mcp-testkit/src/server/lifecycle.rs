@@ -1,0 +1,278 @@
+//! The lifecycle and version negotiation: `initialize` (2024-11-05 to
+//! 2025-11-25), `server/discover` (2026-07-28), and which revision a
+//! request speaks under the server's [`Era`].
+
+use mcp_jsonrpc::Id;
+use mcp_protocol::{ProtocolVersion, meta, methods};
+use serde_json::{Map, Value, json};
+
+use super::misbehave::append_instance_log;
+use super::{BOGUS_PROTOCOL_VERSION, ProtocolError, SERVER_NAME, Server};
+use crate::options::{Era, Misbehaviour};
+use crate::tools;
+
+/// The modern revision the server speaks with `--era modern|dual`.
+pub(crate) const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
+
+/// The versions a server of this era names in `supportedVersions` and in
+/// `-32022` errors, newest first.
+pub(crate) fn supported_versions(era: Era) -> Vec<&'static str> {
+    let mut supported = vec![MODERN.as_str()];
+    if era == Era::Dual {
+        supported.extend(ProtocolVersion::HANDSHAKE.iter().map(|v| v.as_str()));
+    }
+    supported
+}
+
+/// The message and `data` of the `-32022` error refusing `requested`.
+pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String, Value) {
+    let supported = supported_versions(era);
+    (
+        format!(
+            "Unsupported protocol version (this server speaks {})",
+            supported.join(", ")
+        ),
+        json!({"supported": supported, "requested": requested}),
+    )
+}
+
+/// Whether a modern (2026-07-28) request for `method` is served, rather than
+/// answered `-32601`. Keep in step with `Server::dispatch`.
+#[cfg(feature = "http")]
+pub(crate) fn modern_method_known(options: &crate::options::ServerOptions, method: &str) -> bool {
+    match method {
+        methods::SERVER_DISCOVER | methods::LOGGING_SET_LEVEL | methods::SUBSCRIPTIONS_LISTEN => {
+            true
+        }
+        methods::TOOLS_LIST | methods::TOOLS_CALL => !options.has(Misbehaviour::NoToolsCapability),
+        _ => false,
+    }
+}
+
+/// The `-32601` of a method 2026-07-28 does not have (`ping`, `initialize`).
+pub(super) fn not_modern(method: &str) -> ProtocolError {
+    let why = if method == methods::PING {
+        " (2026-07-28 has no ping)"
+    } else {
+        " (2026-07-28 has no initialize handshake; send requests with _meta)"
+    };
+    ProtocolError::method_not_found(method, why)
+}
+
+/// `initialize`'s params, checked; the version the client asked for.
+fn check_initialize(params: &Map<String, Value>) -> Result<&str, ProtocolError> {
+    let requested = match params.get("protocolVersion") {
+        Some(Value::String(v)) => v.as_str(),
+        Some(_) => {
+            return Err(ProtocolError::invalid_field(
+                "protocolVersion",
+                "expected a string",
+            ));
+        }
+        None => return Err(ProtocolError::invalid_field("protocolVersion", "required")),
+    };
+    match params.get("capabilities") {
+        Some(Value::Object(_)) => {}
+        Some(_) => {
+            return Err(ProtocolError::invalid_field(
+                "capabilities",
+                "expected an object",
+            ));
+        }
+        None => return Err(ProtocolError::invalid_field("capabilities", "required")),
+    }
+    let Some(Value::Object(client)) = params.get("clientInfo") else {
+        return Err(ProtocolError::invalid_field(
+            "clientInfo",
+            "required: an object with \"name\" and \"version\"",
+        ));
+    };
+    for field in ["name", "version"] {
+        if !client.get(field).is_some_and(Value::is_string) {
+            return Err(ProtocolError::invalid_field(
+                format!("clientInfo.{field}"),
+                "expected a string",
+            ));
+        }
+    }
+    Ok(requested)
+}
+
+impl Server {
+    /// Which revision a request speaks: `Some(true)` for 2026-07-28 (every
+    /// request of a modern-era server; on a dual-era one, a request whose
+    /// `_meta` names a version, or a `server/discover`). A modern request
+    /// that does not name 2026-07-28 is answered `-32022` here: `None`.
+    pub(super) async fn revision_of(
+        &self,
+        id: &Id,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+    ) -> Option<bool> {
+        let era = self.options().era;
+        let requested = params
+            .and_then(|p| p.get(meta::KEY))
+            .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        let modern = match era {
+            Era::Legacy => false,
+            Era::Modern => true,
+            _ => requested.is_some() || method == methods::SERVER_DISCOVER,
+        };
+        if modern && requested != Some(MODERN.as_str()) {
+            // Every modern request names its version; `initialize` to a
+            // modern-only server lands here too, and the error names what the
+            // server does speak.
+            let (message, data) = unsupported_version(era, requested);
+            let error = ProtocolError::with_data(
+                mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION,
+                message,
+                data,
+            );
+            self.outbox.respond_error(Some(id.clone()), error).await;
+            return None;
+        }
+        Some(modern)
+    }
+
+    /// An `initialize` request: logged to the instance log; `None` when the
+    /// `never-answer-initialize` misbehaviour leaves it unanswered.
+    pub(super) fn initialize_request(
+        &self,
+        params: Result<Map<String, Value>, ProtocolError>,
+    ) -> Option<Result<Value, ProtocolError>> {
+        if let Some(log) = &self.options().instance_log
+            && let Err(e) = append_instance_log(log, "initialize")
+        {
+            self.log(&format!("cannot write instance log {}: {e}", log.display()));
+        }
+        if self.options().has(Misbehaviour::NeverAnswerInitialize) {
+            self.log("not answering initialize (misbehaviour never-answer-initialize)");
+            return None;
+        }
+        Some(params.and_then(|p| self.initialize(&p)))
+    }
+
+    /// The `initialize` result: the requested version when it is one of
+    /// the handshake revisions, else the latest of them.
+    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, ProtocolError> {
+        let requested = check_initialize(params)?;
+        let version = if self.options().has(Misbehaviour::UnsupportedVersion) {
+            BOGUS_PROTOCOL_VERSION
+        } else if requested
+            .parse::<ProtocolVersion>()
+            .is_ok_and(|v| !v.is_modern())
+        {
+            requested
+        } else {
+            ProtocolVersion::LATEST_HANDSHAKE.as_str()
+        };
+        self.log(&format!(
+            "initialize: client asked for {requested}, answering {version}"
+        ));
+        let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
+            json!({"logging": {}})
+        } else {
+            json!({"tools": {"listChanged": true}, "logging": {}})
+        };
+        Ok(json!({
+            "protocolVersion": version,
+            "capabilities": capabilities,
+            "serverInfo": {
+                "name": SERVER_NAME,
+                "title": "MCP test kit server",
+                "version": env!("CARGO_PKG_VERSION"),
+            },
+            "instructions": format!(
+                "mcp-testkit is a test server. Tools: {}. read_file only reads inside the \
+                 workspace folder; slow, progress and fail help test timeouts, progress and \
+                 tool errors.",
+                tools::TOOL_NAMES.join(", ")
+            ),
+        }))
+    }
+
+    /// The `server/discover` result.
+    pub(super) fn discover(&self) -> Value {
+        let supported = supported_versions(self.options().era);
+        let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
+            json!({})
+        } else {
+            json!({"tools": {"listChanged": true}})
+        };
+        self.log(&format!(
+            "server/discover: speaking {}",
+            supported.join(", ")
+        ));
+        json!({
+            "resultType": "complete",
+            "supportedVersions": supported,
+            "capabilities": capabilities,
+            "_meta": {meta::SERVER_INFO: {
+                "name": SERVER_NAME,
+                "title": "MCP test kit server",
+                "version": env!("CARGO_PKG_VERSION"),
+            }},
+            "instructions": "mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.",
+            "ttlMs": 60_000,
+            "cacheScope": "public",
+        })
+    }
+}
+
+#[cfg(all(test, feature = "http"))]
+mod tests {
+    use mcp_jsonrpc::codes;
+
+    use super::*;
+    use crate::options::ServerOptions;
+    use crate::server::{Host, serve_on};
+
+    /// The HTTP layer answers 404 for the methods `modern_method_known`
+    /// refuses: it must agree with what the server itself serves.
+    #[tokio::test]
+    async fn modern_method_known_agrees_with_the_dispatch() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        for misbehaviours in [vec![], vec![Misbehaviour::NoToolsCapability]] {
+            for era in [Era::Modern, Era::Dual] {
+                let options = ServerOptions {
+                    era,
+                    misbehaviours: misbehaviours.clone(),
+                    ..ServerOptions::default()
+                };
+                let (client, server) = tokio::io::duplex(1 << 16);
+                let (r, w) = tokio::io::split(server);
+                let task = tokio::spawn(serve_on(options.clone(), r, w, Host::InMemory));
+                let (r, mut w) = tokio::io::split(client);
+                let mut lines = BufReader::new(r).lines();
+                for method in [
+                    "server/discover",
+                    "logging/setLevel",
+                    "tools/list",
+                    "tools/call",
+                    "ping",
+                    "initialize",
+                    "resources/list",
+                    "prompts/get",
+                    "completion/complete",
+                ] {
+                    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method,
+                        "params": {"_meta": {meta::PROTOCOL_VERSION: MODERN.as_str()}}});
+                    w.write_all(format!("{request}\n").as_bytes())
+                        .await
+                        .unwrap();
+                    let answer: Value =
+                        serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+                    let not_found = answer["error"]["code"] == codes::METHOD_NOT_FOUND;
+                    assert_eq!(
+                        modern_method_known(&options, method),
+                        !not_found,
+                        "{era:?} {method}: {answer}"
+                    );
+                }
+                w.shutdown().await.unwrap();
+                task.await.unwrap().unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The sending side: every message goes to the writer as whole lines,
+//! preceded by whatever the misbehaviours add to a response.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::BytesMut;
+use mcp_jsonrpc::{
+    ErrorObject, ErrorResponse, Id, Message, NewlineCodec, Notification, Response, codes, to_raw,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::codec::Encoder;
+
+use super::Shared;
+use crate::options::Misbehaviour;
+
+/// A JSON-RPC error to answer a request with.
+#[derive(Debug)]
+pub(crate) struct ProtocolError {
+    code: i64,
+    message: String,
+    data: Option<Value>,
+}
+
+impl ProtocolError {
+    /// An error with a code and a message, and no `data`.
+    pub(super) fn new(code: i64, message: impl Into<String>) -> Self {
+        ProtocolError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// An error with `data`.
+    pub(super) fn with_data(code: i64, message: impl Into<String>, data: Value) -> Self {
+        ProtocolError {
+            data: Some(data),
+            ..Self::new(code, message)
+        }
+    }
+
+    /// `-32602` naming the field that is wrong.
+    pub(crate) fn invalid_field(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        let (field, reason) = (field.into(), reason.into());
+        ProtocolError {
+            code: codes::INVALID_PARAMS,
+            message: format!("invalid params: {field}: {reason}"),
+            data: Some(json!({"field": field, "reason": reason})),
+        }
+    }
+
+    /// `-32601` naming the method, `why` appended to the message.
+    pub(super) fn method_not_found(method: &str, why: &str) -> Self {
+        ProtocolError {
+            code: codes::METHOD_NOT_FOUND,
+            message: format!("method not found: {method}{why}"),
+            data: Some(json!({"method": method})),
+        }
+    }
+
+    fn object(self) -> ErrorObject {
+        let mut error = ErrorObject::new(self.code, self.message);
+        error.data = self.data.and_then(|d| to_raw(&d).ok());
+        error
+    }
+}
+
+/// The sending side of the writer: every message goes through here as whole lines.
+#[derive(Debug, Clone)]
+pub(crate) struct Outbox {
+    tx: mpsc::Sender<Vec<u8>>,
+    shared: Arc<Shared>,
+}
+
+fn encode(message: &Message) -> Result<Vec<u8>, mcp_jsonrpc::EncodeError> {
+    let mut buf = BytesMut::new();
+    NewlineCodec::new().encode(message, &mut buf)?;
+    Ok(buf.to_vec())
+}
+
+impl Outbox {
+    pub(super) fn new(tx: mpsc::Sender<Vec<u8>>, shared: Arc<Shared>) -> Self {
+        Outbox { tx, shared }
+    }
+
+    /// Queues bytes for the writer; a writer that is gone (client hung up) is ignored.
+    pub(super) async fn send_bytes(&self, bytes: Vec<u8>) {
+        let _ = self.tx.send(bytes).await;
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify(&self, method: &str, params: Value) {
+        let Ok(params) = to_raw(&params) else { return };
+        let message = Message::from(Notification::new(method, Some(params)));
+        if let Ok(bytes) = encode(&message) {
+            self.send_bytes(bytes).await;
+        }
+    }
+
+    /// Sends the response to a request, preceded by whatever the misbehaviours add.
+    pub(super) async fn respond(&self, id: Id, result: Result<Value, ProtocolError>) {
+        let message = match result.and_then(|value| {
+            to_raw(&value).map_err(|e| {
+                ProtocolError::new(
+                    codes::INTERNAL_ERROR,
+                    format!("cannot serialize the result: {e}"),
+                )
+            })
+        }) {
+            Ok(raw) => Message::from(Response::new(id.clone(), raw)),
+            Err(e) => Message::from(ErrorResponse::new(Some(id.clone()), e.object())),
+        };
+        self.send_response(Some(id), message).await;
+    }
+
+    /// Sends an error response (to a message that has no usable id: `None`).
+    pub(super) async fn respond_error(&self, id: Option<Id>, error: ProtocolError) {
+        let message = Message::from(ErrorResponse::new(id.clone(), error.object()));
+        self.send_response(id, message).await;
+    }
+
+    async fn send_response(&self, id: Option<Id>, message: Message) {
+        let mut bytes = self.garbage_before_response();
+        match encode(&message) {
+            Ok(line) => bytes.extend_from_slice(&line),
+            Err(e) => {
+                let error = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the response could not be sent: {e}"),
+                );
+                if let Ok(line) = encode(&Message::from(ErrorResponse::new(id, error))) {
+                    bytes.extend_from_slice(&line);
+                }
+            }
+        }
+        self.send_bytes(bytes).await;
+    }
+
+    /// What the misbehaviours write before each response: a line that is
+    /// not JSON-RPC, one that is not UTF-8, an answer to an id never sent.
+    fn garbage_before_response(&self) -> Vec<u8> {
+        let options = &self.shared.options;
+        let mut bytes = Vec::new();
+        if options.has(Misbehaviour::Noise) {
+            bytes.extend_from_slice(b"[mcp-testkit] this line is not JSON-RPC\n");
+        }
+        if options.has(Misbehaviour::InvalidUtf8) {
+            bytes.extend_from_slice(b"\xff\xfe not UTF-8: \xc3\x28 \xa0\xa1\n");
+        }
+        if options.has(Misbehaviour::UnknownIds) {
+            let n = self.shared.unknown_ids.fetch_add(1, Ordering::Relaxed) + 1;
+            let stray = format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":\"mcp-testkit-unknown-{n}\",\"result\":{{}}}}\n"
+            );
+            bytes.extend_from_slice(stray.as_bytes());
+        }
+        bytes
+    }
+}
