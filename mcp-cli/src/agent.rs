@@ -11,8 +11,8 @@ use mcp_runtime::{AdHocRuntime, ConnectError, Connector, DefaultConnector, Runti
 use mcp_transport::{BoxFuture, Transport};
 use serde_json::Value;
 
+use crate::direct::{print_call_result, tool_hints};
 use crate::output::{Style, printable, summarize};
-use crate::probe::{print_call_result, tool_hints};
 use crate::target::load_config;
 use crate::trace::{TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};

@@ -17,8 +17,11 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod agent;
+mod diagnosis;
+mod direct;
 mod output;
 mod probe;
+mod report;
 mod target;
 mod trace;
 mod words;
@@ -193,8 +196,8 @@ fn main() -> ExitCode {
             style,
             probe::SampleCall::from_args(a.call, a.args),
         )),
-        Command::Tools(a) => run_async(probe::tools(a.target, a.show, style)),
-        Command::Call(a) => run_async(probe::call(a.target, a.show, style, a.tool, a.args)),
+        Command::Tools(a) => run_async(direct::tools(a.target, a.show, style)),
+        Command::Call(a) => run_async(direct::call(a.target, a.show, style, a.tool, a.args)),
         Command::Config(c) => config(c, style),
         Command::DemoServer { .. } => ExitCode::SUCCESS,
     }

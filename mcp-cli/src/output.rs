@@ -72,6 +72,12 @@ pub(crate) fn printable(text: &str) -> String {
         .collect()
 }
 
+/// Says what was wrong with the command line; exit status 2.
+pub(crate) fn usage_error(e: &str) -> std::process::ExitCode {
+    eprintln!("mcp: {e}");
+    std::process::ExitCode::from(2)
+}
+
 /// A duration in ms or s, for step timings.
 pub(crate) fn ms(d: std::time::Duration) -> String {
     mcp_session::describe_duration(d)
