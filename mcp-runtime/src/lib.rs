@@ -84,7 +84,6 @@
 //! # }).unwrap();
 //! ```
 
-mod adhoc;
 mod catalog;
 mod connector;
 mod error;
@@ -93,7 +92,6 @@ mod manager;
 pub mod naming;
 mod plan;
 
-pub use adhoc::{AD_HOC_SESSION, AdHocRuntime};
 pub use catalog::{
     ConnectedServer, RuntimeCatalog, RuntimeTool, ServerFailure, ServerNote, StartupStep,
 };
