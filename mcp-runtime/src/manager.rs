@@ -12,7 +12,6 @@ use mcp_config::{Fingerprint, ResolvedConfig, ResolvedServer};
 use mcp_session::types::CallToolResult;
 use mcp_session::{
     CallOptions, ProtocolMode, ProtocolVersion, Session, SessionConfig, SessionError, ToolCatalog,
-    describe_duration,
 };
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -21,7 +20,7 @@ use tokio::time::Instant;
 
 use crate::catalog::{RuntimeCatalog, ServerFailure, ServerTools, StartupStep};
 use crate::connector::{Connector, DefaultConnector};
-use crate::error::RuntimeError;
+use crate::error::{RuntimeError, describe_duration};
 use crate::expiry::{Decision, ExpiryQueue, decide};
 use crate::plan::{Had, Step, plan};
 

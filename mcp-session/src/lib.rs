@@ -74,6 +74,6 @@ pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::{
     CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
-    ServerNotification, Session, SessionConfig, describe_duration,
+    ServerNotification, Session, SessionConfig,
 };
 pub use tools::{CatalogTool, ToolCatalog};

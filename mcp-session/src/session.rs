@@ -32,7 +32,7 @@ use mcp_protocol::{
     ProtocolMode, ProtocolPin, ProtocolVersion, codes as mcp_codes, defaults, methods, x_mcp_header,
 };
 
-use crate::error::{SessionError, fmt_duration};
+use crate::error::SessionError;
 use crate::lifecycle::{ProbeOutcome, classify_probe};
 use crate::pending::{Deadline, Delivery, Outcome, PendingTable};
 use crate::subscriptions::{
@@ -1565,9 +1565,4 @@ fn merge_capabilities(into: &mut ClientCapabilities, from: ClientCapabilities) {
     for (k, v) in from.extra {
         into.extra.entry(k).or_insert(v);
     }
-}
-
-/// Formats a duration for messages.
-pub fn describe_duration(d: Duration) -> String {
-    fmt_duration(d)
 }
