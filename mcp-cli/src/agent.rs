@@ -1,21 +1,72 @@
-//! `mcp tools --config` and `mcp call --config`: through `mcp-runtime`, so
-//! the tools carry the namespaced names (`SERVER__TOOL`) an agent sees, and
-//! every server of the config starts at once, a failure in one not stopping
-//! the others.
+//! `mcp tools --config` and `mcp call --config`: through one ad-hoc session
+//! of `mcp-runtime`, so the tools carry the namespaced names (`SERVER__TOOL`)
+//! an agent sees, and every server of the config starts at once, a failure
+//! in one not stopping the others.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_config::ResolvedServer;
-use mcp_runtime::{AdHocRuntime, ConnectError, Connector, DefaultConnector, RuntimeError};
+use mcp_config::{ResolvedConfig, ResolvedServer};
+use mcp_runtime::{
+    ConnectError, Connector, DefaultConnector, RuntimeCatalog, RuntimeError, RuntimeLease,
+    RuntimeManager, RuntimeOptions,
+};
+use mcp_session::types::CallToolResult;
 use mcp_transport::{BoxFuture, Transport};
 use serde_json::Value;
 
+use crate::direct::{print_call_result, tool_hints};
 use crate::output::{Style, printable, summarize};
-use crate::probe::{print_call_result, tool_hints};
 use crate::target::load_config;
 use crate::trace::{TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};
+
+/// The agent session id of the CLI's one runtime.
+const AD_HOC_SESSION: &str = "ad-hoc";
+
+/// A runtime for one session, built at once from a config, with reaping
+/// off: the names and routing an agent gets, without the process-wide
+/// manager. Call [`close`](Self::close) at the end (dropping it kills the
+/// servers without their close sequence).
+#[derive(Debug)]
+struct AdHocRuntime {
+    manager: RuntimeManager,
+    lease: RuntimeLease,
+}
+
+impl AdHocRuntime {
+    /// Starts every server of `config` (concurrently) through `connector`.
+    async fn open(
+        config: &ResolvedConfig,
+        connector: Arc<dyn Connector>,
+    ) -> Result<Self, RuntimeError> {
+        let options = RuntimeOptions::default().idle_ttl(std::time::Duration::ZERO);
+        let manager = RuntimeManager::with_connector(options, connector);
+        let lease = manager.acquire(AD_HOC_SESSION, config).await?;
+        Ok(AdHocRuntime { manager, lease })
+    }
+
+    /// The tools under their namespaced names, and the servers that failed.
+    fn catalog(&self) -> &RuntimeCatalog {
+        self.lease.catalog()
+    }
+
+    /// Calls a tool by namespaced name (`SERVER__TOOL`).
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, RuntimeError> {
+        self.lease.call_tool(name, arguments).await
+    }
+
+    /// Closes every server with its close sequence.
+    async fn close(self) {
+        let AdHocRuntime { manager, lease } = self;
+        drop(lease);
+        manager.dispose_all().await;
+    }
+}
 
 /// The default connector, with every transport traced when `--trace` asks.
 #[derive(Debug)]
@@ -57,7 +108,7 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
             style,
         },
     };
-    let runtime = AdHocRuntime::open_with(&config, Arc::new(connector))
+    let runtime = AdHocRuntime::open(&config, Arc::new(connector))
         .await
         .map_err(|e| {
             eprintln!("{} {e}", style.fail("✗"));

@@ -17,8 +17,12 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod agent;
+mod config;
+mod diagnosis;
+mod direct;
 mod output;
 mod probe;
+mod report;
 mod target;
 mod trace;
 mod words;
@@ -151,7 +155,7 @@ struct CallArgs {
 }
 
 #[derive(Debug, Subcommand)]
-enum ConfigCommand {
+pub(crate) enum ConfigCommand {
     /// Validate a config file: every problem, with its path. Exit status 1 on errors.
     Check {
         /// The file, or a folder holding one.
@@ -193,9 +197,9 @@ fn main() -> ExitCode {
             style,
             probe::SampleCall::from_args(a.call, a.args),
         )),
-        Command::Tools(a) => run_async(probe::tools(a.target, a.show, style)),
-        Command::Call(a) => run_async(probe::call(a.target, a.show, style, a.tool, a.args)),
-        Command::Config(c) => config(c, style),
+        Command::Tools(a) => run_async(direct::tools(a.target, a.show, style)),
+        Command::Call(a) => run_async(direct::call(a.target, a.show, style, a.tool, a.args)),
+        Command::Config(c) => config::run(c, style),
         Command::DemoServer { .. } => ExitCode::SUCCESS,
     }
 }
@@ -209,66 +213,6 @@ fn run_async(f: impl std::future::Future<Output = ExitCode>) -> ExitCode {
         Err(e) => {
             eprintln!("mcp: cannot start the async runtime: {e}");
             ExitCode::FAILURE
-        }
-    }
-}
-
-fn config_options(format: Option<String>, strict: bool) -> Result<mcp_config::Options, ExitCode> {
-    let mut options = mcp_config::Options::new().strict(strict);
-    if let Some(f) = format {
-        match f.parse::<mcp_config::Format>() {
-            Ok(f) => options = options.format(f),
-            Err(e) => {
-                eprintln!("mcp: {e}");
-                return Err(ExitCode::from(2));
-            }
-        }
-    }
-    Ok(options)
-}
-
-fn config(c: ConfigCommand, style: Style) -> ExitCode {
-    match c {
-        ConfigCommand::Check {
-            file,
-            strict,
-            format,
-        } => {
-            let options = match config_options(format, strict) {
-                Ok(o) => o,
-                Err(code) => return code,
-            };
-            let report = mcp_config::check_path(&file, &options, Some(&mcp_config::process_env));
-            let lines = report.lines();
-            if lines.is_empty() {
-                println!("{} {}: no problems", style.ok("✓"), file.display());
-            }
-            for line in lines {
-                println!("{line}");
-            }
-            if report.has_errors() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
-        }
-        ConfigCommand::Show { file, format } => {
-            let options = match config_options(format, false) {
-                Ok(o) => o,
-                Err(code) => return code,
-            };
-            match mcp_config::show_path(&file, &options, &mcp_config::process_env) {
-                Ok(lines) => {
-                    for line in lines {
-                        println!("{line}");
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("{} {e}", style.fail("✗"));
-                    ExitCode::FAILURE
-                }
-            }
         }
     }
 }

@@ -72,9 +72,19 @@ pub(crate) fn printable(text: &str) -> String {
         .collect()
 }
 
-/// A duration in ms or s, for step timings.
+/// Says what was wrong with the command line; exit status 2.
+pub(crate) fn usage_error(e: &str) -> std::process::ExitCode {
+    eprintln!("mcp: {e}");
+    std::process::ExitCode::from(2)
+}
+
+/// A duration in ms or s, for step timings and timeouts: `250 ms`, `1.5 s`.
 pub(crate) fn ms(d: std::time::Duration) -> String {
-    mcp_session::describe_duration(d)
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
 }
 
 #[cfg(test)]
@@ -86,6 +96,14 @@ mod tests {
         assert_eq!(summarize("abc", 5, false), "abc");
         assert!(summarize("abcdef", 3, false).starts_with("abc… (6 bytes"));
         assert_eq!(summarize("abcdef", 3, true), "abcdef");
+    }
+
+    #[test]
+    fn durations_read_in_ms_below_a_second() {
+        use std::time::Duration;
+        assert_eq!(ms(Duration::from_millis(999)), "999 ms");
+        assert_eq!(ms(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(ms(Duration::ZERO), "0 ms");
     }
 
     #[test]

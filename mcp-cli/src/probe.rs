@@ -1,20 +1,25 @@
-//! `mcp probe`, `mcp tools` and `mcp call`: talk to a server step by step and
-//! say, when a step fails, what probably went wrong.
+//! `mcp probe`: talk to a server step by step (start, handshake,
+//! `tools/list`, a sample `tools/call`, close), recording each step in a
+//! [`Report`] and, when one fails, what it probably means (`diagnosis`).
+//! Starting and connecting are shared with `mcp tools` and `mcp call`
+//! (`direct`).
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_session::types::{CallToolResult, Content, InitializeResult};
+use mcp_session::types::InitializeResult;
 use mcp_session::{ProtocolMode, Session, SessionError, ToolCatalog};
 use mcp_transport::http::{SseTransport, StreamableHttpTransport, auto};
 use mcp_transport::stdio::StdioTransport;
 use mcp_transport::{Transport, TransportError};
 use serde_json::{Value, json};
 
-use crate::output::{Style, ms, printable, summarize};
+use crate::diagnosis;
+use crate::output::{Style, printable, usage_error};
+use crate::report::{Report, Status, describe_init, describe_result, print_reports, tool_summary};
 use crate::target::{Connect, HttpChoice, Target, targets};
-use crate::trace::{TraceOptions, Traced};
+use crate::trace::{Noise, TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};
 
 /// What the tools/call step calls.
@@ -35,140 +40,15 @@ impl SampleCall {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Pass,
-    Warn,
-    Fail,
-    Skip,
-}
-
-impl Status {
-    fn name(self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Warn => "warn",
-            Status::Fail => "fail",
-            Status::Skip => "skip",
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Step {
-    name: &'static str,
-    status: Status,
-    elapsed: Option<Duration>,
-    detail: String,
-}
-
-/// Everything a probe found, for text or JSON.
-#[derive(Debug, Default)]
-struct Report {
-    target: String,
-    steps: Vec<Step>,
-    diagnosis: Vec<String>,
-    stderr_tail: Vec<String>,
-    server: Option<Value>,
-    tools: Vec<Value>,
-    call: Option<Value>,
-}
-
-impl Report {
-    fn step(
-        &mut self,
-        name: &'static str,
-        status: Status,
-        elapsed: Option<Duration>,
-        detail: String,
-    ) {
-        self.steps.push(Step {
-            name,
-            status,
-            elapsed,
-            detail,
-        });
-    }
-
-    fn failed(&self) -> bool {
-        self.steps.iter().any(|s| s.status == Status::Fail)
-    }
-
-    fn to_json(&self) -> Value {
-        json!({
-            "target": self.target,
-            "ok": !self.failed(),
-            "steps": self.steps.iter().map(|s| json!({
-                "name": s.name,
-                "status": s.status.name(),
-                "ms": s.elapsed.map(|d| d.as_secs_f64() * 1000.0),
-                "detail": s.detail,
-            })).collect::<Vec<_>>(),
-            "diagnosis": self.diagnosis,
-            "stderrTail": self.stderr_tail,
-            "server": self.server,
-            "tools": self.tools,
-            "call": self.call,
-        })
-    }
-
-    fn print(&self, style: Style) {
-        println!("{} {}", style.bold("mcp probe"), printable(&self.target));
-        for s in &self.steps {
-            let mark = match s.status {
-                Status::Pass => style.ok("✓"),
-                Status::Warn => style.warn("!"),
-                Status::Fail => style.fail("✗"),
-                Status::Skip => style.dim("-"),
-            };
-            let time = s.elapsed.map(ms).unwrap_or_default();
-            println!(
-                "  {mark} {:<12} {:>8}  {}",
-                s.name,
-                style.dim(&time),
-                s.detail
-            );
-        }
-        if !self.diagnosis.is_empty() {
-            println!("  {}", style.bold("diagnosis:"));
-            for d in &self.diagnosis {
-                println!("    • {d}");
-            }
-        }
-        if self.failed() && !self.stderr_tail.is_empty() {
-            println!("  {}", style.bold("server stderr (last lines):"));
-            for l in &self.stderr_tail {
-                println!("    │ {}", printable(l));
-            }
-        }
-        let total: Duration = self.steps.iter().filter_map(|s| s.elapsed).sum();
-        let passed = self
-            .steps
-            .iter()
-            .filter(|s| s.status == Status::Pass)
-            .count();
-        let verdict = if self.failed() {
-            style.fail("FAIL")
-        } else {
-            style.ok("PASS")
-        };
-        println!(
-            "  {verdict} {passed}/{} steps passed in {}",
-            self.steps.len(),
-            ms(total)
-        );
-    }
-}
-
 /// A connection being probed: the session plus what the diagnosis needs.
-struct Probed {
+pub(crate) struct Probed {
     transport: Arc<dyn Transport>,
     traced: Arc<Traced>,
 }
 
 impl Probed {
     /// The server's last stderr lines (stdio only).
-    fn stderr_tail(&self) -> Vec<String> {
+    pub(crate) fn stderr_tail(&self) -> Vec<String> {
         self.transport
             .process()
             .map(|p| p.stderr_tail())
@@ -180,16 +60,33 @@ impl Probed {
         self.transport.process().and_then(|p| p.exit_info())
     }
 
-    fn noise(&self) -> (u64, Vec<String>) {
+    /// What was seen on the wire that was not a message.
+    fn noise(&self) -> Noise {
         self.traced
             .noise
             .lock()
-            .map(|n| (n.count, n.examples.clone()))
+            .map(|n| n.clone())
             .unwrap_or_default()
+    }
+
+    /// Records a failed handshake with its diagnosis, closes the transport
+    /// and keeps the server's last stderr lines.
+    pub(crate) async fn handshake_failed(
+        &self,
+        e: &SessionError,
+        elapsed: Option<Duration>,
+        report: &mut Report,
+    ) {
+        report.step("initialize", Status::Fail, elapsed, e.to_string());
+        let found = diagnosis::handshake(e, self.exit_info().as_ref(), &self.noise());
+        report.diagnosis.extend(found);
+        self.transport.close().await;
+        report.stderr_tail = self.stderr_tail();
     }
 }
 
-fn trace_options(show: ShowArgs, style: Style) -> TraceOptions {
+/// How `--trace`, `--json` and `--full` shape the trace.
+pub(crate) fn trace_options(show: ShowArgs, style: Style) -> TraceOptions {
     TraceOptions {
         enabled: show.trace,
         to_stderr: show.json,
@@ -212,7 +109,7 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
             }
             Err(e) => {
                 report.step("start", Status::Fail, Some(t0.elapsed()), e.to_string());
-                report.diagnosis.push(spawn_diagnosis(&e));
+                report.diagnosis.push(diagnosis::spawn(&e));
                 None
             }
         },
@@ -251,7 +148,7 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
                 }
                 Err(e) => {
                     report.step("start", Status::Fail, Some(t0.elapsed()), e.to_string());
-                    if let Some(d) = http_diagnosis(&e) {
+                    if let Some(d) = diagnosis::http(&e) {
                         report.diagnosis.push(d);
                     }
                     None
@@ -263,192 +160,6 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
             None
         }
     }
-}
-
-/// Explains an HTTP failure: status codes, TLS, connection refused.
-fn http_diagnosis(e: &TransportError) -> Option<String> {
-    match e.http_status() {
-        Some(401) => Some(
-            "HTTP 401 Unauthorized: check the Authorization header format — `Bearer <token>` \
-             with one space — and whether the token expired"
-                .into(),
-        ),
-        Some(403) => Some(
-            "HTTP 403 Forbidden: the credentials were accepted but lack access; check the \
-             token's scopes (or the server's Origin checks)"
-                .into(),
-        ),
-        Some(404) => Some(
-            "HTTP 404: check the URL path (often /mcp for streamable HTTP, /sse for the old \
-             HTTP+SSE transport)"
-                .into(),
-        ),
-        Some(s @ (400 | 405)) => Some(format!(
-            "HTTP {s}: the server may speak the other HTTP transport; try --transport sse \
-             (or streamable-http)"
-        )),
-        Some(s) if s >= 500 => Some(format!(
-            "HTTP {s}: the server failed; its logs should say why"
-        )),
-        Some(_) => None,
-        None => match e {
-            TransportError::Http { message, .. } if message.contains("certificate") => Some(
-                "the TLS certificate is not trusted: is the URL right? for a private CA, \
-                 trust its certificate"
-                    .into(),
-            ),
-            TransportError::Http { message, .. } if message.contains("refused") => Some(
-                "nothing is listening there: is the server running, and the port right?".into(),
-            ),
-            TransportError::InvalidConfig(m) => Some(format!("fix the settings: {m}")),
-            _ => None,
-        },
-    }
-}
-
-fn spawn_diagnosis(e: &TransportError) -> String {
-    match e {
-        TransportError::Spawn { program, source }
-            if source.kind() == std::io::ErrorKind::NotFound =>
-        {
-            format!(
-                "`{program}` was not found: install it, or give its full path (the server is started directly, not through a shell, with PATH from this environment)"
-            )
-        }
-        _ => format!("the server could not be started: {e}"),
-    }
-}
-
-fn describe_init(init: &InitializeResult, version: &str) -> String {
-    let c = &init.capabilities;
-    let mut caps = Vec::new();
-    if let Some(t) = &c.tools {
-        caps.push(if t.list_changed == Some(true) {
-            "tools(listChanged)".to_string()
-        } else {
-            "tools".to_string()
-        });
-    }
-    for (name, present) in [
-        ("resources", c.resources.is_some()),
-        ("prompts", c.prompts.is_some()),
-        ("logging", c.logging.is_some()),
-        ("completions", c.completions.is_some()),
-    ] {
-        if present {
-            caps.push(name.to_string());
-        }
-    }
-    caps.extend(c.extra.keys().cloned());
-    let caps = if caps.is_empty() {
-        "none".to_string()
-    } else {
-        caps.join(", ")
-    };
-    format!(
-        "{} {} · protocol {version} · capabilities: {caps}",
-        printable(&init.server_info.name),
-        printable(&init.server_info.version)
-    )
-}
-
-/// Explains a failed handshake in the seed's troubleshooting terms.
-fn handshake_diagnosis(e: &SessionError, probed: &Probed, report: &mut Report) {
-    let (noise, examples) = probed.noise();
-    let exit = probed.exit_info();
-    if let Some(d) = e.transport_error().and_then(http_diagnosis) {
-        report.diagnosis.push(d);
-        return;
-    }
-    match e {
-        SessionError::Timeout { after, .. } => {
-            report.diagnosis.push(format!(
-                "the server did not answer initialize within {}: it may be slow to start, or stuck before reading stdin",
-                ms(*after)
-            ));
-        }
-        SessionError::VersionMismatch {
-            offered, received, ..
-        } => {
-            report.diagnosis.push(format!(
-                "protocol version mismatch: this client offered {offered} and the server answered {received}; upgrade the server (or the client) so they share a version"
-            ));
-        }
-        e if e.is_closed() => {
-            let how = exit.as_ref().map(|x| format!(" ({x})")).unwrap_or_default();
-            report.diagnosis.push(format!(
-                "the server exited during the handshake{how}: often a missing environment variable or a bad argument; its stderr below usually says which"
-            ));
-        }
-        SessionError::LegacyServer { .. } => report.diagnosis.push(
-            "the server speaks only the initialize handshake (2025-11-25 or older); probe it with --protocol auto or legacy".into(),
-        ),
-        SessionError::Protocol { error, .. }
-            if error.code == mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION =>
-        {
-            report.diagnosis.push(format!(
-                "the server does not speak the offered protocol version: {}; try --protocol auto, which probes with server/discover (2026-07-28) and falls back to the handshake",
-                error.message
-            ));
-        }
-        other => report
-            .diagnosis
-            .push(format!("the handshake failed: {other}")),
-    }
-    if noise > 0 {
-        let ex = examples.first().cloned().unwrap_or_default();
-        report.diagnosis.push(format!(
-            "{noise} line(s) on the server's stdout were not JSON-RPC (e.g. {ex}): a stdio server must write logs to stderr, never stdout"
-        ));
-    }
-}
-
-fn call_diagnosis(e: &SessionError) -> Option<String> {
-    match e {
-        SessionError::InvalidArguments { problems, .. } => Some(format!(
-            "the arguments do not match the tool's inputSchema ({}); nothing was sent",
-            problems
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        )),
-        SessionError::Protocol { error, .. }
-            if error.code == mcp_jsonrpc::codes::INVALID_PARAMS =>
-        {
-            let field = error
-                .data
-                .as_deref()
-                .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
-                .map(|d| format!(" (server says: {d})"))
-                .unwrap_or_default();
-            Some(format!(
-                "-32602 invalid params: the server rejected the arguments{field}; compare them with the tool's inputSchema from tools/list"
-            ))
-        }
-        SessionError::Timeout { after, .. } => Some(format!(
-            "the tool did not answer within {}; raise the timeout (--timeout) if it is just slow",
-            ms(*after)
-        )),
-        e if e.is_closed() => Some(
-            "the server went away during the call (it crashed or exited); see its stderr".into(),
-        ),
-        _ => None,
-    }
-}
-
-fn tool_summary(catalog: &ToolCatalog, full: bool) -> String {
-    let names: Vec<&str> = catalog.iter().map(|t| t.name.as_str()).collect();
-    let shown = if full || names.len() <= 10 {
-        names.join(", ")
-    } else {
-        format!(
-            "{}, … and {} more (--full lists all)",
-            names.get(..10).unwrap_or_default().join(", "),
-            names.len() - 10
-        )
-    };
-    format!("{} tools: {}", names.len(), printable(&shown))
 }
 
 /// Picks a call that is safe to make on someone's server: the demo's echo,
@@ -477,89 +188,75 @@ fn pick_sample(
     })
 }
 
-fn describe_result(r: &CallToolResult, full: bool) -> String {
-    let mut parts = Vec::new();
-    for c in &r.content {
-        match c {
-            Content::Text(t) => parts.push(format!("{:?}", summarize(&t.text, 200, full))),
-            other => parts.push(format!("[{}]", other.kind())),
-        }
-    }
-    if r.structured_content.is_some() {
-        parts.push("+ structuredContent".into());
-    }
-    printable(&parts.join(" "))
-}
-
-/// Starts the target and connects. A stdio server that exits during the
-/// 2026-07-28 probe (some legacy servers exit when the first request is not
-/// `initialize`) is started once more and gets the handshake straight away.
-/// `None` when the target did not start (the report says why).
-async fn start_and_connect(
+/// Starts the target and connects, through [`Session::connect_with`]: a
+/// stdio server that exits during the 2026-07-28 probe (some legacy servers
+/// exit when the first request is not `initialize`) is started once more and
+/// gets the handshake straight away; the report says so. `None` when the
+/// target did not start (the report says why).
+pub(crate) async fn start_and_connect(
     target: &Target,
     trace: TraceOptions,
     report: &mut Report,
 ) -> Option<(Probed, Result<Session, SessionError>, Instant)> {
-    let probed = start(target, trace, report).await?;
-    let t0 = Instant::now();
-    let connected = Session::connect_shared(
-        Arc::clone(&probed.traced) as Arc<dyn Transport>,
+    // The opener writes to the report and keeps what it started; the session
+    // may call it twice.
+    let report = tokio::sync::Mutex::new(report);
+    let started: std::sync::Mutex<Option<(Probed, Instant)>> = std::sync::Mutex::new(None);
+    let lock = |m: &std::sync::Mutex<Option<(Probed, Instant)>>| {
+        m.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    };
+    let connected = Session::connect_with(
+        || async {
+            let mut report = report.lock().await;
+            if let Some((previous, t0)) = lock(&started) {
+                let why = previous
+                    .exit_info()
+                    .map(|x| format!(" ({x})"))
+                    .unwrap_or_default();
+                report.step(
+                    "probe",
+                    Status::Warn,
+                    Some(t0.elapsed()),
+                    format!(
+                        "the server exited during the 2026-07-28 probe{why}; started again for \
+                         the initialize handshake, in case it is a legacy server that refuses \
+                         any other first request (--protocol legacy skips the probe)"
+                    ),
+                );
+            }
+            match start(target, trace, &mut report).await {
+                Some(probed) => {
+                    let traced = Arc::clone(&probed.traced) as Arc<dyn Transport>;
+                    *started
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some((probed, Instant::now()));
+                    Ok(traced)
+                }
+                None => Err(TransportError::closed("the server did not start")),
+            }
+        },
         target.session.clone(),
     )
     .await;
-    match connected {
-        Err(e)
-            if e.is_closed()
-                && target.session.mode() == ProtocolMode::Auto
-                && matches!(target.connect, Connect::Stdio(_)) =>
-        {
-            report.step(
-                "probe",
-                Status::Warn,
-                Some(t0.elapsed()),
-                format!(
-                    "the server exited during the 2026-07-28 probe ({e}); started again for \
-                     the initialize handshake, in case it is a legacy server that refuses any \
-                     other first request (--protocol legacy skips the probe)"
-                ),
-            );
-            probed.transport.close().await;
-            let probed = start(target, trace, report).await?;
-            let t0 = Instant::now();
-            let legacy = target
-                .session
-                .clone()
-                .protocol(mcp_session::ProtocolPin::Mode(ProtocolMode::Legacy));
-            let connected =
-                Session::connect_shared(Arc::clone(&probed.traced) as Arc<dyn Transport>, legacy)
-                    .await;
-            Some((probed, connected, t0))
-        }
-        other => Some((probed, other, t0)),
-    }
+    let (probed, t0) = lock(&started)?;
+    Some((probed, connected, t0))
 }
 
 async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &SampleCall) -> Report {
     let trace = trace_options(show, style);
-    let mut report = Report {
-        target: target.label.clone(),
-        ..Report::default()
-    };
+    let mut report = Report::new(&target.label);
     let Some((probed, connected, t0)) = start_and_connect(target, trace, &mut report).await else {
         return report;
     };
     let session = match connected {
         Ok(s) => s,
         Err(e) => {
-            report.step(
-                "initialize",
-                Status::Fail,
-                Some(t0.elapsed()),
-                e.to_string(),
-            );
-            handshake_diagnosis(&e, &probed, &mut report);
-            probed.transport.close().await;
-            report.stderr_tail = probed.stderr_tail();
+            probed
+                .handshake_failed(&e, Some(t0.elapsed()), &mut report)
+                .await;
             return report;
         }
     };
@@ -608,12 +305,8 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
             Some(t0.elapsed()),
             "no tools".into(),
         );
-        // Without the capability the catalog's own diagnostic says why.
-        if session.server().capabilities.tools.is_some() {
-            report.diagnosis.push(
-                "the server declares `tools` but lists none; this client sent notifications/initialized, so the server has registered no tools (check its tool registration)".into(),
-            );
-        }
+        let declares_tools = session.server().capabilities.tools.is_some();
+        report.diagnosis.extend(diagnosis::no_tools(declares_tools));
     } else {
         report.step(
             "tools/list",
@@ -664,10 +357,9 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
                         Some(t0.elapsed()),
                         format!("{tool} → isError: {}", describe_result(&r, show.full)),
                     );
-                    report.diagnosis.push(format!(
-                        "`{tool}` ran and reported a failure (isError: true, a tool error, not a protocol error): {}",
-                        printable(&summarize(&r.text(), 300, show.full))
-                    ));
+                    report
+                        .diagnosis
+                        .push(diagnosis::tool_error(&tool, &r, show.full));
                     report.call = serde_json::to_value(&r).ok();
                 }
                 Ok(r) => {
@@ -686,7 +378,7 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
                         Some(t0.elapsed()),
                         e.to_string(),
                     );
-                    report.diagnosis.extend(call_diagnosis(&e));
+                    report.diagnosis.extend(diagnosis::call(&e));
                 }
             }
         }
@@ -696,13 +388,9 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
 
 /// Closes the session, reporting how the server ended.
 async fn finish(mut report: Report, session: &Session, probed: &Probed) -> Report {
-    let (noise, examples) = probed.noise();
-    if noise > 0 {
-        report.diagnosis.push(format!(
-            "{noise} line(s) on the server's stdout were not JSON-RPC (e.g. {}): a stdio server must log to stderr",
-            examples.first().cloned().unwrap_or_default()
-        ));
-    }
+    report
+        .diagnosis
+        .extend(diagnosis::stdout_noise(&probed.noise()));
     let t0 = Instant::now();
     session.close().await;
     let how = probed
@@ -712,34 +400,6 @@ async fn finish(mut report: Report, session: &Session, probed: &Probed) -> Repor
     report.step("close", Status::Pass, Some(t0.elapsed()), how);
     report.stderr_tail = probed.stderr_tail();
     report
-}
-
-fn print_reports(reports: &[Report], show: ShowArgs, style: Style) -> ExitCode {
-    if show.json {
-        let v = if let [one] = reports {
-            one.to_json()
-        } else {
-            Value::Array(reports.iter().map(Report::to_json).collect())
-        };
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-    } else {
-        for (i, r) in reports.iter().enumerate() {
-            if i > 0 {
-                println!();
-            }
-            r.print(style);
-        }
-    }
-    if reports.iter().any(Report::failed) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-fn usage_error(e: &str) -> ExitCode {
-    eprintln!("mcp: {e}");
-    ExitCode::from(2)
 }
 
 /// `mcp probe`.
@@ -758,184 +418,4 @@ pub(crate) async fn probe(
         reports.push(probe_one(t, show, style, &sample).await);
     }
     print_reports(&reports, show, style)
-}
-
-/// Connects to the one target the options name, or explains why not.
-async fn connect_one(
-    args: &TargetArgs,
-    show: ShowArgs,
-    style: Style,
-) -> Result<(Session, Probed), ExitCode> {
-    let mut targets = targets(args, trace_options(show, style)).map_err(|e| usage_error(&e))?;
-    if targets.len() != 1 {
-        return Err(usage_error(
-            "this config has several servers: choose one with --server NAME",
-        ));
-    }
-    let target = targets.remove(0);
-    let mut report = Report {
-        target: target.label.clone(),
-        ..Report::default()
-    };
-    let failed = |report: Report| {
-        report.print(style);
-        ExitCode::FAILURE
-    };
-    let trace = trace_options(show, style);
-    let Some((probed, connected, _)) = start_and_connect(&target, trace, &mut report).await else {
-        return Err(failed(report));
-    };
-    match connected {
-        Ok(s) => Ok((s, probed)),
-        Err(e) => {
-            report.step("initialize", Status::Fail, None, e.to_string());
-            handshake_diagnosis(&e, &probed, &mut report);
-            probed.transport.close().await;
-            report.stderr_tail = probed.stderr_tail();
-            Err(failed(report))
-        }
-    }
-}
-
-/// `mcp tools`.
-pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
-    if args.config.is_some() {
-        return crate::agent::tools(args, show, style).await;
-    }
-    let (session, _probed) = match connect_one(&args, show, style).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let result = session.list_tools().await;
-    session.close().await;
-    let catalog = match result {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{} tools/list failed: {e}", style.fail("✗"));
-            return ExitCode::FAILURE;
-        }
-    };
-    if show.json {
-        let tools: Vec<Value> = catalog
-            .iter()
-            .filter_map(|t| serde_json::to_value(&**t).ok())
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&tools).unwrap_or_default()
-        );
-        return ExitCode::SUCCESS;
-    }
-    for d in catalog.diagnostics() {
-        println!("{} {d}", style.warn("!"));
-    }
-    for t in catalog.iter() {
-        let hints = t.annotations.as_ref().map(tool_hints).unwrap_or_default();
-        let description = t
-            .description
-            .as_deref()
-            .and_then(|d| d.lines().next())
-            .unwrap_or_default();
-        println!(
-            "{}  {}{}",
-            style.bold(&printable(&t.name)),
-            printable(&summarize(description, 100, show.full)),
-            if hints.is_empty() {
-                String::new()
-            } else {
-                style.dim(&format!("  [{hints}]"))
-            }
-        );
-        if show.full {
-            let schema = serde_json::to_string(&t.input_schema).unwrap_or_default();
-            println!("    input: {}", printable(&schema));
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-/// Prints a tool's result; the exit status is a failure when the tool
-/// reported one (`isError`).
-pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style) -> ExitCode {
-    if show.json {
-        println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
-    } else {
-        for c in &r.content {
-            match c {
-                Content::Text(t) => {
-                    println!("{}", printable(&summarize(&t.text, 4000, show.full)))
-                }
-                other => println!("[{} content]", other.kind()),
-            }
-        }
-        if let Some(s) = &r.structured_content {
-            let text = serde_json::to_string_pretty(s).unwrap_or_default();
-            println!("{}", printable(&summarize(&text, 4000, show.full)));
-        }
-    }
-    if r.is_error() {
-        eprintln!(
-            "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
-            style.warn("!")
-        );
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// Annotation hints for people: "read-only, idempotent".
-pub(crate) fn tool_hints(a: &mcp_session::types::ToolAnnotations) -> String {
-    let mut h = Vec::new();
-    for (name, on) in [
-        ("read-only", a.read_only_hint),
-        ("destructive", a.destructive_hint),
-        ("idempotent", a.idempotent_hint),
-        ("open-world", a.open_world_hint),
-    ] {
-        if on == Some(true) {
-            h.push(name);
-        }
-    }
-    h.join(", ")
-}
-
-/// `mcp call`.
-pub(crate) async fn call(
-    args: TargetArgs,
-    show: ShowArgs,
-    style: Style,
-    tool: String,
-    arguments: String,
-) -> ExitCode {
-    let arguments: Value = match serde_json::from_str(&arguments) {
-        Ok(v) => v,
-        Err(e) => return usage_error(&format!("--args is not JSON: {e}")),
-    };
-    if args.config.is_some() {
-        return crate::agent::call(args, show, style, tool, arguments).await;
-    }
-    let (session, probed) = match connect_one(&args, show, style).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let result = session.call_tool(&tool, arguments).await;
-    session.close().await;
-    match result {
-        Ok(r) => print_call_result(&r, show, style),
-        Err(e) => {
-            eprintln!("{} {e}", style.fail("✗"));
-            if let Some(d) = call_diagnosis(&e) {
-                eprintln!("  • {d}");
-            }
-            let tail = probed.stderr_tail();
-            if e.is_closed() && !tail.is_empty() {
-                eprintln!("  server stderr (last lines):");
-                for l in tail {
-                    eprintln!("    │ {}", printable(&l));
-                }
-            }
-            ExitCode::FAILURE
-        }
-    }
 }

@@ -35,7 +35,7 @@ impl TraceOptions {
 }
 
 /// Non-messages seen on the wire.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Noise {
     pub(crate) count: u64,
     pub(crate) examples: Vec<String>,

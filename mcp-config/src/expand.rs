@@ -80,8 +80,18 @@ pub(crate) fn check(template: &str) -> Result<(), SyntaxError> {
     parse(template).map(|_| ())
 }
 
-/// Whether the template refers to any variable.
-pub(crate) fn has_vars(template: &str) -> bool {
+/// Whether a config value, as written, refers to an environment variable:
+/// `${VAR}`, `${VAR:-default}` or `${env:VAR}` (`$${` is a literal `${`; a
+/// value that does not parse refers to none).
+///
+/// What a variable holds may be a secret, so a program that shows a config
+/// (`mcp config show`) shows such values as written rather than expanded.
+///
+/// ```
+/// assert!(mcp_config::has_vars("https://h/mcp?key=${API_KEY}"));
+/// assert!(!mcp_config::has_vars("costs $5, written $${NOT_A_VAR}"));
+/// ```
+pub fn has_vars(template: &str) -> bool {
     parse(template).is_ok_and(|p| p.iter().any(|p| matches!(p, Piece::Var { .. })))
 }
 

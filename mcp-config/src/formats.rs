@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::validate::document_to_model;
-use crate::{ConfigError, EnvLookup, Format, McpConfig, Problem, Report, resolve};
+use crate::{ConfigError, Format, McpConfig, Report};
 
 /// How to load a config.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,39 +99,6 @@ pub fn locate(dir: &Path, format: Option<Format>) -> Result<PathBuf, ConfigError
             dir: dir.to_path_buf(),
             files: found,
         }),
-    }
-}
-
-/// The validation report of a file or folder, as `mcp config check` prints it.
-///
-/// Load failures (unreadable, bad syntax, ambiguous folder) become one error.
-/// With `env`, `${VAR}` resolution is checked as well (missing variables are errors).
-pub fn check_path(path: &Path, options: &Options, env: Option<EnvLookup<'_>>) -> Report {
-    check(load_path(path, options), env)
-}
-
-/// [`check_path`] for text.
-pub fn check_str(text: &str, options: &Options, env: Option<EnvLookup<'_>>) -> Report {
-    check(parse_str(text, options), env)
-}
-
-fn check(loaded: Result<Loaded, ConfigError>, env: Option<EnvLookup<'_>>) -> Report {
-    match loaded {
-        Ok(Loaded { config, mut report }) => {
-            if let Some(env) = env
-                && let Err(e) = resolve(&config, env)
-            {
-                match e {
-                    ConfigError::Unresolved { report: r, .. } => report.problems.extend(r.problems),
-                    other => report.problems.push(Problem::error("", other.to_string())),
-                }
-            }
-            report
-        }
-        Err(ConfigError::Invalid { report, .. }) => report,
-        Err(other) => Report {
-            problems: vec![Problem::error("", other.to_string())],
-        },
     }
 }
 

@@ -29,8 +29,14 @@
 //!    any change in behaviour does. Env and header values enter it only
 //!    through their own hash.
 //!
-//! Env and header values are [`Secret`]s: `Debug`, `Display`, errors and
-//! [`show_lines`] print `<redacted>`.
+//! Env and header values are [`Secret`]s: `Debug`, `Display` and errors
+//! print `<redacted>`. Other values may come from `${VAR}` too; a program
+//! that shows a config (as `mcp config show` does) asks [`has_vars`] and
+//! shows those as written.
+//!
+//! Loading, validating and resolving are this crate's; how problems and
+//! servers are worded for people is the program's (`mcp config check|show`
+//! live in `mcp-cli`): [`Report::lines`] and `Display` are the building blocks.
 //!
 //! # Example
 //!
@@ -74,27 +80,13 @@ mod secret;
 mod validate;
 
 pub use error::ConfigError;
+pub use expand::has_vars;
 pub use fingerprint::Fingerprint;
-pub use formats::{
-    FOLDER_CANDIDATES, Loaded, Options, check_path, check_str, load_path, locate, parse_str,
-};
+pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
 pub use model::{
     AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, ResolvedConfig, ResolvedServer,
     ServerConfig, ToolFilter, TransportConfig, UnknownFormatName, redact_url,
 };
-pub use resolve::{EnvLookup, process_env, resolve, show_lines};
+pub use resolve::{EnvLookup, process_env, resolve};
 pub use secret::Secret;
 pub use validate::{Problem, Report, Severity, is_mcp_config_record, validate};
-
-/// Loads, resolves and renders a config for `mcp config show`.
-pub fn show_path(
-    path: &std::path::Path,
-    options: &Options,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<String>, ConfigError> {
-    let loaded = load_path(path, options)?;
-    let resolved = resolve(&loaded.config, env)?;
-    let mut lines = show_lines(&loaded.config, &resolved);
-    lines.extend(loaded.report.problems.iter().map(ToString::to_string));
-    Ok(lines)
-}

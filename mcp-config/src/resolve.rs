@@ -1,4 +1,4 @@
-//! `${VAR}` expansion, defaults, fingerprints, and the redacted view.
+//! `${VAR}` expansion, defaults, fingerprints.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -12,7 +12,7 @@ use mcp_protocol::defaults;
 
 use crate::model::{
     DeclaredTransport, HttpKind, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
-    TransportConfig, redact_url,
+    TransportConfig,
 };
 use crate::validate::{header_value_problem, join, url_problem};
 use crate::{ConfigError, Fingerprint, Format, McpConfig, Problem, Report, Secret};
@@ -296,126 +296,4 @@ fn session_fingerprint(
         .map(|(n, s)| (n.clone(), Value::String(s.fingerprint.to_hex())))
         .collect();
     Fingerprint::of_canonical(&json!({"v": 1, "mcp_enabled": mcp_enabled, "servers": fps}))
-}
-
-fn human(d: Duration) -> String {
-    if d.subsec_nanos() == 0 {
-        format!("{}s", d.as_secs())
-    } else if d.subsec_nanos().is_multiple_of(1_000_000) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{d:?}")
-    }
-}
-
-/// The resolved servers as `mcp config show` prints them: env and header
-/// values redacted, URL user info and query redacted, and any command, arg,
-/// cwd or URL that came from `${VAR}` shown as written rather than expanded.
-pub fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Some(src) = &resolved.source {
-        out.push(format!("config: {} ({})", src.display(), resolved.format));
-    } else {
-        out.push(format!("config: <input> ({})", resolved.format));
-    }
-    out.push(format!("session fingerprint: {}", resolved.fingerprint));
-    let as_written = |resolved: &str, raw: Option<&String>| match raw {
-        Some(raw) if expand::has_vars(raw) => raw.clone(),
-        _ => resolved.to_owned(),
-    };
-    for (name, s) in &resolved.servers {
-        let raw = config.servers.get(name);
-        match &s.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                out.push(format!("server {name}: stdio"));
-                out.push(format!("  fingerprint: {}", s.fingerprint));
-                out.push(format!(
-                    "  command: {}",
-                    as_written(command, raw.and_then(|r| r.command.as_ref()))
-                ));
-                let args: Vec<String> = args
-                    .iter()
-                    .enumerate()
-                    .map(|(i, a)| as_written(a, raw.and_then(|r| r.args.get(i))))
-                    .collect();
-                if !args.is_empty() {
-                    out.push(format!("  args: {}", Value::from(args)));
-                }
-                if let Some(cwd) = cwd {
-                    let cwd = cwd.display().to_string();
-                    out.push(format!(
-                        "  cwd: {}",
-                        as_written(&cwd, raw.and_then(|r| r.cwd.as_ref()))
-                    ));
-                }
-                if !env.is_empty() {
-                    let e: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    out.push(format!("  env: {}", e.join(", ")));
-                }
-            }
-            TransportConfig::Http { url, headers, kind } => {
-                out.push(format!("server {name}: {}", kind.name()));
-                out.push(format!("  fingerprint: {}", s.fingerprint));
-                let url = redact_url(url);
-                out.push(format!(
-                    "  url: {}",
-                    as_written(&url, raw.and_then(|r| r.url.as_ref()))
-                ));
-                if !headers.is_empty() {
-                    let h: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-                    out.push(format!("  headers: {}", h.join(", ")));
-                }
-            }
-        }
-        out.push(format!(
-            "  request timeout: {}, handshake timeout: {}, parallel tool calls: {}",
-            human(s.request_timeout),
-            human(s.handshake_timeout),
-            if s.supports_parallel_tool_calls {
-                "yes"
-            } else {
-                "no"
-            }
-        ));
-        let inc = s.tools.include.as_ref().map_or_else(
-            || "all".to_owned(),
-            |i| format!("only {}", i.iter().cloned().collect::<Vec<_>>().join(", ")),
-        );
-        if s.tools.include.is_some() || !s.tools.exclude.is_empty() {
-            let exc = if s.tools.exclude.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; never {}",
-                    s.tools
-                        .exclude
-                        .iter()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            out.push(format!("  tools: {inc}{exc}"));
-        }
-        if let Some(pv) = &s.protocol_version {
-            out.push(format!("  protocol version: {pv}"));
-        }
-    }
-    if !resolved.disabled.is_empty() {
-        out.push(format!(
-            "disabled: {}",
-            resolved
-                .disabled
-                .iter()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    out
 }

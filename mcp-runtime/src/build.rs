@@ -9,12 +9,12 @@ use std::time::Duration;
 use mcp_config::{ResolvedConfig, ResolvedServer};
 use mcp_session::{
     ProtocolMode, ProtocolPin, ProtocolVersion, Session, SessionConfig, SessionError,
-    describe_duration,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::catalog::{RuntimeCatalog, ServerFailure, ServerTools, StartupStep};
+use crate::error::describe_duration;
 use crate::plan::{Had, Step, plan};
 
 use crate::lease::{ServerConn, SessionRuntime, Slot};

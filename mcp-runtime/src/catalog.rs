@@ -13,6 +13,7 @@ use mcp_transport::TransportKind;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::error::describe_duration;
 use crate::naming;
 
 /// One tool as the agent sees it.
@@ -120,7 +121,7 @@ impl fmt::Display for ServerFailure {
             f,
             " [attempt {}, next try in {}]",
             self.attempts,
-            mcp_session::describe_duration(self.retry_after)
+            describe_duration(self.retry_after)
         )
     }
 }

@@ -72,7 +72,6 @@
 //! # }).unwrap();
 //! ```
 
-mod adhoc;
 mod build;
 mod catalog;
 mod connector;
@@ -85,7 +84,6 @@ mod options;
 mod plan;
 mod reaper;
 
-pub use adhoc::{AD_HOC_SESSION, AdHocRuntime};
 pub use catalog::{
     ConnectedServer, RuntimeCatalog, RuntimeTool, ServerFailure, ServerNote, StartupStep,
 };

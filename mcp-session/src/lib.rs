@@ -80,5 +80,5 @@ pub use config::{
 pub use error::{SchemaProblem, SessionError};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
-pub use session::{Session, describe_duration};
+pub use session::Session;
 pub use tools::{CatalogTool, ToolCatalog};

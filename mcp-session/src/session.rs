@@ -22,7 +22,7 @@ use mcp_protocol::types::{
 use mcp_protocol::{ProtocolVersion, codes as mcp_codes, methods, x_mcp_header};
 
 use crate::config::{CallOptions, Diagnostics, SessionConfig};
-use crate::error::{SessionError, fmt_duration};
+use crate::error::SessionError;
 use crate::reader::{ClosedInfo, Shared};
 use crate::subscriptions::{ListenFilter, Subscription, SubscriptionEvent};
 use crate::tools::{Checked, ToolCatalog};
@@ -666,9 +666,4 @@ impl Session {
             pending.close();
         }
     }
-}
-
-/// Formats a duration for messages.
-pub fn describe_duration(d: Duration) -> String {
-    fmt_duration(d)
 }

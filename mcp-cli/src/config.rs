@@ -1,0 +1,386 @@
+//! `mcp config check` and `mcp config show`: a config's problems, and its
+//! resolved servers with their fingerprints, secrets redacted. Loading,
+//! validating and resolving are `mcp-config`'s; this module words and prints.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcp_config::{
+    ConfigError, EnvLookup, Loaded, McpConfig, Options, Problem, Report, ResolvedConfig, Severity,
+    TransportConfig, has_vars, load_path, redact_url, resolve,
+};
+use serde_json::Value;
+
+use crate::ConfigCommand;
+use crate::output::Style;
+
+/// `mcp config check` and `mcp config show`.
+pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
+    match c {
+        ConfigCommand::Check {
+            file,
+            strict,
+            format,
+        } => {
+            let options = match options(format, strict) {
+                Ok(o) => o,
+                Err(code) => return code,
+            };
+            let report = check(load_path(&file, &options), Some(&mcp_config::process_env));
+            let lines = report.lines();
+            if lines.is_empty() {
+                println!("{} {}: no problems", style.ok("✓"), file.display());
+            }
+            for line in lines {
+                println!("{line}");
+            }
+            if report.has_errors() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        ConfigCommand::Show { file, format } => {
+            let options = match options(format, false) {
+                Ok(o) => o,
+                Err(code) => return code,
+            };
+            match show(&file, &options, &mcp_config::process_env) {
+                Ok(lines) => {
+                    for line in lines {
+                        println!("{line}");
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{} {e}", style.fail("✗"));
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+/// `--format` and `--strict`; an unknown format is a usage error.
+fn options(format: Option<String>, strict: bool) -> Result<Options, ExitCode> {
+    let mut options = Options::new().strict(strict);
+    if let Some(f) = format {
+        match f.parse::<mcp_config::Format>() {
+            Ok(f) => options = options.format(f),
+            Err(e) => {
+                eprintln!("mcp: {e}");
+                return Err(ExitCode::from(2));
+            }
+        }
+    }
+    Ok(options)
+}
+
+/// The validation report of a config, as `mcp config check` prints it.
+///
+/// A load failure (unreadable, bad syntax, ambiguous folder) becomes one
+/// error. With `env`, `${VAR}` resolution is checked as well (missing
+/// variables are errors).
+fn check(loaded: Result<Loaded, ConfigError>, env: Option<EnvLookup<'_>>) -> Report {
+    let whole_file = |message: String| Problem {
+        severity: Severity::Error,
+        path: String::new(),
+        message,
+    };
+    match loaded {
+        Ok(Loaded {
+            config, mut report, ..
+        }) => {
+            if let Some(env) = env
+                && let Err(e) = resolve(&config, env)
+            {
+                match e {
+                    ConfigError::Unresolved { report: r, .. } => report.problems.extend(r.problems),
+                    other => report.problems.push(whole_file(other.to_string())),
+                }
+            }
+            report
+        }
+        Err(ConfigError::Invalid { report, .. }) => report,
+        Err(other) => Report {
+            problems: vec![whole_file(other.to_string())],
+        },
+    }
+}
+
+/// Loads and resolves a config for `mcp config show`: its servers, then its
+/// warnings.
+fn show(path: &Path, options: &Options, env: EnvLookup<'_>) -> Result<Vec<String>, ConfigError> {
+    let loaded = load_path(path, options)?;
+    let resolved = resolve(&loaded.config, env)?;
+    let mut lines = show_lines(&loaded.config, &resolved);
+    lines.extend(loaded.report.problems.iter().map(ToString::to_string));
+    Ok(lines)
+}
+
+/// A timeout as a config would write it: `60s`, `1500ms`.
+fn human(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.subsec_nanos().is_multiple_of(1_000_000) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{d:?}")
+    }
+}
+
+/// The resolved servers as `mcp config show` prints them: env and header
+/// values redacted, URL user info and query redacted, and any command, arg,
+/// cwd or URL that came from `${VAR}` shown as written rather than expanded.
+fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(src) = &resolved.source {
+        out.push(format!("config: {} ({})", src.display(), resolved.format));
+    } else {
+        out.push(format!("config: <input> ({})", resolved.format));
+    }
+    out.push(format!("session fingerprint: {}", resolved.fingerprint));
+    let as_written = |resolved: &str, raw: Option<&String>| match raw {
+        Some(raw) if has_vars(raw) => raw.clone(),
+        _ => resolved.to_owned(),
+    };
+    for (name, s) in &resolved.servers {
+        let raw = config.servers.get(name);
+        match &s.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                out.push(format!("server {name}: stdio"));
+                out.push(format!("  fingerprint: {}", s.fingerprint));
+                out.push(format!(
+                    "  command: {}",
+                    as_written(command, raw.and_then(|r| r.command.as_ref()))
+                ));
+                let args: Vec<String> = args
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| as_written(a, raw.and_then(|r| r.args.get(i))))
+                    .collect();
+                if !args.is_empty() {
+                    out.push(format!("  args: {}", Value::from(args)));
+                }
+                if let Some(cwd) = cwd {
+                    let cwd = cwd.display().to_string();
+                    out.push(format!(
+                        "  cwd: {}",
+                        as_written(&cwd, raw.and_then(|r| r.cwd.as_ref()))
+                    ));
+                }
+                if !env.is_empty() {
+                    let e: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    out.push(format!("  env: {}", e.join(", ")));
+                }
+            }
+            TransportConfig::Http { url, headers, kind } => {
+                out.push(format!("server {name}: {}", kind.name()));
+                out.push(format!("  fingerprint: {}", s.fingerprint));
+                let url = redact_url(url);
+                out.push(format!(
+                    "  url: {}",
+                    as_written(&url, raw.and_then(|r| r.url.as_ref()))
+                ));
+                if !headers.is_empty() {
+                    let h: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                    out.push(format!("  headers: {}", h.join(", ")));
+                }
+            }
+            // A transport this build does not know how to show: its name and
+            // fingerprint only, so nothing secret is printed.
+            _ => {
+                out.push(format!("server {name}"));
+                out.push(format!("  fingerprint: {}", s.fingerprint));
+            }
+        }
+        out.push(format!(
+            "  request timeout: {}, handshake timeout: {}, parallel tool calls: {}",
+            human(s.request_timeout),
+            human(s.handshake_timeout),
+            if s.supports_parallel_tool_calls {
+                "yes"
+            } else {
+                "no"
+            }
+        ));
+        let inc = s.tools.include.as_ref().map_or_else(
+            || "all".to_owned(),
+            |i| format!("only {}", i.iter().cloned().collect::<Vec<_>>().join(", ")),
+        );
+        if s.tools.include.is_some() || !s.tools.exclude.is_empty() {
+            let exc = if s.tools.exclude.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; never {}",
+                    s.tools
+                        .exclude
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            out.push(format!("  tools: {inc}{exc}"));
+        }
+        if let Some(pv) = &s.protocol_version {
+            out.push(format!("  protocol version: {pv}"));
+        }
+    }
+    if !resolved.disabled.is_empty() {
+        out.push(format!(
+            "disabled: {}",
+            resolved
+                .disabled
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use mcp_config::parse_str;
+
+    use super::*;
+
+    /// `mcp-config`'s fixtures: one file of each format.
+    fn fixture(p: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../mcp-config/tests/fixtures")
+            .join(p)
+    }
+
+    /// Values in the fixtures (or their environment) that must never be shown.
+    const SECRETS: &[&str] = &[
+        "tok-Fixture-7f3a9c",
+        "ghp_FixtureLiteralSecret0123456789abcd",
+        "/tmp/openclaw-workspace",
+        "s3cret-in-url",
+    ];
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "MCP_SERVER_TOKEN" => Some(SECRETS[0].to_owned()),
+            "URL_KEY" => Some(SECRETS[3].to_owned()),
+            _ => None,
+        }
+    }
+
+    fn assert_clean(what: &str, text: &str) {
+        for s in SECRETS {
+            assert!(!text.contains(s), "{what} leaks {s}: {text}");
+        }
+    }
+
+    #[test]
+    fn no_fixture_secret_in_show_or_check() {
+        for p in [
+            "openclaw/settings.json",
+            "openclaw/config.toml",
+            "openclaw-remote/settings.json",
+            "claude/claude_desktop_config.json",
+            "cursor/mcp.json",
+            "vscode/.vscode/mcp.json",
+            "codex/config.toml",
+        ] {
+            let lines = show(&fixture(p), &Options::new(), &env).unwrap();
+            assert_clean(p, &lines.join("\n"));
+            let strict = Options::new().strict(true);
+            assert_clean(
+                p,
+                &check(load_path(&fixture(p), &strict), Some(&env)).to_string(),
+            );
+        }
+    }
+
+    #[test]
+    fn show_prints_redacted_servers_with_fingerprints() {
+        let lines = show(&fixture("cursor/mcp.json"), &Options::new(), &env).unwrap();
+        let text = lines.join("\n");
+        let loaded = load_path(&fixture("cursor/mcp.json"), &Options::new()).unwrap();
+        let c = resolve(&loaded.config, &env).unwrap();
+        assert!(
+            text.contains(&format!("session fingerprint: {}", c.fingerprint)),
+            "{text}"
+        );
+        assert!(text.contains(&format!(
+            "  fingerprint: {}",
+            c.servers["local-fs"].fingerprint
+        )));
+        assert!(
+            text.contains("server remote-tools: streamable-http+sse-fallback"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  headers: Authorization: <redacted>, MCP-Protocol-Version: <redacted>")
+        );
+        assert!(text.contains("  env: MCP_AUTH_MODE=<redacted>, MCP_WORKSPACE=<redacted>"));
+        assert!(
+            text.contains("request timeout: 60s, handshake timeout: 30s, parallel tool calls: yes")
+        );
+        assert_clean("show", &text);
+    }
+
+    #[test]
+    fn show_gives_values_from_variables_as_written() {
+        let text = r#"
+[mcp_servers.r]
+url = "https://h/mcp?key=${URL_KEY}"
+bearer_token_env_var = "MCP_SERVER_TOKEN"
+env_http_headers = { "X-Api-Key" = "MCP_SERVER_TOKEN" }
+"#;
+        let loaded = parse_str(text, &Options::new()).unwrap();
+        let r = resolve(&loaded.config, &env).unwrap();
+        let shown = show_lines(&loaded.config, &r).join("\n");
+        assert!(
+            shown.contains("url: https://h/mcp?key=${URL_KEY}"),
+            "{shown}"
+        );
+        assert_clean("show", &shown);
+    }
+
+    #[test]
+    fn check_reports_lines_and_load_failures() {
+        let r = check(
+            parse_str(
+                "{\"mcpServers\": {\"a\": {\"command\": \"${NOPE}\"}}}",
+                &Options::new(),
+            ),
+            Some(&env),
+        );
+        assert!(r.has_errors());
+        assert_eq!(
+            r.lines(),
+            [
+                "error: mcpServers.a.command: environment variable `NOPE` is not set; set it, or write `${NOPE:-default}` for a default",
+                "1 error(s), 0 warning(s)"
+            ]
+        );
+        let r = check(
+            parse_str(
+                "{\"mcpServers\": {\"a\": {\"command\": \"n\"}}}",
+                &Options::new(),
+            ),
+            None,
+        );
+        assert_eq!(r.lines(), ["ok: no problems"]);
+        let r = check(parse_str("not json or toml {", &Options::new()), None);
+        assert!(
+            r.has_errors() && r.lines()[0].starts_with("error: <input>: not valid TOML"),
+            "{r}"
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! `mcp tools` and `mcp call` on one server, connected directly (started
+//! and connected like `mcp probe` does; with `--config` they go through
+//! `agent` instead), and the printing of tools and results both share.
+
+use std::process::ExitCode;
+
+use mcp_session::Session;
+use mcp_session::types::{CallToolResult, Content, ToolAnnotations};
+use serde_json::Value;
+
+use crate::diagnosis;
+use crate::output::{Style, printable, summarize, usage_error};
+use crate::probe::{Probed, start_and_connect, trace_options};
+use crate::report::Report;
+use crate::target::targets;
+use crate::{ShowArgs, TargetArgs};
+
+/// Connects to the one target the options name, or explains why not.
+async fn connect_one(
+    args: &TargetArgs,
+    show: ShowArgs,
+    style: Style,
+) -> Result<(Session, Probed), ExitCode> {
+    let mut targets = targets(args, trace_options(show, style)).map_err(|e| usage_error(&e))?;
+    if targets.len() != 1 {
+        return Err(usage_error(
+            "this config has several servers: choose one with --server NAME",
+        ));
+    }
+    let target = targets.remove(0);
+    let mut report = Report::new(&target.label);
+    let failed = |report: Report| {
+        report.print(style);
+        ExitCode::FAILURE
+    };
+    let trace = trace_options(show, style);
+    let Some((probed, connected, _)) = start_and_connect(&target, trace, &mut report).await else {
+        return Err(failed(report));
+    };
+    match connected {
+        Ok(s) => Ok((s, probed)),
+        Err(e) => {
+            probed.handshake_failed(&e, None, &mut report).await;
+            Err(failed(report))
+        }
+    }
+}
+
+/// `mcp tools`.
+pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    if args.config.is_some() {
+        return crate::agent::tools(args, show, style).await;
+    }
+    let (session, _probed) = match connect_one(&args, show, style).await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let result = session.list_tools().await;
+    session.close().await;
+    let catalog = match result {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{} tools/list failed: {e}", style.fail("✗"));
+            return ExitCode::FAILURE;
+        }
+    };
+    if show.json {
+        let tools: Vec<Value> = catalog
+            .iter()
+            .filter_map(|t| serde_json::to_value(&**t).ok())
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tools).unwrap_or_default()
+        );
+        return ExitCode::SUCCESS;
+    }
+    for d in catalog.diagnostics() {
+        println!("{} {d}", style.warn("!"));
+    }
+    for t in catalog.iter() {
+        let hints = t.annotations.as_ref().map(tool_hints).unwrap_or_default();
+        let description = t
+            .description
+            .as_deref()
+            .and_then(|d| d.lines().next())
+            .unwrap_or_default();
+        println!(
+            "{}  {}{}",
+            style.bold(&printable(&t.name)),
+            printable(&summarize(description, 100, show.full)),
+            if hints.is_empty() {
+                String::new()
+            } else {
+                style.dim(&format!("  [{hints}]"))
+            }
+        );
+        if show.full {
+            let schema = serde_json::to_string(&t.input_schema).unwrap_or_default();
+            println!("    input: {}", printable(&schema));
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints a tool's result; the exit status is a failure when the tool
+/// reported one (`isError`).
+pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style) -> ExitCode {
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
+    } else {
+        for c in &r.content {
+            match c {
+                Content::Text(t) => {
+                    println!("{}", printable(&summarize(&t.text, 4000, show.full)))
+                }
+                other => println!("[{} content]", other.kind()),
+            }
+        }
+        if let Some(s) = &r.structured_content {
+            let text = serde_json::to_string_pretty(s).unwrap_or_default();
+            println!("{}", printable(&summarize(&text, 4000, show.full)));
+        }
+    }
+    if r.is_error() {
+        eprintln!(
+            "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
+            style.warn("!")
+        );
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Annotation hints for people: "read-only, idempotent".
+pub(crate) fn tool_hints(a: &ToolAnnotations) -> String {
+    let mut h = Vec::new();
+    for (name, on) in [
+        ("read-only", a.read_only_hint),
+        ("destructive", a.destructive_hint),
+        ("idempotent", a.idempotent_hint),
+        ("open-world", a.open_world_hint),
+    ] {
+        if on == Some(true) {
+            h.push(name);
+        }
+    }
+    h.join(", ")
+}
+
+/// `mcp call`.
+pub(crate) async fn call(
+    args: TargetArgs,
+    show: ShowArgs,
+    style: Style,
+    tool: String,
+    arguments: String,
+) -> ExitCode {
+    let arguments: Value = match serde_json::from_str(&arguments) {
+        Ok(v) => v,
+        Err(e) => return usage_error(&format!("--args is not JSON: {e}")),
+    };
+    if args.config.is_some() {
+        return crate::agent::call(args, show, style, tool, arguments).await;
+    }
+    let (session, probed) = match connect_one(&args, show, style).await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let result = session.call_tool(&tool, arguments).await;
+    session.close().await;
+    match result {
+        Ok(r) => print_call_result(&r, show, style),
+        Err(e) => {
+            eprintln!("{} {e}", style.fail("✗"));
+            if let Some(d) = diagnosis::call(&e) {
+                eprintln!("  • {d}");
+            }
+            let tail = probed.stderr_tail();
+            if e.is_closed() && !tail.is_empty() {
+                eprintln!("  server stderr (last lines):");
+                for l in tail {
+                    eprintln!("    │ {}", printable(&l));
+                }
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
