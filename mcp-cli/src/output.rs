@@ -78,14 +78,8 @@ pub(crate) fn usage_error(e: &str) -> std::process::ExitCode {
     std::process::ExitCode::from(2)
 }
 
-/// A duration in ms or s, for step timings and timeouts: `250 ms`, `1.5 s`.
-pub(crate) fn ms(d: std::time::Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{} ms", d.as_millis())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
+/// A duration for step timings and timeouts: `250 ms`, `1.5 s`.
+pub(crate) use mcp_transport::describe_duration as ms;
 
 #[cfg(test)]
 mod tests {

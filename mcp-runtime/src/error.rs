@@ -1,7 +1,5 @@
 //! Runtime errors, and the wording of durations in them and in the catalog.
 
-use std::time::Duration;
-
 use mcp_session::SessionError;
 use mcp_transport::TransportError;
 
@@ -83,23 +81,4 @@ pub enum ConnectError {
     Unsupported(String),
 }
 
-/// A duration in messages: `250 ms`, `1.5 s` (as the session words its own).
-pub(crate) fn describe_duration(d: Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{} ms", d.as_millis())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_in_ms_below_a_second() {
-        assert_eq!(describe_duration(Duration::from_millis(999)), "999 ms");
-        assert_eq!(describe_duration(Duration::from_millis(1500)), "1.5 s");
-        assert_eq!(describe_duration(Duration::from_secs(600)), "600.0 s");
-    }
-}
+pub(crate) use mcp_transport::describe_duration;

@@ -195,14 +195,7 @@ fn known_tools(known: &[String]) -> String {
     }
 }
 
-/// A duration in messages: `250 ms`, `1.5 s`.
-pub(crate) fn fmt_duration(d: Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{} ms", d.as_millis())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
+pub(crate) use mcp_transport::describe_duration as fmt_duration;
 
 impl SessionError {
     /// A request timed out.

@@ -82,7 +82,7 @@ pub enum TransportError {
         message: String,
     },
     /// Something took longer than its bound.
-    #[error("timed out after {} ms: {what}", .after.as_millis())]
+    #[error("timed out after {}: {what}", crate::describe_duration(*.after))]
     Timeout {
         /// What was being waited for.
         what: String,

@@ -318,6 +318,27 @@ pub(crate) async fn status_answer(
     }
 }
 
+/// The body of an answer that must be an SSE stream: a success status and
+/// `Content-Type: text/event-stream`, else the error saying which it lacked.
+pub(crate) async fn event_stream(
+    response: Response<Incoming>,
+    what: &str,
+) -> Result<Incoming, TransportError> {
+    if !response.status().is_success() {
+        return Err(status_error(response, what).await);
+    }
+    let ct = content_type(&response);
+    if ct != "text/event-stream" {
+        return Err(TransportError::Http {
+            url: what.to_owned(),
+            message: format!(
+                "the stream was answered with Content-Type {ct:?}, not text/event-stream"
+            ),
+        });
+    }
+    Ok(response.into_body())
+}
+
 /// The media type of an answer, lowercased, without parameters.
 pub(crate) fn content_type(response: &Response<Incoming>) -> String {
     response

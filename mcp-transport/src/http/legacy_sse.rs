@@ -21,7 +21,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{HttpClient, content_type, status_error};
+use super::client::{HttpClient, event_stream, status_error};
 use super::{HttpOptions, parse_url, payload_to_received, redact_url, same_origin};
 use crate::sse::{SseItem, SseParser};
 use crate::{
@@ -152,23 +152,12 @@ impl SseTransport {
         );
         let request = client.build(Method::GET, &sse_url, headers, None)?;
         let response = client.send(request).await?;
-        if !response.status().is_success() {
-            return Err(status_error(response, &what).await);
-        }
-        let ct = content_type(&response);
-        if ct != "text/event-stream" {
-            return Err(TransportError::Http {
-                url: what,
-                message: format!(
-                    "the SSE URL answered with Content-Type {ct:?}, not text/event-stream"
-                ),
-            });
-        }
+        let body = event_stream(response, &what).await?;
         let (tx, rx) = mpsc::channel(256);
         let (endpoint_tx, endpoint_rx) = oneshot::channel();
         let reason = Arc::new(StdMutex::new(String::new()));
         let reader = tokio::spawn(read_stream(
-            response.into_body(),
+            body,
             sse_url.clone(),
             client.options().max_event_size,
             tx,

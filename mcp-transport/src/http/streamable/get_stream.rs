@@ -7,7 +7,7 @@ use hyper::Method;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 
-use super::super::client::{content_type, status_error};
+use super::super::client::event_stream;
 use super::{Inner, LAST_EVENT_ID};
 use crate::TransportError;
 use crate::sse::SseParser;
@@ -30,17 +30,7 @@ impl Inner {
         if response.status() == hyper::StatusCode::METHOD_NOT_ALLOWED {
             return Ok(None);
         }
-        if !response.status().is_success() {
-            return Err(status_error(response, &what).await);
-        }
-        let ct = content_type(&response);
-        if ct != "text/event-stream" {
-            return Err(TransportError::Http {
-                url: what,
-                message: format!("the GET stream has Content-Type {ct:?}, not text/event-stream"),
-            });
-        }
-        Ok(Some(response.into_body()))
+        event_stream(response, &what).await.map(Some)
     }
 
     /// The GET stream for server-initiated messages of one session.
