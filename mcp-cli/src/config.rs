@@ -183,11 +183,10 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
             TransportConfig::Http { url, headers, kind } => {
                 out.push(format!("server {name}: {}", kind.name()));
                 out.push(format!("  fingerprint: {}", s.fingerprint));
-                let url = redact_url(url);
-                out.push(format!(
-                    "  url: {}",
-                    as_written(&url, raw.and_then(|r| r.url.as_ref()))
-                ));
+                // Redacted as written too: a literal `user:password@` or
+                // query next to a `${VAR}` is as secret as an expanded one.
+                let url = redact_url(&as_written(url, raw.and_then(|r| r.url.as_ref())));
+                out.push(format!("  url: {url}"));
                 if !headers.is_empty() {
                     let h: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
                     out.push(format!("  headers: {}", h.join(", ")));
@@ -345,10 +344,21 @@ env_http_headers = { "X-Api-Key" = "MCP_SERVER_TOKEN" }
         let loaded = parse_str(text, &Options::new()).unwrap();
         let r = resolve(&loaded.config, &env).unwrap();
         let shown = show_lines(&loaded.config, &r).join("\n");
+        assert!(shown.contains("url: https://h/mcp?<redacted>"), "{shown}");
+        assert_clean("show", &shown);
+    }
+
+    #[test]
+    fn show_redacts_literal_credentials_beside_a_variable() {
+        let text = r#"{"mcpServers": {"r": {"url": "https://u:s3cret-in-url@h/mcp?token=lit&key=${URL_KEY}"}}}"#;
+        let loaded = parse_str(text, &Options::new()).unwrap();
+        let r = resolve(&loaded.config, &env).unwrap();
+        let shown = show_lines(&loaded.config, &r).join("\n");
         assert!(
-            shown.contains("url: https://h/mcp?key=${URL_KEY}"),
+            shown.contains("url: https://<redacted>@h/mcp?<redacted>"),
             "{shown}"
         );
+        assert!(!shown.contains("token=lit"), "{shown}");
         assert_clean("show", &shown);
     }
 
