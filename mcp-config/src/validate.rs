@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::expand;
 use mcp_protocol::ProtocolPin;
+use mcp_protocol::endpoint::check_url;
 
 use crate::model::{AgentDefaults, DeclaredTransport, ServerConfig};
 use crate::{Format, Secret};
@@ -509,28 +510,29 @@ pub(crate) fn header_value_problem(value: &str) -> Option<&'static str> {
 
 /// Checks a URL (a template before expansion, or the expanded value).
 /// `None` when fine or when it cannot be judged before expansion.
-pub(crate) fn url_problem(url: &str) -> Option<&'static str> {
+pub(crate) fn url_problem(url: &str) -> Option<String> {
+    // A template is checked with each `${…}` standing for a plain word (and
+    // checked again once expanded); one that is all variable cannot be.
     if url.starts_with("${") {
         return None;
     }
-    let lower = url.to_ascii_lowercase();
-    let rest = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"));
-    match rest {
-        None => Some("must be an http:// or https:// URL"),
-        Some(rest) => {
-            let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-            let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-            if host.is_empty() {
-                Some("has no host; write it as https://host/path")
-            } else if url.contains(char::is_whitespace) {
-                Some("contains whitespace; percent-encode it (%20)")
-            } else {
-                None
+    let mut plain = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some((before, after)) = rest.split_once("${") {
+        plain.push_str(before);
+        match after.split_once('}') {
+            Some((_, tail)) => {
+                plain.push('x');
+                rest = tail;
+            }
+            None => {
+                plain.push_str("${");
+                rest = after;
             }
         }
     }
+    plain.push_str(rest);
+    check_url(&plain).err().map(|p| p.to_string())
 }
 
 /// Entries by key, whatever order `serde_json`'s map keeps (so reports are stable).
@@ -824,8 +826,13 @@ mod tests {
         assert_eq!(url_problem("https://h/mcp"), None);
         assert_eq!(url_problem("HTTP://h"), None);
         assert_eq!(url_problem("${URL}"), None);
+        assert_eq!(url_problem("https://${HOST}/mcp?key=${KEY}"), None);
         assert_eq!(
-            url_problem("ftp://h"),
+            url_problem("ftp://h").as_deref(),
+            Some("must be an http:// or https:// URL")
+        );
+        assert_eq!(
+            url_problem("ftp://${HOST}/").as_deref(),
             Some("must be an http:// or https:// URL")
         );
         assert!(
@@ -837,6 +844,12 @@ mod tests {
             url_problem("https://h/a b")
                 .unwrap()
                 .starts_with("contains whitespace")
+        );
+        // What the transport would refuse, refused here too.
+        assert!(
+            url_problem("https://h:99999/mcp")
+                .unwrap()
+                .starts_with("is not a valid URL")
         );
     }
 

@@ -15,10 +15,12 @@
 //!   results, cache hints).
 //! * [`x_mcp_header`]: the request metadata headers of streamable HTTP and
 //!   the `x-mcp-header` rules for mirroring tool arguments.
-//! * [`defaults`]: the timeouts and settings every layer defaults to.
+//! * [`defaults`]: the timeouts and settings every layer defaults to;
+//!   [`endpoint`]: what a server URL must be, one rule for config and transport.
 //!
-//! It depends on serde only (and base64 for the header encoding): no async
-//! runtime, no transport, no JSON-RPC framing.
+//! It depends on serde, the JSON-RPC message model, base64 (the header
+//! encoding) and `http` (its URI parser): no async runtime, no transport, no
+//! JSON-RPC framing.
 //!
 //! # Example
 //!
@@ -39,6 +41,7 @@
 
 pub mod codes;
 pub mod defaults;
+pub mod endpoint;
 pub mod meta;
 pub mod methods;
 pub mod modern;

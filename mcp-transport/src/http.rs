@@ -323,25 +323,10 @@ impl HttpOptions {
 
 /// Parses a URL for the HTTP transports: `http` or `https`, with a host.
 pub(crate) fn parse_url(url: &str) -> Result<Uri, TransportError> {
-    let uri: Uri = url.trim().parse().map_err(|_| {
-        TransportError::InvalidConfig(format!("{} is not a valid URL", redact_str(url)))
-    })?;
-    match uri.scheme_str() {
-        Some("http" | "https") => {}
-        _ => {
-            return Err(TransportError::InvalidConfig(format!(
-                "{} is not an http:// or https:// URL",
-                redact_str(url)
-            )));
-        }
-    }
-    if uri.host().is_none_or(str::is_empty) {
-        return Err(TransportError::InvalidConfig(format!(
-            "{} has no host",
-            redact_str(url)
-        )));
-    }
-    Ok(uri)
+    // The same rule the config validator applies: a URL one accepts, the
+    // other does not refuse.
+    mcp_protocol::endpoint::check_url(url.trim())
+        .map_err(|problem| TransportError::InvalidConfig(format!("{} {problem}", redact_str(url))))
 }
 
 /// A URL as it may be shown: scheme, host, port and path; no user info, no query.
