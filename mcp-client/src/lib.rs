@@ -26,9 +26,9 @@
 //! | feature | default | what it adds |
 //! |---|---|---|
 //! | `validation` | yes | JSON Schema checks of tool arguments and structured output |
-//! | `http` | no | [`http`] and [`connect_http`]: streamable HTTP and HTTP+SSE, on hyper and rustls |
-//! | `config` | no | [`config`]: the config files users have (Claude Desktop, Cursor, VS Code, Codex, OpenClaw) |
-//! | `runtime` | no | [`runtime`]: per agent session, one set of connections, reused while the config is unchanged |
+//! | `http` | no | `http()` and `connect_http()`: streamable HTTP and HTTP+SSE, on hyper and rustls |
+//! | `config` | no | `mcp_client::config`: the config files users have (Claude Desktop, Cursor, VS Code, Codex, OpenClaw) |
+//! | `runtime` | no | `mcp_client::runtime`: per agent session, one set of connections, reused while the config is unchanged |
 //!
 //! A build with the default features compiles neither hyper nor rustls.
 //!
@@ -37,8 +37,8 @@
 //! Each layer is a crate of its own, re-exported here: [`protocol`] (MCP's
 //! vocabulary and message types), [`jsonrpc`] (JSON-RPC 2.0 and the
 //! newline codec), [`transport`] (stdio child processes, HTTP, in-memory
-//! pairs), the session (this crate's root), and with features [`config`] and
-//! [`runtime`]. Use them directly when you need more control: a transport of
+//! pairs), the session (this crate's root), and with features `config` and
+//! `runtime`. Use them directly when you need more control: a transport of
 //! your own, say, goes to [`Session::connect`].
 
 use std::sync::Arc;

@@ -23,7 +23,7 @@ pub struct RuntimeOptions {
     /// zero disables reaping.
     pub idle_ttl: Duration,
     /// The most live session runtimes; beyond, `acquire` fails with
-    /// [`RuntimeError::TooManySessions`]. Default 10,000.
+    /// [`RuntimeError::TooManySessions`](crate::RuntimeError::TooManySessions). Default 10,000.
     pub max_sessions: usize,
     /// How long the teardown of a replaced or reclaimed server waits for its
     /// in-flight calls before closing it anyway. Default 30 s.
