@@ -75,6 +75,7 @@ mod expand;
 mod fingerprint;
 mod formats;
 mod model;
+mod report;
 mod resolve;
 mod secret;
 mod validate;
@@ -87,6 +88,7 @@ pub use model::{
     AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, ResolvedConfig, ResolvedServer,
     ServerConfig, ToolFilter, TransportConfig, UnknownFormatName, redact_url,
 };
+pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, process_env, resolve};
 pub use secret::Secret;
-pub use validate::{Problem, Report, Severity, is_mcp_config_record, validate};
+pub use validate::{is_mcp_config_record, validate};
