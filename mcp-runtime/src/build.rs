@@ -20,6 +20,25 @@ use crate::plan::{Had, Step, plan};
 use crate::lease::{ServerConn, SessionRuntime, Slot};
 use crate::manager::{RuntimeManager, lock};
 
+/// Why one server did not start: at which step, what went wrong, and the
+/// last lines it wrote to stderr (stdio).
+#[derive(Debug)]
+pub(crate) struct StartFailure {
+    pub(crate) step: StartupStep,
+    pub(crate) message: String,
+    pub(crate) stderr_tail: Vec<String>,
+}
+
+impl StartFailure {
+    fn new(step: StartupStep, message: String) -> Self {
+        StartFailure {
+            step,
+            message,
+            stderr_tail: Vec::new(),
+        }
+    }
+}
+
 impl RuntimeManager {
     /// Builds a runtime for `config`, reusing what `old` has that did not change.
     /// Returns it and the old connections it replaces.
@@ -81,7 +100,11 @@ impl RuntimeManager {
                     started_names.push(server.name.as_str());
                     servers.insert(server.name.clone(), conn);
                 }
-                Err((step, message, stderr_tail)) => {
+                Err(StartFailure {
+                    step,
+                    message,
+                    stderr_tail,
+                }) => {
                     let attempts = prior.saturating_add(1);
                     let retry_after = self.inner.options.backoff(attempts);
                     let failure = ServerFailure {
@@ -146,22 +169,21 @@ impl RuntimeManager {
     pub(crate) async fn open(
         &self,
         server: &ResolvedServer,
-    ) -> Result<Arc<dyn mcp_transport::Transport>, (StartupStep, String, Vec<String>)> {
+    ) -> Result<Arc<dyn mcp_transport::Transport>, StartFailure> {
         match tokio::time::timeout(
             server.handshake_timeout,
             self.inner.connector.connect(server),
         )
         .await
         {
-            Err(_) => Err((
+            Err(_) => Err(StartFailure::new(
                 StartupStep::Connect,
                 format!(
                     "the transport did not open within {} (the handshake timeout)",
                     describe_duration(server.handshake_timeout)
                 ),
-                Vec::new(),
             )),
-            Ok(Err(e)) => Err((StartupStep::Connect, e.to_string(), Vec::new())),
+            Ok(Err(e)) => Err(StartFailure::new(StartupStep::Connect, e.to_string())),
             Ok(Ok(t)) => Ok(t),
         }
     }
@@ -171,10 +193,10 @@ impl RuntimeManager {
         &self,
         session_id: &str,
         server: &ResolvedServer,
-    ) -> Result<Arc<ServerConn>, (StartupStep, String, Vec<String>)> {
+    ) -> Result<Arc<ServerConn>, StartFailure> {
         let started = Instant::now();
         let mut config = session_config(&self.inner.options.session_defaults, server)
-            .map_err(|m| (StartupStep::Config, m, Vec::new()))?;
+            .map_err(|m| StartFailure::new(StartupStep::Config, m))?;
         let probing = config.mode() == ProtocolMode::Auto;
         let remembered = probing
             .then(|| {
@@ -194,7 +216,7 @@ impl RuntimeManager {
         // the probe); the last one opened is kept here for its stderr, and a
         // failure to open is a connect failure, not a handshake one.
         let opened: Mutex<Option<Arc<dyn mcp_transport::Transport>>> = Mutex::new(None);
-        let open_failed: Mutex<Option<(String, Vec<String>)>> = Mutex::new(None);
+        let open_failed: Mutex<Option<StartFailure>> = Mutex::new(None);
         let connected = Session::connect_with(
             || async {
                 match self.open(server).await {
@@ -202,11 +224,11 @@ impl RuntimeManager {
                         *lock(&opened) = Some(Arc::clone(&t));
                         Ok(t)
                     }
-                    Err((_, message, tail)) => {
+                    Err(failure) => {
                         let error = mcp_transport::TransportError::Io(std::io::Error::other(
-                            message.clone(),
+                            failure.message.clone(),
                         ));
-                        *lock(&open_failed) = Some((message, tail));
+                        *lock(&open_failed) = Some(failure);
                         Err(error)
                     }
                 }
@@ -236,8 +258,8 @@ impl RuntimeManager {
                         .unwrap_or_else(PoisonError::into_inner)
                         .remove(&server.fingerprint);
                 }
-                if let Some((message, tail)) = lock(&open_failed).take() {
-                    return Err((StartupStep::Connect, message, tail));
+                if let Some(failure) = lock(&open_failed).take() {
+                    return Err(failure);
                 }
                 let tail = match &transport {
                     Some(t) => {
@@ -247,7 +269,11 @@ impl RuntimeManager {
                     }
                     None => Vec::new(),
                 };
-                return Err((StartupStep::Handshake, handshake_message(&e), tail));
+                return Err(StartFailure {
+                    step: StartupStep::Handshake,
+                    message: handshake_message(&e),
+                    stderr_tail: tail,
+                });
             }
         };
         let transport = Arc::clone(session.transport());
@@ -257,7 +283,11 @@ impl RuntimeManager {
                 detach_stderr(&*transport);
                 session.close().await;
                 let tail = stderr_tail(&*transport);
-                return Err((StartupStep::ListTools, e.to_string(), tail));
+                return Err(StartFailure {
+                    step: StartupStep::ListTools,
+                    message: e.to_string(),
+                    stderr_tail: tail,
+                });
             }
         };
         let counters = Arc::clone(&self.inner.counters);
