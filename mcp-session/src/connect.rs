@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
 
-use mcp_jsonrpc::{Message, Notification};
-use mcp_transport::{Lifecycle, SendContext, Transport, TransportError};
+use mcp_jsonrpc::{Message, Notification, RawJson};
+use mcp_transport::{Lifecycle as Lifecycle_, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
 
 use mcp_protocol::meta::RequestMeta;
@@ -16,164 +16,151 @@ use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, methods};
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;
-use crate::lifecycle::{ProbeOutcome, classify_probe};
+use crate::lifecycle::{DiscoverAnswer, Failure, Lifecycle, Step};
 use crate::pending::PendingTable;
 use crate::reader::{Shared, read_loop};
 use crate::session::{Inner, Session, parse_result, to_raw_params};
 
 impl Inner {
-    /// The `initialize` handshake, offering `offered`.
-    pub(crate) async fn handshake(
+    /// Runs the lifecycle (see [`Lifecycle`]): sends what it asks for and
+    /// feeds it the answers until it settles on a version or gives up.
+    pub(crate) async fn run_lifecycle(
         &mut self,
-        offered: ProtocolVersion,
         capabilities: &ClientCapabilities,
     ) -> Result<(), SessionError> {
+        let (mut lifecycle, mut step) =
+            Lifecycle::start(self.config.mode(), self.config.offered_version());
+        let modern = ProtocolVersion::V2026_07_28;
+        let mut meta = RequestMeta::new(modern.as_str(), &self.config.client_info, capabilities);
+        if let Some(level) = &self.config.log_level {
+            meta = meta.with_log_level(level);
+        }
+        loop {
+            step = match step {
+                Step::Discover => {
+                    let answer = self.send_discover(&meta, lifecycle.probing()).await;
+                    match self.judge_discover(&mut lifecycle, answer)? {
+                        Judged::Modern(discovered) => {
+                            self.become_modern(*discovered, meta);
+                            return Ok(());
+                        }
+                        Judged::Next(next) => next,
+                    }
+                }
+                Step::Initialize(offered) => {
+                    let init = self.send_initialize(offered, capabilities).await?;
+                    match lifecycle.on_initialize(offered, &init.protocol_version) {
+                        Step::Legacy(version) => {
+                            self.version = version;
+                            self.init = init;
+                            return Ok(());
+                        }
+                        other => other,
+                    }
+                }
+                Step::Fail(failure) => return Err(failure_error(failure, None)),
+                // The settled steps return from their arms above.
+                Step::Modern | Step::Legacy(_) => return Ok(()),
+            };
+        }
+    }
+
+    /// Sends `server/discover` with the modern `_meta`, bounded by the probe
+    /// timeout when probing.
+    async fn send_discover(
+        &self,
+        meta: &RequestMeta,
+        probing: bool,
+    ) -> Result<RawJson, SessionError> {
+        let method = methods::SERVER_DISCOVER;
+        let mut params = json!({});
+        meta.apply(&mut params);
+        let raw = to_raw_params(method, &params)?;
+        let timeout = if probing {
+            self.config.probe_timeout.min(self.config.handshake_timeout)
+        } else {
+            self.config.handshake_timeout
+        };
+        let context = SendContext::new()
+            .revision(ProtocolVersion::V2026_07_28)
+            .lifecycle(Lifecycle_::Discover);
+        let id = self.next_id();
+        self.request_raw(id, method, Some(raw), timeout, None, &context)
+            .await
+    }
+
+    /// Feeds an answer to `server/discover` to the lifecycle.
+    fn judge_discover(
+        &self,
+        lifecycle: &mut Lifecycle,
+        answer: Result<RawJson, SessionError>,
+    ) -> Result<Judged, SessionError> {
+        let method = methods::SERVER_DISCOVER;
+        let error = match answer {
+            Ok(raw) => {
+                let value: Value = parse_result(method, &raw)?;
+                return match lifecycle.on_discover(DiscoverAnswer::Result(&value)) {
+                    Step::Modern => {
+                        serde_json::from_value(value)
+                            .map(Judged::Modern)
+                            .map_err(|e| SessionError::InvalidResponse {
+                                method: method.into(),
+                                reason: e.to_string(),
+                            })
+                    }
+                    Step::Fail(failure) => Err(failure_error(
+                        failure,
+                        Some("a result that is no discover result (no supportedVersions)"),
+                    )),
+                    next => Ok(Judged::Next(next)),
+                };
+            }
+            Err(e) => e,
+        };
+        let data: Option<Value> = error
+            .protocol_error()
+            .and_then(|e| e.data_as())
+            .and_then(Result::ok);
+        let answer = match &error {
+            SessionError::Protocol { error, .. } => {
+                DiscoverAnswer::Error(error.code, data.as_ref())
+            }
+            e if e.is_timeout() => DiscoverAnswer::Timeout,
+            SessionError::Transport(t) => match t.http_status() {
+                Some(status) => DiscoverAnswer::HttpStatus(status),
+                None => return Err(error),
+            },
+            _ => return Err(error),
+        };
+        match lifecycle.on_discover(answer) {
+            // The answer itself is the failure.
+            Step::Fail(Failure::Refused) => Err(error),
+            Step::Fail(failure) => {
+                let said = error.protocol_error().map(ToString::to_string);
+                Err(failure_error(failure, said.as_deref()))
+            }
+            next => {
+                tracing::debug!(server = %self.config.server_name, "server/discover: {error}; next: {next:?}");
+                Ok(Judged::Next(next))
+            }
+        }
+    }
+
+    /// Sends `initialize`, offering `offered`.
+    async fn send_initialize(
+        &self,
+        offered: ProtocolVersion,
+        capabilities: &ClientCapabilities,
+    ) -> Result<InitializeResult, SessionError> {
         let params = InitializeParams {
             protocol_version: offered.as_str().to_string(),
             capabilities: capabilities.clone(),
             client_info: self.config.client_info.clone(),
         };
         let timeout = self.config.handshake_timeout;
-        let context = SendContext::new().lifecycle(Lifecycle::Initialize);
-        let init: InitializeResult = self
-            .request(methods::INITIALIZE, &params, timeout, &context)
-            .await?;
-        let version = init
-            .protocol_version
-            .parse::<ProtocolVersion>()
-            .ok()
-            .filter(|v| !v.is_modern());
-        let Some(version) = version else {
-            return Err(SessionError::VersionMismatch {
-                offered: params.protocol_version,
-                received: init.protocol_version,
-                supported: ProtocolVersion::HANDSHAKE
-                    .iter()
-                    .map(|v| v.as_str().to_string())
-                    .collect(),
-            });
-        };
-        self.version = version;
-        self.init = init;
-        Ok(())
-    }
-
-    /// `server/discover`: the modern lifecycle, or (with `fallback`) the
-    /// stdio probe that falls back to the handshake for a legacy server.
-    pub(crate) async fn discover(
-        &mut self,
-        capabilities: &ClientCapabilities,
-        fallback: bool,
-    ) -> Result<(), SessionError> {
-        let modern = ProtocolVersion::V2026_07_28;
-        let mut meta = RequestMeta::new(modern.as_str(), &self.config.client_info, capabilities);
-        if let Some(level) = &self.config.log_level {
-            meta = meta.with_log_level(level);
-        }
-        let mut params = json!({});
-        meta.apply(&mut params);
-        let method = methods::SERVER_DISCOVER;
-        let raw = to_raw_params(method, &params)?;
-        let timeout = if fallback {
-            self.config.probe_timeout.min(self.config.handshake_timeout)
-        } else {
-            self.config.handshake_timeout
-        };
-        let ours = [modern.as_str()];
-        // A server may refuse a first request with UnsupportedProtocolVersion
-        // while listing our version as supported: the spec's answer is to
-        // retry with a listed version, so the probe is sent at most twice.
-        let mut retried = false;
-        let context = SendContext::new()
-            .revision(modern)
-            .lifecycle(Lifecycle::Discover);
-        let outcome = loop {
-            let id = self.next_id();
-            let outcome = match self
-                .request_raw(id, method, Some(raw.clone()), timeout, None, &context)
-                .await
-            {
-                Ok(raw) => {
-                    let value: Value = parse_result(method, &raw)?;
-                    match classify_probe(Ok(&value), &ours) {
-                        ProbeOutcome::Modern(_) => {
-                            let discovered: DiscoverResult = serde_json::from_value(value)
-                                .map_err(|e| SessionError::InvalidResponse {
-                                    method: method.into(),
-                                    reason: e.to_string(),
-                                })?;
-                            self.become_modern(discovered, meta);
-                            return Ok(());
-                        }
-                        other => other,
-                    }
-                }
-                Err(SessionError::Protocol { error, .. }) => {
-                    let data: Option<Value> = error.data_as().and_then(Result::ok);
-                    match classify_probe(Err((error.code, data.as_ref())), &ours) {
-                        ProbeOutcome::Legacy if !fallback => {
-                            return Err(SessionError::LegacyServer {
-                                reason: format!("it answered server/discover with {error}"),
-                            });
-                        }
-                        ProbeOutcome::ModernError(_) => {
-                            return Err(SessionError::Protocol {
-                                method: method.into(),
-                                error,
-                            });
-                        }
-                        ProbeOutcome::Modern(v) if !retried => {
-                            tracing::debug!(server = %self.config.server_name, "server/discover refused ({error}) while {v} is listed as supported; retrying once");
-                            retried = true;
-                            continue;
-                        }
-                        other => other,
-                    }
-                }
-                Err(e) if e.is_timeout() && fallback => ProbeOutcome::Legacy,
-                // HTTP: a 400, 404 or 405 whose body is not a JSON-RPC error
-                // (those arrive as protocol errors, above) is a legacy server.
-                Err(SessionError::Transport(e))
-                    if fallback && matches!(e.http_status(), Some(400 | 404 | 405)) =>
-                {
-                    tracing::debug!(server = %self.config.server_name, "server/discover refused ({e})");
-                    ProbeOutcome::Legacy
-                }
-                Err(e) => return Err(e),
-            };
-            break outcome;
-        };
-        match outcome {
-            ProbeOutcome::Legacy => {
-                tracing::debug!(server = %self.config.server_name, "legacy server: falling back to initialize");
-                self.handshake(ProtocolVersion::LATEST_HANDSHAKE, capabilities)
-                    .await
-            }
-            ProbeOutcome::ModernUnsupported(supported) => {
-                // A server that names a handshake version it supports gets
-                // the handshake with that version.
-                let legacy = ProtocolVersion::HANDSHAKE
-                    .into_iter()
-                    .find(|v| supported.iter().any(|s| s == v.as_str()));
-                match legacy {
-                    Some(v) => self.handshake(v, capabilities).await,
-                    None => Err(SessionError::VersionMismatch {
-                        offered: modern.as_str().into(),
-                        received: supported.join(", "),
-                        supported: ProtocolVersion::ALL
-                            .iter()
-                            .map(|v| v.as_str().to_string())
-                            .collect(),
-                    }),
-                }
-            }
-            // A recognised modern error naming our version: modern after all.
-            _ => Err(SessionError::InvalidResponse {
-                method: method.into(),
-                reason: "the server refused server/discover while naming 2026-07-28 as supported"
-                    .into(),
-            }),
-        }
+        let context = SendContext::new().lifecycle(Lifecycle_::Initialize);
+        self.request(methods::INITIALIZE, &params, timeout, &context)
+            .await
     }
 
     pub(crate) fn become_modern(&mut self, discovered: DiscoverResult, meta: RequestMeta) {
@@ -246,7 +233,6 @@ impl Session {
         if let Some(h) = &config.handler {
             merge_capabilities(&mut capabilities, h.capabilities());
         }
-        let mode = config.mode();
         // The lifecycle runs on a provisional handle so it uses the same
         // request path as everything else.
         let mut inner = Inner {
@@ -267,15 +253,7 @@ impl Session {
             call_gate: tokio::sync::Mutex::new(()),
             config,
         };
-        let started = match mode {
-            ProtocolMode::Modern => inner.discover(&capabilities, false).await,
-            ProtocolMode::Auto => inner.discover(&capabilities, true).await,
-            _ => {
-                let offered = inner.config.offered_version();
-                inner.handshake(offered, &capabilities).await
-            }
-        };
-        if let Err(e) = started {
+        if let Err(e) = inner.run_lifecycle(&capabilities).await {
             transport.close().await;
             return Err(e);
         }
@@ -285,7 +263,7 @@ impl Session {
         };
         session.inner.shared.revision.get_or_init(|| version);
         if !version.is_modern() {
-            let context = session.inner.context().lifecycle(Lifecycle::Initialized);
+            let context = session.inner.context().lifecycle(Lifecycle_::Initialized);
             let message = Message::Notification(Notification::new(methods::INITIALIZED, None));
             session
                 .inner
@@ -364,5 +342,40 @@ pub(crate) fn merge_capabilities(into: &mut ClientCapabilities, from: ClientCapa
     into.experimental = into.experimental.take().or(from.experimental);
     for (k, v) in from.extra {
         into.extra.entry(k).or_insert(v);
+    }
+}
+
+/// What an answer to `server/discover` led to.
+enum Judged {
+    /// The session is modern; this is the server's description.
+    Modern(Box<DiscoverResult>),
+    /// The lifecycle goes on.
+    Next(Step),
+}
+
+/// The error for a failed lifecycle; `said` is what the server answered,
+/// when there is something to quote.
+fn failure_error(failure: Failure, said: Option<&str>) -> SessionError {
+    match failure {
+        Failure::LegacyServer => SessionError::LegacyServer {
+            reason: format!(
+                "it answered server/discover with {}",
+                said.unwrap_or("something other than a discover result")
+            ),
+        },
+        Failure::VersionMismatch {
+            offered,
+            received,
+            supported,
+        } => SessionError::VersionMismatch {
+            offered,
+            received,
+            supported,
+        },
+        Failure::Inconsistent | Failure::Refused => SessionError::InvalidResponse {
+            method: methods::SERVER_DISCOVER.into(),
+            reason: "the server refused server/discover while naming 2026-07-28 as supported"
+                .into(),
+        },
     }
 }

@@ -1,12 +1,165 @@
-//! The lifecycle's decisions, without IO: what the answer to a
-//! `server/discover` probe says about the server's era.
+//! The lifecycle's decisions, without IO: which request comes first, what
+//! the answer to a `server/discover` probe says about the server's era, when
+//! to retry it, which handshake version to offer, and which version the
+//! session ends up with.
 //!
-//! The session's async code sends the probe and acts on the outcome; the
-//! rules themselves (the spec's backward-compatibility section) live here and
-//! are tested on their own.
+//! [`Lifecycle`] is a state machine fed with answers; the session's async
+//! code (`connect.rs`) sends what it asks for and hands back what came. The
+//! rules (the spec's backward-compatibility section) are tested here on
+//! their own, with no transport.
 
-use mcp_protocol::codes;
+use mcp_protocol::{ProtocolMode, ProtocolVersion, codes};
 use serde_json::Value;
+
+/// What the lifecycle asks for next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Send `server/discover` (the modern lifecycle, or the auto mode's probe).
+    Discover,
+    /// Send `initialize`, offering this version.
+    Initialize(ProtocolVersion),
+    /// Settled on 2026-07-28: the discover result is the server's description.
+    Modern,
+    /// Settled on this handshake version.
+    Legacy(ProtocolVersion),
+    /// Give up.
+    Fail(Failure),
+}
+
+/// Why the lifecycle gave up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// A modern-only session met a legacy server.
+    LegacyServer,
+    /// The server's own error answer is the reason (a modern refusal such as
+    /// `HeaderMismatch`): the driver reports it as it came.
+    Refused,
+    /// No version both sides speak.
+    VersionMismatch {
+        offered: String,
+        received: String,
+        supported: Vec<String>,
+    },
+    /// The server refused `server/discover` while naming our version as
+    /// supported, twice.
+    Inconsistent,
+}
+
+/// An answer to `server/discover`, as far as the lifecycle cares.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum DiscoverAnswer<'a> {
+    /// A result.
+    Result(&'a Value),
+    /// A JSON-RPC error: its code and `data`.
+    Error(i64, Option<&'a Value>),
+    /// No answer within the probe's bound.
+    Timeout,
+    /// An HTTP status without a JSON-RPC body.
+    HttpStatus(u16),
+}
+
+/// The lifecycle of one connection.
+#[derive(Debug)]
+pub(crate) struct Lifecycle {
+    /// Auto mode: a legacy answer falls back to the handshake.
+    fallback: bool,
+    /// The probe was retried once already.
+    retried: bool,
+}
+
+impl Lifecycle {
+    /// The lifecycle for `mode`, and its first step; `offered` is the
+    /// handshake version of the legacy mode.
+    pub(crate) fn start(mode: ProtocolMode, offered: ProtocolVersion) -> (Lifecycle, Step) {
+        let first = match mode {
+            ProtocolMode::Modern | ProtocolMode::Auto => Step::Discover,
+            _ => Step::Initialize(offered),
+        };
+        let lifecycle = Lifecycle {
+            fallback: mode == ProtocolMode::Auto,
+            retried: false,
+        };
+        (lifecycle, first)
+    }
+
+    /// Whether this is the auto mode's probe (bounded by the probe timeout,
+    /// and a silent server is taken for a legacy one).
+    pub(crate) fn probing(&self) -> bool {
+        self.fallback
+    }
+
+    /// The next step after an answer to `server/discover`. A transport
+    /// failure other than an HTTP status is not for the lifecycle to judge:
+    /// the driver reports it as it is.
+    pub(crate) fn on_discover(&mut self, answer: DiscoverAnswer<'_>) -> Step {
+        let ours = [ProtocolVersion::V2026_07_28.as_str()];
+        let outcome = match answer {
+            DiscoverAnswer::Result(value) => classify_probe(Ok(value), &ours),
+            DiscoverAnswer::Error(code, data) => {
+                match classify_probe(Err((code, data)), &ours) {
+                    // Refused while listing our version: the spec says to
+                    // retry with a listed version — ours, once.
+                    ProbeOutcome::Modern(_) if !self.retried => {
+                        self.retried = true;
+                        return Step::Discover;
+                    }
+                    ProbeOutcome::Modern(_) => return Step::Fail(Failure::Inconsistent),
+                    ProbeOutcome::ModernError(_) => return Step::Fail(Failure::Refused),
+                    other => other,
+                }
+            }
+            DiscoverAnswer::Timeout | DiscoverAnswer::HttpStatus(400 | 404 | 405)
+                if self.fallback =>
+            {
+                ProbeOutcome::Legacy
+            }
+            DiscoverAnswer::Timeout | DiscoverAnswer::HttpStatus(_) => {
+                return Step::Fail(Failure::Refused);
+            }
+        };
+        match outcome {
+            ProbeOutcome::Modern(_) => Step::Modern,
+            ProbeOutcome::Legacy if self.fallback => {
+                Step::Initialize(ProtocolVersion::LATEST_HANDSHAKE)
+            }
+            ProbeOutcome::Legacy => Step::Fail(Failure::LegacyServer),
+            // A server that names a handshake version it supports gets the
+            // handshake with that version.
+            ProbeOutcome::ModernUnsupported(supported) => ProtocolVersion::HANDSHAKE
+                .into_iter()
+                .find(|v| supported.iter().any(|s| s == v.as_str()))
+                .map_or_else(
+                    || {
+                        Step::Fail(Failure::VersionMismatch {
+                            offered: ProtocolVersion::V2026_07_28.as_str().into(),
+                            received: supported.join(", "),
+                            supported: all(&ProtocolVersion::ALL),
+                        })
+                    },
+                    Step::Initialize,
+                ),
+            ProbeOutcome::ModernError(_) => Step::Fail(Failure::Refused),
+        }
+    }
+
+    /// The step after the `initialize` result named `received` when
+    /// `offered` was offered: a handshake version this client speaks, or a
+    /// mismatch.
+    pub(crate) fn on_initialize(&self, offered: ProtocolVersion, received: &str) -> Step {
+        match received.parse::<ProtocolVersion>() {
+            Ok(v) if !v.is_modern() => Step::Legacy(v),
+            _ => Step::Fail(Failure::VersionMismatch {
+                offered: offered.as_str().into(),
+                received: received.into(),
+                supported: all(&ProtocolVersion::HANDSHAKE),
+            }),
+        }
+    }
+}
+
+fn all(versions: &[ProtocolVersion]) -> Vec<String> {
+    versions.iter().map(|v| v.as_str().to_string()).collect()
+}
 
 /// What a `server/discover` probe says about a server's era.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +228,125 @@ pub(crate) fn classify_probe(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn started(mode: ProtocolMode) -> (Lifecycle, Step) {
+        Lifecycle::start(mode, ProtocolVersion::V2025_06_18)
+    }
+
+    #[test]
+    fn each_mode_starts_where_it_should() {
+        assert_eq!(started(ProtocolMode::Auto).1, Step::Discover);
+        assert_eq!(started(ProtocolMode::Modern).1, Step::Discover);
+        assert_eq!(
+            started(ProtocolMode::Legacy).1,
+            Step::Initialize(ProtocolVersion::V2025_06_18)
+        );
+        assert!(started(ProtocolMode::Auto).0.probing());
+        assert!(!started(ProtocolMode::Modern).0.probing());
+    }
+
+    #[test]
+    fn a_discover_result_naming_us_settles_on_modern() {
+        let (mut l, _) = started(ProtocolMode::Auto);
+        let result = json!({"supportedVersions": ["2026-07-28"]});
+        assert_eq!(l.on_discover(DiscoverAnswer::Result(&result)), Step::Modern);
+    }
+
+    #[test]
+    fn auto_falls_back_and_modern_does_not() {
+        for legacy in [
+            DiscoverAnswer::Error(-32601, None),
+            DiscoverAnswer::Timeout,
+            DiscoverAnswer::HttpStatus(404),
+            DiscoverAnswer::HttpStatus(405),
+            DiscoverAnswer::HttpStatus(400),
+        ] {
+            let (mut auto, _) = started(ProtocolMode::Auto);
+            assert_eq!(
+                auto.on_discover(legacy),
+                Step::Initialize(ProtocolVersion::LATEST_HANDSHAKE),
+                "{legacy:?}"
+            );
+        }
+        let (mut modern, _) = started(ProtocolMode::Modern);
+        assert_eq!(
+            modern.on_discover(DiscoverAnswer::Error(-32601, None)),
+            Step::Fail(Failure::LegacyServer)
+        );
+        // A result that is no discover result: legacy, so no modern-only session.
+        let (mut modern, _) = started(ProtocolMode::Modern);
+        let not_discover = json!({"content": []});
+        assert_eq!(
+            modern.on_discover(DiscoverAnswer::Result(&not_discover)),
+            Step::Fail(Failure::LegacyServer)
+        );
+        let (mut modern, _) = started(ProtocolMode::Modern);
+        assert_eq!(
+            modern.on_discover(DiscoverAnswer::HttpStatus(404)),
+            Step::Fail(Failure::Refused)
+        );
+        // A 500 is no era signal even when probing.
+        let (mut auto, _) = started(ProtocolMode::Auto);
+        assert_eq!(
+            auto.on_discover(DiscoverAnswer::HttpStatus(500)),
+            Step::Fail(Failure::Refused)
+        );
+    }
+
+    #[test]
+    fn a_refusal_that_lists_our_version_is_retried_once() {
+        let (mut l, _) = started(ProtocolMode::Auto);
+        let data = json!({"supported": ["2026-07-28"]});
+        let refusal = DiscoverAnswer::Error(-32022, Some(&data));
+        assert_eq!(l.on_discover(refusal), Step::Discover);
+        assert_eq!(l.on_discover(refusal), Step::Fail(Failure::Inconsistent));
+    }
+
+    #[test]
+    fn modern_refusals_are_not_fallbacks() {
+        for code in [-32020, -32021] {
+            let (mut l, _) = started(ProtocolMode::Auto);
+            assert_eq!(
+                l.on_discover(DiscoverAnswer::Error(code, None)),
+                Step::Fail(Failure::Refused)
+            );
+        }
+    }
+
+    #[test]
+    fn a_modern_server_without_our_version_gets_a_handshake_it_names() {
+        let (mut l, _) = started(ProtocolMode::Auto);
+        let data = json!({"supported": ["2027-01-01", "2025-06-18"]});
+        assert_eq!(
+            l.on_discover(DiscoverAnswer::Error(-32022, Some(&data))),
+            Step::Initialize(ProtocolVersion::V2025_06_18)
+        );
+        let (mut l, _) = started(ProtocolMode::Auto);
+        let result = json!({"supportedVersions": ["2027-01-01"]});
+        assert!(matches!(
+            l.on_discover(DiscoverAnswer::Result(&result)),
+            Step::Fail(Failure::VersionMismatch { received, .. }) if received == "2027-01-01"
+        ));
+    }
+
+    #[test]
+    fn the_handshake_accepts_any_handshake_version_and_nothing_else() {
+        let (l, _) = started(ProtocolMode::Legacy);
+        let offered = ProtocolVersion::V2025_11_25;
+        assert_eq!(
+            l.on_initialize(offered, "2024-11-05"),
+            Step::Legacy(ProtocolVersion::V2024_11_05)
+        );
+        for bad in ["2026-07-28", "1999-01-01", ""] {
+            assert!(
+                matches!(
+                    l.on_initialize(offered, bad),
+                    Step::Fail(Failure::VersionMismatch { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn probe_classification_follows_the_stdio_rules() {
