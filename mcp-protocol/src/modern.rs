@@ -26,13 +26,31 @@ pub enum ResultType {
 }
 
 impl ResultType {
+    /// The member of a result that holds its type.
+    pub const KEY: &'static str = "resultType";
+
     /// Reads `resultType` from a result object; absent means complete.
     pub fn of(result: &Value) -> ResultType {
-        match result.get("resultType").and_then(Value::as_str) {
+        match result.get(Self::KEY).and_then(Value::as_str) {
             None | Some("complete") => ResultType::Complete,
             Some("input_required") => ResultType::InputRequired,
             Some(other) => ResultType::Other(other.to_string()),
         }
+    }
+
+    /// The type as on the wire (`"complete"`, `"input_required"`).
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultType::Complete => "complete",
+            ResultType::InputRequired => "input_required",
+            ResultType::Other(other) => other,
+        }
+    }
+
+    /// Writes `resultType` into a result's fields (its `extra`, say), the
+    /// inverse of [`of`](Self::of).
+    pub fn write(&self, result: &mut Map<String, Value>) {
+        result.insert(Self::KEY.into(), Value::from(self.as_str()));
     }
 }
 
@@ -63,6 +81,16 @@ impl CacheHints {
         let private = result.get("cacheScope").and_then(Value::as_str) == Some("private");
         CacheHints { ttl, private }
     }
+
+    /// Writes `ttlMs` (whole milliseconds) and `cacheScope` (`"private"` or
+    /// `"public"`) into a result's fields, the inverse of
+    /// [`of_map`](Self::of_map).
+    pub fn write(&self, result: &mut Map<String, Value>) {
+        let ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let scope = if self.private { "private" } else { "public" };
+        result.insert("ttlMs".into(), Value::from(ms));
+        result.insert("cacheScope".into(), Value::from(scope));
+    }
 }
 
 /// `server/discover` result.
@@ -86,6 +114,27 @@ pub struct DiscoverResult {
 }
 
 impl DiscoverResult {
+    /// A result naming the versions a server speaks, what it offers, and
+    /// (in `_meta`, where the spec puts it) who it is.
+    pub fn new(
+        supported_versions: Vec<String>,
+        capabilities: ServerCapabilities,
+        server_info: &Implementation,
+    ) -> Self {
+        let mut meta = Map::new();
+        meta.insert(
+            SERVER_INFO.into(),
+            serde_json::to_value(server_info).unwrap_or_default(),
+        );
+        DiscoverResult {
+            supported_versions,
+            capabilities,
+            instructions: None,
+            meta: Some(meta),
+            extra: Extra::new(),
+        }
+    }
+
     /// The server's name and version, from `_meta`.
     ///
     /// Read from `_meta` as the spec says; some servers put a `serverInfo`
@@ -130,6 +179,22 @@ pub struct InputRequiredResult {
     pub extra: Extra,
 }
 
+impl InputRequiredResult {
+    /// An interim result asking for `input_requests` (by server-chosen
+    /// key), with the state the retry is to echo.
+    pub fn new(
+        input_requests: BTreeMap<String, InputRequest>,
+        request_state: Option<String>,
+    ) -> Self {
+        InputRequiredResult {
+            result_type: ResultType::InputRequired.as_str().into(),
+            input_requests: Some(input_requests),
+            request_state,
+            extra: Extra::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +211,73 @@ mod tests {
         assert_eq!((h.ttl, h.private), (Duration::from_millis(1500), true));
         assert_eq!(CacheHints::of(&json!({"ttlMs": -5})).ttl, Duration::ZERO);
         assert_eq!(CacheHints::of(&json!({})), CacheHints::default());
+    }
+
+    #[test]
+    fn result_type_and_cache_hints_are_written_as_read() {
+        for t in [
+            ResultType::Complete,
+            ResultType::InputRequired,
+            ResultType::Other("later".into()),
+        ] {
+            let mut fields = Map::new();
+            t.write(&mut fields);
+            assert_eq!(ResultType::of(&Value::Object(fields)), t);
+        }
+        for hints in [
+            CacheHints {
+                ttl: Duration::from_secs(60),
+                private: false,
+            },
+            CacheHints {
+                ttl: Duration::ZERO,
+                private: true,
+            },
+        ] {
+            let mut fields = Map::new();
+            hints.write(&mut fields);
+            assert_eq!(CacheHints::of_map(&fields), hints);
+        }
+        let mut fields = Map::new();
+        CacheHints {
+            ttl: Duration::from_millis(60_000),
+            private: false,
+        }
+        .write(&mut fields);
+        assert_eq!(
+            Value::Object(fields),
+            json!({"ttlMs": 60_000, "cacheScope": "public"})
+        );
+    }
+
+    #[test]
+    fn built_discover_and_input_required_results_parse_back() {
+        let info = Implementation::new("srv", "1.0");
+        let mut discover = DiscoverResult::new(
+            vec!["2026-07-28".into()],
+            ServerCapabilities::default(),
+            &info,
+        );
+        discover.instructions = Some("hi".into());
+        let value = serde_json::to_value(&discover).unwrap();
+        assert_eq!(value["_meta"][SERVER_INFO]["name"], "srv");
+        let back: DiscoverResult = serde_json::from_value(value).unwrap();
+        assert_eq!(back.server_info(), Some(info));
+        assert_eq!(back, discover);
+
+        let ask = InputRequest {
+            method: "elicitation/create".into(),
+            params: Some(json!({"message": "?"})),
+            extra: Extra::new(),
+        };
+        let result =
+            InputRequiredResult::new(BTreeMap::from([("name".to_owned(), ask)]), Some("s".into()));
+        let value = serde_json::to_value(&result).unwrap();
+        assert_eq!(ResultType::of(&value), ResultType::InputRequired);
+        assert_eq!(value["inputRequests"]["name"]["params"]["message"], "?");
+        assert_eq!(
+            serde_json::from_value::<InputRequiredResult>(value).unwrap(),
+            result
+        );
     }
 }

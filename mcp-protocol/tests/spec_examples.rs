@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use mcp_protocol::modern::{DiscoverResult, InputRequest, InputRequiredResult};
 use mcp_protocol::types::{
-    CallToolResult, CancelledParams, ClientCapabilities, Content, ListToolsResult,
-    LoggingMessageParams, ProgressParams, ServerCapabilities, Tool,
+    CallToolParams, CallToolResult, CancelledParams, ClientCapabilities, Content,
+    ElicitRequestParams, ElicitResult, ListToolsResult, LoggingMessageParams, PaginatedParams,
+    ProgressParams, ServerCapabilities, Tool,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -97,6 +98,11 @@ fn spec_examples_round_trip() {
     n += round_trip::<BTreeMap<String, InputRequest>>(&dir, "InputRequests");
     n += round_trip::<BTreeMap<String, Value>>(&dir, "InputResponses");
     n += round_trip::<InputRequest>(&dir, "ElicitRequest");
+    n += round_trip::<ElicitRequestParams>(&dir, "ElicitRequestFormParams");
+    n += round_trip::<ElicitRequestParams>(&dir, "ElicitRequestURLParams");
+    n += round_trip::<ElicitResult>(&dir, "ElicitResult");
+    n += round_trip::<CallToolParams>(&dir, "CallToolRequestParams");
+    n += round_trip::<PaginatedParams>(&dir, "PaginatedRequestParams");
     n += round_trip::<ClientCapabilities>(&dir, "ClientCapabilities");
     n += round_trip::<ServerCapabilities>(&dir, "ServerCapabilities");
     for kind in [
