@@ -356,7 +356,9 @@ impl Server {
             }
             _ => Err(ProtocolError::method_not_found(method, "")),
         };
-        self.outbox.respond(id, result).await;
+        self.outbox
+            .respond(id, result.and_then(|r| outbox::raw(&r)))
+            .await;
         Ok(())
     }
 }

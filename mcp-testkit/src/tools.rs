@@ -465,7 +465,7 @@ async fn progress(args: &Args<'_>, ctx: &CallContext) -> Result<Value, ProtocolE
             ctx.outbox
                 .notify(
                     "notifications/progress",
-                    json!({
+                    &json!({
                         "progressToken": token,
                         "progress": i,
                         "total": steps,

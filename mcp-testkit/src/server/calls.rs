@@ -117,7 +117,9 @@ impl Server {
             misbehaviours.before_answer(&outbox).await;
             forget(&in_flight, &task_id, task);
             // Past this point a cancellation finds nothing: the answer goes out whole.
-            outbox.respond(task_id, result).await;
+            outbox
+                .respond(task_id, result.and_then(|r| super::outbox::raw(&r)))
+                .await;
         });
         table.insert(id, (task, handle));
     }
@@ -136,7 +138,7 @@ impl Server {
         self.outbox
             .notify(
                 methods::SUBSCRIPTIONS_ACKNOWLEDGED,
-                json!({
+                &json!({
                     meta::KEY: {meta::SUBSCRIPTION_ID: subscription},
                     "notifications": granted,
                 }),

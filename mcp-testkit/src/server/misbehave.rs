@@ -144,7 +144,7 @@ impl CallMisbehaviours {
                 outbox
                     .notify(
                         methods::MESSAGE,
-                        json!({
+                        &json!({
                             "level": "info",
                             "logger": SERVER_NAME,
                             "data": format!("flood notification {i} of {count}"),
