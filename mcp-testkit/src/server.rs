@@ -33,6 +33,7 @@ mod misbehave;
 mod outbox;
 mod tools_list;
 
+use outbox::raw;
 pub(crate) use outbox::{Outbox, ProtocolError};
 
 /// The version [`Misbehaviour::UnsupportedVersion`] answers with.
@@ -323,13 +324,13 @@ impl Server {
     ) -> io::Result<()> {
         let no_tools = self.options().has(Misbehaviour::NoToolsCapability);
         let result = match method {
-            methods::SERVER_DISCOVER if modern => Ok(self.discover()),
+            methods::SERVER_DISCOVER if modern => raw(&self.discover()),
             methods::PING | methods::INITIALIZE if modern => Err(lifecycle::not_modern(method)),
             methods::INITIALIZE => match self.initialize_request(params) {
-                Some(result) => result,
+                Some(result) => result.and_then(|r| raw(&r)),
                 None => return Ok(()),
             },
-            methods::PING => params.map(|_| json!({})),
+            methods::PING => params.and_then(|_| raw(&json!({}))),
             methods::LOGGING_SET_LEVEL => params.and_then(|p| set_level(&p)),
             methods::TOOLS_LIST | methods::TOOLS_CALL if no_tools => {
                 Err(ProtocolError::method_not_found(
@@ -337,7 +338,9 @@ impl Server {
                     " (this server declares no tools capability)",
                 ))
             }
-            methods::TOOLS_LIST => params.and_then(|p| self.list_tools(&p, modern)),
+            methods::TOOLS_LIST => params
+                .and_then(|p| self.list_tools(&p, modern))
+                .and_then(|r| raw(&r)),
             methods::SUBSCRIPTIONS_LISTEN if modern => {
                 self.listen(id, params.unwrap_or_default()).await;
                 return Ok(());
@@ -356,17 +359,15 @@ impl Server {
             }
             _ => Err(ProtocolError::method_not_found(method, "")),
         };
-        self.outbox
-            .respond(id, result.and_then(|r| outbox::raw(&r)))
-            .await;
+        self.outbox.respond(id, result).await;
         Ok(())
     }
 }
 
 /// `logging/setLevel`: any of the syslog levels.
-fn set_level(params: &Map<String, Value>) -> Result<Value, ProtocolError> {
+fn set_level(params: &Map<String, Value>) -> Result<RawJson, ProtocolError> {
     match params.get("level") {
-        Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => Ok(json!({})),
+        Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => raw(&json!({})),
         _ => Err(ProtocolError::invalid_field(
             "level",
             format!("expected one of {}", LOG_LEVELS.join(", ")),

@@ -1,14 +1,18 @@
 //! `tools/call` (each call a task of its own, cancellable by id), the
 //! multi-round-trip `ask_name`, and `subscriptions/listen`.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
-use mcp_jsonrpc::Id;
+use mcp_jsonrpc::{Id, codes};
+use mcp_protocol::modern::{InputRequest, InputRequiredResult, ResultType};
+use mcp_protocol::types::{CallToolResult, ElicitRequestParams, Extra};
 use mcp_protocol::{meta, methods};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::misbehave::CallMisbehaviours;
-use super::{InFlight, ProtocolError, Server};
+use super::{InFlight, ProtocolError, Server, raw};
 use crate::tools::{self, CallContext};
 
 /// The `requestState` the `ask_name` tool hands out and expects back.
@@ -63,22 +67,32 @@ pub(super) fn parse_call(mut params: Map<String, Value>) -> Result<Call, Protoco
     })
 }
 
-/// Runs the tool; a modern result says it is complete unless it says otherwise.
-async fn run_call(call: Call, ctx: CallContext, modern: bool) -> Result<Value, ProtocolError> {
-    let result = if call.name == "ask_name" {
+/// What a call answers: its result, or (2026-07-28) an interim result
+/// asking for input first.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum CallAnswer {
+    Complete(CallToolResult),
+    InputRequired(InputRequiredResult),
+}
+
+/// Runs the tool; a modern final result says that it is complete.
+async fn run_call(call: Call, ctx: CallContext, modern: bool) -> Result<CallAnswer, ProtocolError> {
+    let answer = if call.name == "ask_name" {
         ask_name(
             modern,
             call.input_responses.as_ref(),
             call.request_state.as_ref(),
-        )
+        )?
     } else {
-        tools::call(&call.name, &call.arguments, ctx).await
+        CallAnswer::Complete(tools::call(&call.name, &call.arguments, ctx).await?)
     };
-    result.map(|mut r| {
-        if modern && let Value::Object(map) = &mut r {
-            map.entry("resultType").or_insert_with(|| json!("complete"));
+    Ok(match answer {
+        CallAnswer::Complete(mut result) if modern => {
+            ResultType::Complete.write(&mut result.extra);
+            CallAnswer::Complete(result)
         }
-        r
+        other => other,
     })
 }
 
@@ -117,9 +131,7 @@ impl Server {
             misbehaviours.before_answer(&outbox).await;
             forget(&in_flight, &task_id, task);
             // Past this point a cancellation finds nothing: the answer goes out whole.
-            outbox
-                .respond(task_id, result.and_then(|r| super::outbox::raw(&r)))
-                .await;
+            outbox.respond(task_id, result.and_then(|r| raw(&r))).await;
         });
         table.insert(id, (task, handle));
     }
@@ -161,10 +173,11 @@ fn ask_name(
     modern: bool,
     responses: Option<&Value>,
     state: Option<&Value>,
-) -> Result<Value, ProtocolError> {
+) -> Result<CallAnswer, ProtocolError> {
     if !modern {
-        return Ok(json!({"content": [{"type": "text",
-            "text": "ask_name needs 2026-07-28 multi-round-trip results"}], "isError": true}));
+        return Ok(CallAnswer::Complete(tools::error_result(
+            "ask_name needs 2026-07-28 multi-round-trip results",
+        )));
     }
     let answer = responses.and_then(|r| r.get("name"));
     match (answer, state) {
@@ -180,21 +193,29 @@ fn ask_name(
                 ),
                 _ => "no name given".to_owned(),
             };
-            Ok(json!({"content": [{"type": "text", "text": text}]}))
+            Ok(CallAnswer::Complete(tools::text_result(text)))
         }
         (Some(_), _) => Err(ProtocolError::invalid_field(
             "requestState",
             "missing or not the one this server handed out",
         )),
-        (None, _) => Ok(json!({
-            "resultType": "input_required",
-            "inputRequests": {"name": {"method": methods::ELICITATION_CREATE, "params": {
-                "mode": "form",
-                "message": "What is your name?",
-                "requestedSchema": {"type": "object", "properties": {
-                    "name": {"type": "string", "default": "octocat"}}, "required": ["name"]},
-            }}},
-            "requestState": ASK_NAME_STATE,
-        })),
+        (None, _) => {
+            let ask = ElicitRequestParams::form(
+                "What is your name?",
+                json!({"type": "object", "properties": {
+                    "name": {"type": "string", "default": "octocat"}}, "required": ["name"]}),
+            );
+            let request = InputRequest {
+                method: methods::ELICITATION_CREATE.to_owned(),
+                params: Some(serde_json::to_value(&ask).map_err(|e| {
+                    ProtocolError::new(codes::INTERNAL_ERROR, format!("cannot ask: {e}"))
+                })?),
+                extra: Extra::new(),
+            };
+            Ok(CallAnswer::InputRequired(InputRequiredResult::new(
+                BTreeMap::from([("name".to_owned(), request)]),
+                Some(ASK_NAME_STATE.to_owned()),
+            )))
+        }
     }
 }

@@ -4,8 +4,11 @@
 //! [`ServerOptions::page_size`]: crate::ServerOptions::page_size
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use mcp_protocol::modern::{CacheHints, ResultType};
+use mcp_protocol::types::{Extra, ListToolsResult, Tool};
+use serde_json::{Map, Value};
 
 use super::{ProtocolError, Server};
 use crate::options::Misbehaviour;
@@ -31,18 +34,23 @@ fn page_start(params: &Map<String, Value>, len: usize) -> Result<usize, Protocol
     }
 }
 
+/// How long a modern client may keep a `tools/list` page: the tools never change.
+const LIST_CACHE: CacheHints = CacheHints {
+    ttl: Duration::from_secs(60),
+    private: false,
+};
+
 impl Server {
     /// A `tools/list` answer; a modern one carries its cache hints.
     pub(super) fn list_tools(
         &self,
         params: &Map<String, Value>,
         modern: bool,
-    ) -> Result<Value, ProtocolError> {
+    ) -> Result<ListToolsResult, ProtocolError> {
         let mut result = self.tools_page(params, modern)?;
-        if modern && let Value::Object(map) = &mut result {
-            map.insert("resultType".into(), json!("complete"));
-            map.insert("ttlMs".into(), json!(60_000));
-            map.insert("cacheScope".into(), json!("public"));
+        if modern {
+            ResultType::Complete.write(&mut result.extra);
+            LIST_CACHE.write(&mut result.extra);
         }
         Ok(result)
     }
@@ -52,33 +60,33 @@ impl Server {
         &self,
         params: &Map<String, Value>,
         modern: bool,
-    ) -> Result<Value, ProtocolError> {
-        let all: &[Value] = if modern {
+    ) -> Result<ListToolsResult, ProtocolError> {
+        let all: &[Tool] = if modern {
             &tools::MODERN_DEFINITIONS
         } else {
             &tools::DEFINITIONS
         };
         let start = page_start(params, all.len())?;
+        let mut result = ListToolsResult {
+            tools: Vec::new(),
+            next_cursor: None,
+            extra: Extra::new(),
+        };
         if self.options().has(Misbehaviour::RequireInitialized)
             && !self.initialized.load(Ordering::SeqCst)
         {
             self.log("tools/list before notifications/initialized: answering an empty list");
-            return Ok(json!({"tools": []}));
+            return Ok(result);
         }
         let size = self
             .options()
             .page_size
             .map_or(all.len(), std::num::NonZeroUsize::get);
         let end = start.saturating_add(size).min(all.len());
-        let page = all.get(start..end).unwrap_or_default();
-        let mut result = Map::new();
-        result.insert("tools".to_owned(), json!(page));
+        result.tools = all.get(start..end).unwrap_or_default().to_vec();
         if end < all.len() {
-            result.insert(
-                "nextCursor".to_owned(),
-                json!(format!("{CURSOR_PREFIX}{end}")),
-            );
+            result.next_cursor = Some(format!("{CURSOR_PREFIX}{end}"));
         }
-        Ok(Value::Object(result))
+        Ok(result)
     }
 }
