@@ -19,7 +19,8 @@ use mcp_jsonrpc::{
     Frame, Id, Message, MessageError, NewlineCodec, Notification, RawJson, Request, codes,
 };
 use mcp_protocol::methods;
-use serde_json::{Map, Value, json};
+use mcp_protocol::types::EmptyResult;
+use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
@@ -330,7 +331,7 @@ impl Server {
                 Some(result) => result.and_then(|r| raw(&r)),
                 None => return Ok(()),
             },
-            methods::PING => params.and_then(|_| raw(&json!({}))),
+            methods::PING => params.and_then(|_| raw(&EmptyResult::default())),
             methods::LOGGING_SET_LEVEL => params.and_then(|p| set_level(&p)),
             methods::TOOLS_LIST | methods::TOOLS_CALL if no_tools => {
                 Err(ProtocolError::method_not_found(
@@ -367,7 +368,9 @@ impl Server {
 /// `logging/setLevel`: any of the syslog levels.
 fn set_level(params: &Map<String, Value>) -> Result<RawJson, ProtocolError> {
     match params.get("level") {
-        Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => raw(&json!({})),
+        Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => {
+            raw(&EmptyResult::default())
+        }
         _ => Err(ProtocolError::invalid_field(
             "level",
             format!("expected one of {}", LOG_LEVELS.join(", ")),

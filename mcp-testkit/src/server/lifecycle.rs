@@ -2,7 +2,13 @@
 //! 2025-11-25), `server/discover` (2026-07-28), and which revision a
 //! request speaks under the server's [`Era`].
 
+use std::time::Duration;
+
 use mcp_jsonrpc::Id;
+use mcp_protocol::modern::{CacheHints, DiscoverResult, ResultType};
+use mcp_protocol::types::{
+    Extra, Implementation, InitializeResult, ServerCapabilities, ToolsCapability,
+};
 use mcp_protocol::{ProtocolVersion, meta, methods};
 use serde_json::{Map, Value, json};
 
@@ -140,7 +146,7 @@ impl Server {
     pub(super) fn initialize_request(
         &self,
         params: Result<Map<String, Value>, ProtocolError>,
-    ) -> Option<Result<Value, ProtocolError>> {
+    ) -> Option<Result<InitializeResult, ProtocolError>> {
         if let Some(log) = &self.options().instance_log
             && let Err(e) = append_instance_log(log, "initialize")
         {
@@ -155,7 +161,7 @@ impl Server {
 
     /// The `initialize` result: the requested version when it is one of
     /// the handshake revisions, else the latest of them.
-    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, ProtocolError> {
+    fn initialize(&self, params: &Map<String, Value>) -> Result<InitializeResult, ProtocolError> {
         let requested = check_initialize(params)?;
         let version = if self.options().has(Misbehaviour::UnsupportedVersion) {
             BOGUS_PROTOCOL_VERSION
@@ -170,55 +176,69 @@ impl Server {
         self.log(&format!(
             "initialize: client asked for {requested}, answering {version}"
         ));
-        let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
-            json!({"logging": {}})
-        } else {
-            json!({"tools": {"listChanged": true}, "logging": {}})
+        let capabilities = ServerCapabilities {
+            logging: Some(Value::Object(Map::new())),
+            ..self.capabilities()
         };
-        Ok(json!({
-            "protocolVersion": version,
-            "capabilities": capabilities,
-            "serverInfo": {
-                "name": SERVER_NAME,
-                "title": "MCP test kit server",
-                "version": env!("CARGO_PKG_VERSION"),
-            },
-            "instructions": format!(
+        Ok(InitializeResult {
+            protocol_version: version.to_owned(),
+            capabilities,
+            server_info: server_info(),
+            instructions: Some(format!(
                 "mcp-testkit is a test server. Tools: {}. read_file only reads inside the \
                  workspace folder; slow, progress and fail help test timeouts, progress and \
                  tool errors.",
                 tools::TOOL_NAMES.join(", ")
-            ),
-        }))
+            )),
+            extra: Extra::new(),
+        })
     }
 
     /// The `server/discover` result.
-    pub(super) fn discover(&self) -> Value {
+    pub(super) fn discover(&self) -> DiscoverResult {
         let supported = supported_versions(self.options().era);
-        let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
-            json!({})
-        } else {
-            json!({"tools": {"listChanged": true}})
-        };
         self.log(&format!(
             "server/discover: speaking {}",
             supported.join(", ")
         ));
-        json!({
-            "resultType": "complete",
-            "supportedVersions": supported,
-            "capabilities": capabilities,
-            "_meta": {meta::SERVER_INFO: {
-                "name": SERVER_NAME,
-                "title": "MCP test kit server",
-                "version": env!("CARGO_PKG_VERSION"),
-            }},
-            "instructions": "mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.",
-            "ttlMs": 60_000,
-            "cacheScope": "public",
-        })
+        let supported = supported.into_iter().map(str::to_owned).collect();
+        let mut result = DiscoverResult::new(supported, self.capabilities(), &server_info());
+        result.instructions =
+            Some("mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.".to_owned());
+        ResultType::Complete.write(&mut result.extra);
+        DISCOVER_CACHE.write(&mut result.extra);
+        result
+    }
+
+    /// What both lifecycles declare: tools (with list changes), unless the
+    /// `no-tools-capability` misbehaviour leaves them out.
+    fn capabilities(&self) -> ServerCapabilities {
+        let tools =
+            (!self.options().has(Misbehaviour::NoToolsCapability)).then(|| ToolsCapability {
+                list_changed: Some(true),
+                extra: Extra::new(),
+            });
+        ServerCapabilities {
+            tools,
+            ..ServerCapabilities::default()
+        }
     }
 }
+
+/// The server's name, title and version, in `serverInfo` and in
+/// `server/discover`'s `_meta`.
+fn server_info() -> Implementation {
+    Implementation {
+        title: Some("MCP test kit server".to_owned()),
+        ..Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+    }
+}
+
+/// How long a client may keep the `server/discover` result.
+const DISCOVER_CACHE: CacheHints = CacheHints {
+    ttl: Duration::from_secs(60),
+    private: false,
+};
 
 #[cfg(all(test, feature = "http"))]
 mod tests {
