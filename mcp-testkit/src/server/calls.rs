@@ -6,65 +6,47 @@ use std::sync::{Arc, PoisonError};
 
 use mcp_jsonrpc::{Id, codes};
 use mcp_protocol::modern::{InputRequest, InputRequiredResult, ResultType};
-use mcp_protocol::types::{CallToolResult, ElicitRequestParams, Extra};
+use mcp_protocol::types::{
+    CallToolParams, CallToolResult, ElicitRequestParams, ElicitResult, Extra,
+};
 use mcp_protocol::{meta, methods};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::misbehave::CallMisbehaviours;
+use super::params::{Presence, expect, typed};
 use super::{InFlight, ProtocolError, Server, raw};
 use crate::tools::{self, CallContext};
 
 /// The `requestState` the `ask_name` tool hands out and expects back.
 const ASK_NAME_STATE: &str = "ask-name:v1";
 
-/// The parameters of a `tools/call`.
-pub(super) struct Call {
-    name: String,
-    arguments: Map<String, Value>,
-    progress_token: Option<Value>,
-    /// A multi-round-trip retry's answers.
-    input_responses: Option<Value>,
-    /// A multi-round-trip retry's echoed state.
-    request_state: Option<Value>,
-}
-
-pub(super) fn parse_call(mut params: Map<String, Value>) -> Result<Call, ProtocolError> {
-    let name = match params.remove("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => return Err(ProtocolError::invalid_field("name", "expected a string")),
-        None => return Err(ProtocolError::invalid_field("name", "required")),
-    };
-    let arguments = match params.remove("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map,
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "arguments",
-                "expected an object",
-            ));
-        }
-    };
-    let token = params
-        .get(meta::KEY)
-        .and_then(|m| m.get(meta::PROGRESS_TOKEN));
-    let progress_token = match token {
-        None | Some(Value::Null) => None,
-        Some(token @ (Value::String(_) | Value::Number(_))) => Some(token.clone()),
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "_meta.progressToken",
-                "expected a string or an integer",
-            ));
-        }
-    };
-    Ok(Call {
-        name,
-        arguments,
-        progress_token,
-        input_responses: params.remove("inputResponses"),
-        request_state: params.remove("requestState"),
-    })
+/// `tools/call`'s params, with a progress token the tools can use (a
+/// string or an integer).
+pub(super) fn parse_call(params: Map<String, Value>) -> Result<CallToolParams, ProtocolError> {
+    let call: CallToolParams = typed(params, |p| {
+        let object = |field| expect(p, field, Presence::Optional, Value::is_object, "an object");
+        expect(p, "name", Presence::Required, Value::is_string, "a string")
+            .or_else(|| object("arguments"))
+            .or_else(|| object(meta::KEY))
+            .or_else(|| object("inputResponses"))
+            .or_else(|| {
+                expect(
+                    p,
+                    "requestState",
+                    Presence::Optional,
+                    Value::is_string,
+                    "a string",
+                )
+            })
+    })?;
+    match call.progress_token() {
+        None | Some(Value::String(_) | Value::Number(_)) => Ok(call),
+        Some(_) => Err(ProtocolError::invalid_field(
+            "_meta.progressToken",
+            "expected a string or an integer",
+        )),
+    }
 }
 
 /// What a call answers: its result, or (2026-07-28) an interim result
@@ -77,15 +59,20 @@ enum CallAnswer {
 }
 
 /// Runs the tool; a modern final result says that it is complete.
-async fn run_call(call: Call, ctx: CallContext, modern: bool) -> Result<CallAnswer, ProtocolError> {
+async fn run_call(
+    call: CallToolParams,
+    ctx: CallContext,
+    modern: bool,
+) -> Result<CallAnswer, ProtocolError> {
     let answer = if call.name == "ask_name" {
         ask_name(
             modern,
             call.input_responses.as_ref(),
-            call.request_state.as_ref(),
+            call.request_state.as_deref(),
         )?
     } else {
-        CallAnswer::Complete(tools::call(&call.name, &call.arguments, ctx).await?)
+        let arguments = call.arguments.unwrap_or_default();
+        CallAnswer::Complete(tools::call(&call.name, &arguments, ctx).await?)
     };
     Ok(match answer {
         CallAnswer::Complete(mut result) if modern => {
@@ -107,11 +94,11 @@ fn forget(in_flight: &InFlight, id: &Id, task: u64) {
 impl Server {
     /// Starts a call as a task, registered by id so that
     /// `notifications/cancelled` can abort it.
-    pub(super) fn spawn_call(&mut self, id: Id, mut call: Call, modern: bool) {
+    pub(super) fn spawn_call(&mut self, id: Id, call: CallToolParams, modern: bool) {
         let ctx = CallContext {
             workspace: self.workspace.clone(),
             outbox: self.outbox.clone(),
-            progress_token: call.progress_token.take(),
+            progress_token: call.progress_token().cloned(),
             modern,
         };
         let misbehaviours = CallMisbehaviours::of(self.options());
@@ -171,8 +158,8 @@ impl Server {
 /// multi-round-trip result), then greets whoever answered.
 fn ask_name(
     modern: bool,
-    responses: Option<&Value>,
-    state: Option<&Value>,
+    responses: Option<&BTreeMap<String, Value>>,
+    state: Option<&str>,
 ) -> Result<CallAnswer, ProtocolError> {
     if !modern {
         return Ok(CallAnswer::Complete(tools::error_result(
@@ -181,12 +168,13 @@ fn ask_name(
     }
     let answer = responses.and_then(|r| r.get("name"));
     match (answer, state) {
-        (Some(answer), Some(Value::String(s))) if s == ASK_NAME_STATE => {
-            let text = match answer.get("action").and_then(Value::as_str) {
-                Some("accept") => format!(
+        (Some(answer), Some(ASK_NAME_STATE)) => {
+            let text = match ElicitResult::deserialize(answer) {
+                Ok(answer) if answer.is_accept() => format!(
                     "hello {}",
                     answer
-                        .get("content")
+                        .content
+                        .as_ref()
                         .and_then(|c| c.get("name"))
                         .and_then(Value::as_str)
                         .unwrap_or("stranger")

@@ -7,12 +7,13 @@ use std::time::Duration;
 use mcp_jsonrpc::Id;
 use mcp_protocol::modern::{CacheHints, DiscoverResult, ResultType};
 use mcp_protocol::types::{
-    Extra, Implementation, InitializeResult, ServerCapabilities, ToolsCapability,
+    Extra, Implementation, InitializeParams, InitializeResult, ServerCapabilities, ToolsCapability,
 };
 use mcp_protocol::{ProtocolVersion, meta, methods};
 use serde_json::{Map, Value, json};
 
 use super::misbehave::append_instance_log;
+use super::params::{Presence, expect, typed};
 use super::{BOGUS_PROTOCOL_VERSION, ProtocolError, SERVER_NAME, Server};
 use crate::options::{Era, Misbehaviour};
 use crate::tools;
@@ -65,43 +66,49 @@ pub(super) fn not_modern(method: &str) -> ProtocolError {
     ProtocolError::method_not_found(method, why)
 }
 
-/// `initialize`'s params, checked; the version the client asked for.
-fn check_initialize(params: &Map<String, Value>) -> Result<&str, ProtocolError> {
-    let requested = match params.get("protocolVersion") {
-        Some(Value::String(v)) => v.as_str(),
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "protocolVersion",
-                "expected a string",
-            ));
-        }
-        None => return Err(ProtocolError::invalid_field("protocolVersion", "required")),
-    };
-    match params.get("capabilities") {
-        Some(Value::Object(_)) => {}
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "capabilities",
-                "expected an object",
-            ));
-        }
-        None => return Err(ProtocolError::invalid_field("capabilities", "required")),
+/// `initialize`'s params. The testkit is stricter than the type (which
+/// lets `clientInfo.version` default), so the fields are checked first, in
+/// order.
+fn parse_initialize(params: Map<String, Value>) -> Result<InitializeParams, ProtocolError> {
+    if let Some(problem) = initialize_problem(&params) {
+        return Err(problem);
+    }
+    typed(params, |_| None)
+}
+
+/// The first field of `initialize`'s params that is wrong.
+fn initialize_problem(params: &Map<String, Value>) -> Option<ProtocolError> {
+    let problem = expect(
+        params,
+        "protocolVersion",
+        Presence::Required,
+        Value::is_string,
+        "a string",
+    )
+    .or_else(|| {
+        expect(
+            params,
+            "capabilities",
+            Presence::Required,
+            Value::is_object,
+            "an object",
+        )
+    });
+    if problem.is_some() {
+        return problem;
     }
     let Some(Value::Object(client)) = params.get("clientInfo") else {
-        return Err(ProtocolError::invalid_field(
+        return Some(ProtocolError::invalid_field(
             "clientInfo",
             "required: an object with \"name\" and \"version\"",
         ));
     };
-    for field in ["name", "version"] {
-        if !client.get(field).is_some_and(Value::is_string) {
-            return Err(ProtocolError::invalid_field(
-                format!("clientInfo.{field}"),
-                "expected a string",
-            ));
-        }
-    }
-    Ok(requested)
+    ["name", "version"]
+        .into_iter()
+        .find(|field| !client.get(*field).is_some_and(Value::is_string))
+        .map(|field| {
+            ProtocolError::invalid_field(format!("clientInfo.{field}"), "expected a string")
+        })
 }
 
 impl Server {
@@ -156,13 +163,17 @@ impl Server {
             self.log("not answering initialize (misbehaviour never-answer-initialize)");
             return None;
         }
-        Some(params.and_then(|p| self.initialize(&p)))
+        Some(
+            params
+                .and_then(parse_initialize)
+                .map(|p| self.initialize(&p)),
+        )
     }
 
     /// The `initialize` result: the requested version when it is one of
     /// the handshake revisions, else the latest of them.
-    fn initialize(&self, params: &Map<String, Value>) -> Result<InitializeResult, ProtocolError> {
-        let requested = check_initialize(params)?;
+    fn initialize(&self, params: &InitializeParams) -> InitializeResult {
+        let requested = params.protocol_version.as_str();
         let version = if self.options().has(Misbehaviour::UnsupportedVersion) {
             BOGUS_PROTOCOL_VERSION
         } else if requested
@@ -180,7 +191,7 @@ impl Server {
             logging: Some(Value::Object(Map::new())),
             ..self.capabilities()
         };
-        Ok(InitializeResult {
+        InitializeResult {
             protocol_version: version.to_owned(),
             capabilities,
             server_info: server_info(),
@@ -191,7 +202,7 @@ impl Server {
                 tools::TOOL_NAMES.join(", ")
             )),
             extra: Extra::new(),
-        })
+        }
     }
 
     /// The `server/discover` result.

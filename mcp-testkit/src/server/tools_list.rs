@@ -7,9 +7,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcp_protocol::modern::{CacheHints, ResultType};
-use mcp_protocol::types::{Extra, ListToolsResult, Tool};
+use mcp_protocol::types::{Extra, ListToolsResult, PaginatedParams, Tool};
 use serde_json::{Map, Value};
 
+use super::params::{Presence, expect, typed};
 use super::{ProtocolError, Server};
 use crate::options::Misbehaviour;
 use crate::tools;
@@ -18,19 +19,31 @@ use crate::tools;
 /// index of the page's first tool.
 const CURSOR_PREFIX: &str = "mcp-testkit-page-";
 
+/// `tools/list`'s params.
+pub(super) fn parse_list(params: Map<String, Value>) -> Result<PaginatedParams, ProtocolError> {
+    typed(params, |p| {
+        expect(
+            p,
+            "cursor",
+            Presence::Optional,
+            Value::is_string,
+            "a string",
+        )
+    })
+}
+
 /// Where the page a cursor asks for starts; `-32602` for a cursor this
 /// server did not give out.
-fn page_start(params: &Map<String, Value>, len: usize) -> Result<usize, ProtocolError> {
-    match params.get("cursor") {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::String(cursor)) => cursor
+fn page_start(cursor: Option<&str>, len: usize) -> Result<usize, ProtocolError> {
+    match cursor {
+        None => Ok(0),
+        Some(cursor) => cursor
             .strip_prefix(CURSOR_PREFIX)
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|n| *n <= len)
             .ok_or_else(|| {
                 ProtocolError::invalid_field("cursor", "not a cursor this server gave out")
             }),
-        Some(_) => Err(ProtocolError::invalid_field("cursor", "expected a string")),
     }
 }
 
@@ -44,7 +57,7 @@ impl Server {
     /// A `tools/list` answer; a modern one carries its cache hints.
     pub(super) fn list_tools(
         &self,
-        params: &Map<String, Value>,
+        params: &PaginatedParams,
         modern: bool,
     ) -> Result<ListToolsResult, ProtocolError> {
         let mut result = self.tools_page(params, modern)?;
@@ -58,7 +71,7 @@ impl Server {
     /// One page of the tools of the revision the request speaks.
     fn tools_page(
         &self,
-        params: &Map<String, Value>,
+        params: &PaginatedParams,
         modern: bool,
     ) -> Result<ListToolsResult, ProtocolError> {
         let all: &[Tool] = if modern {
@@ -66,7 +79,7 @@ impl Server {
         } else {
             &tools::DEFINITIONS
         };
-        let start = page_start(params, all.len())?;
+        let start = page_start(params.cursor.as_deref(), all.len())?;
         let mut result = ListToolsResult {
             tools: Vec::new(),
             next_cursor: None,
