@@ -10,7 +10,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::meta::SERVER_INFO;
+use mcp_jsonrpc::Id;
+
+use crate::meta::{SERVER_INFO, SUBSCRIPTION_ID};
 use crate::types::{Extra, Implementation, ServerCapabilities};
 
 /// Whether a result is final or asks for more input.
@@ -195,6 +197,61 @@ impl InputRequiredResult {
     }
 }
 
+/// Which notifications a `subscriptions/listen` stream carries: what the
+/// client opts in to, and (acknowledged) what the server agreed to send.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionFilter {
+    /// `notifications/tools/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_list_changed: Option<bool>,
+    /// `notifications/prompts/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_list_changed: Option<bool>,
+    /// `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_list_changed: Option<bool>,
+    /// `notifications/resources/updated` for these URIs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_subscriptions: Option<Vec<String>>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The parameters of `subscriptions/listen` and of its acknowledgment,
+/// `notifications/subscriptions/acknowledged`: a filter, and `_meta` (the
+/// request's metadata; on the acknowledgment, the subscription's id).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SubscriptionParams {
+    /// The notifications asked for, or agreed to.
+    #[serde(default)]
+    pub notifications: SubscriptionFilter,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl SubscriptionParams {
+    /// The acknowledgment of subscription `id` (the id of its
+    /// `subscriptions/listen` request), agreeing to `granted`.
+    pub fn acknowledgment(id: &Id, granted: SubscriptionFilter) -> Self {
+        let mut meta = Map::new();
+        meta.insert(
+            SUBSCRIPTION_ID.into(),
+            serde_json::to_value(id).unwrap_or_default(),
+        );
+        SubscriptionParams {
+            notifications: granted,
+            meta: Some(meta),
+            extra: Extra::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +305,31 @@ mod tests {
             Value::Object(fields),
             json!({"ttlMs": 60_000, "cacheScope": "public"})
         );
+    }
+
+    #[test]
+    fn subscription_params_round_trip_and_acknowledge() {
+        let listen = json!({
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+            "notifications": {"toolsListChanged": true, "resourceSubscriptions": ["file:///a"],
+                              "futureListChanged": true}
+        });
+        let p: SubscriptionParams = serde_json::from_value(listen.clone()).unwrap();
+        assert_eq!(p.notifications.tools_list_changed, Some(true));
+        assert_eq!(p.notifications.prompts_list_changed, None);
+        assert_eq!(p.notifications.extra["futureListChanged"], true);
+        assert_eq!(serde_json::to_value(&p).unwrap(), listen);
+        let granted = SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..SubscriptionFilter::default()
+        };
+        let ack = SubscriptionParams::acknowledgment(&Id::from("listen-1"), granted);
+        assert_eq!(
+            serde_json::to_value(&ack).unwrap(),
+            json!({"_meta": {SUBSCRIPTION_ID: "listen-1"}, "notifications": {"toolsListChanged": true}})
+        );
+        let empty: SubscriptionParams = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(empty, SubscriptionParams::default());
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_protocol::modern::{DiscoverResult, InputRequest, InputRequiredResult};
+use mcp_protocol::modern::{DiscoverResult, InputRequest, InputRequiredResult, SubscriptionParams};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, CancelledParams, ClientCapabilities, Content,
     ElicitRequestParams, ElicitResult, ListToolsResult, LoggingMessageParams, PaginatedParams,
@@ -51,6 +51,22 @@ fn round_trip<T: DeserializeOwned + Serialize>(dir: &Path, kind: &str) -> usize 
             .unwrap_or_else(|e| panic!("{kind}/{name} does not parse: {e}"));
         let back = serde_json::to_value(&typed).unwrap();
         assert_eq!(&back, value, "{kind}/{name} changed in a round trip");
+    }
+    examples.len()
+}
+
+/// The `params` of whole messages into `T` and back; the JSON must be the same.
+fn params_round_trip<T: DeserializeOwned + Serialize>(dir: &Path, kind: &str) -> usize {
+    let examples = files(dir, kind);
+    for (name, value) in &examples {
+        let params = &value["params"];
+        let typed: T = serde_json::from_value(params.clone())
+            .unwrap_or_else(|e| panic!("{kind}/{name}'s params do not parse: {e}"));
+        let back = serde_json::to_value(&typed).unwrap();
+        assert_eq!(
+            &back, params,
+            "{kind}/{name}'s params changed in a round trip"
+        );
     }
     examples.len()
 }
@@ -105,6 +121,12 @@ fn spec_examples_round_trip() {
     n += round_trip::<PaginatedParams>(&dir, "PaginatedRequestParams");
     n += round_trip::<ClientCapabilities>(&dir, "ClientCapabilities");
     n += round_trip::<ServerCapabilities>(&dir, "ServerCapabilities");
+    for kind in [
+        "SubscriptionsListenRequest",
+        "SubscriptionsAcknowledgedNotification",
+    ] {
+        n += params_round_trip::<SubscriptionParams>(&dir, kind);
+    }
     for kind in [
         "DiscoverRequest",
         "DiscoverResultResponse",
