@@ -334,7 +334,7 @@ impl Server {
                 .and_then(|p| self.list_tools(&p, modern))
                 .and_then(|r| raw(&r)),
             methods::SUBSCRIPTIONS_LISTEN if modern => {
-                self.listen(id, params.unwrap_or_default()).await;
+                self.listen(id, params).await;
                 return Ok(());
             }
             methods::TOOLS_CALL => {

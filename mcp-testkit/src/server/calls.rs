@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
 use mcp_jsonrpc::{Id, codes};
-use mcp_protocol::modern::{InputRequest, InputRequiredResult, ResultType};
+use mcp_protocol::modern::{
+    InputRequest, InputRequiredResult, ResultType, SubscriptionFilter, SubscriptionParams,
+};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, ElicitRequestParams, ElicitResult, Extra,
 };
@@ -127,20 +129,25 @@ impl Server {
     /// list changes; its tools never change, so nothing follows) and keeps
     /// the request open until the client cancels it (on HTTP: closes the
     /// stream) or the server stops.
-    pub(super) async fn listen(&mut self, id: Id, params: Map<String, Value>) {
-        let asked = params.get("notifications");
-        let mut granted = Map::new();
-        if asked.and_then(|n| n.get("toolsListChanged")) == Some(&Value::Bool(true)) {
-            granted.insert("toolsListChanged".into(), Value::Bool(true));
-        }
-        let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
+    pub(super) async fn listen(
+        &mut self,
+        id: Id,
+        params: Result<Map<String, Value>, ProtocolError>,
+    ) {
+        // Lenient: params that do not fit ask for nothing, and get an
+        // acknowledgment of nothing.
+        let asked = params
+            .and_then(|p| typed::<SubscriptionParams>(p, |_| None))
+            .unwrap_or_default()
+            .notifications;
+        let granted = SubscriptionFilter {
+            tools_list_changed: (asked.tools_list_changed == Some(true)).then_some(true),
+            ..SubscriptionFilter::default()
+        };
         self.outbox
             .notify(
                 methods::SUBSCRIPTIONS_ACKNOWLEDGED,
-                &json!({
-                    meta::KEY: {meta::SUBSCRIPTION_ID: subscription},
-                    "notifications": granted,
-                }),
+                &SubscriptionParams::acknowledgment(&id, granted),
             )
             .await;
         self.log(&format!("subscription {id} open"));
