@@ -197,6 +197,21 @@ impl InputRequiredResult {
     }
 }
 
+/// The `data` of a `-32022` error
+/// ([`UNSUPPORTED_PROTOCOL_VERSION`](crate::codes::UNSUPPORTED_PROTOCOL_VERSION)):
+/// what the server speaks, and what the request asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnsupportedVersionData {
+    /// The versions the server speaks; the client picks one and retries.
+    pub supported: Vec<String>,
+    /// The version the request named; `null` when it named none.
+    #[serde(default)]
+    pub requested: Option<String>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 /// Which notifications a `subscriptions/listen` stream carries: what the
 /// client opts in to, and (acknowledged) what the server agreed to send.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -305,6 +320,27 @@ mod tests {
             Value::Object(fields),
             json!({"ttlMs": 60_000, "cacheScope": "public"})
         );
+    }
+
+    #[test]
+    fn unsupported_version_data_says_null_for_no_version() {
+        let data = UnsupportedVersionData {
+            supported: vec!["2026-07-28".into()],
+            requested: None,
+            extra: Extra::new(),
+        };
+        let value = serde_json::to_value(&data).unwrap();
+        assert_eq!(
+            value,
+            json!({"supported": ["2026-07-28"], "requested": null})
+        );
+        assert_eq!(
+            serde_json::from_value::<UnsupportedVersionData>(value).unwrap(),
+            data
+        );
+        let absent: UnsupportedVersionData =
+            serde_json::from_value(json!({"supported": [], "x": 1})).unwrap();
+        assert_eq!((absent.requested, &absent.extra["x"]), (None, &json!(1)));
     }
 
     #[test]

@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_protocol::modern::{DiscoverResult, InputRequest, InputRequiredResult, SubscriptionParams};
+use mcp_protocol::modern::{
+    DiscoverResult, InputRequest, InputRequiredResult, SubscriptionParams, UnsupportedVersionData,
+};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, CancelledParams, ClientCapabilities, Content,
     ElicitRequestParams, ElicitResult, ListToolsResult, LoggingMessageParams, PaginatedParams,
@@ -145,6 +147,13 @@ fn spec_examples_round_trip() {
         "HeaderMismatchError",
     ] {
         n += envelope(&dir, kind);
+    }
+    for (name, value) in files(&dir, "UnsupportedProtocolVersionError") {
+        let data = &value["error"]["data"];
+        let typed: UnsupportedVersionData = serde_json::from_value(data.clone())
+            .unwrap_or_else(|e| panic!("{name}'s data does not parse: {e}"));
+        assert_eq!(&serde_json::to_value(&typed).unwrap(), data, "{name}");
+        n += 1;
     }
     for kind in [
         "InvalidParamsError",
