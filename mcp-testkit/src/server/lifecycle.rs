@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use mcp_jsonrpc::Id;
-use mcp_protocol::modern::{CacheHints, DiscoverResult, ResultType};
+use mcp_protocol::modern::{CacheHints, DiscoverResult, ResultType, UnsupportedVersionData};
 use mcp_protocol::types::{
     Extra, Implementation, InitializeParams, InitializeResult, ServerCapabilities, ToolsCapability,
 };
 use mcp_protocol::{ProtocolVersion, meta, methods};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::misbehave::append_instance_log;
 use super::params::{Presence, expect, typed};
@@ -34,13 +34,16 @@ pub(crate) fn supported_versions(era: Era) -> Vec<&'static str> {
 /// The message and `data` of the `-32022` error refusing `requested`.
 pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String, Value) {
     let supported = supported_versions(era);
-    (
-        format!(
-            "Unsupported protocol version (this server speaks {})",
-            supported.join(", ")
-        ),
-        json!({"supported": supported, "requested": requested}),
-    )
+    let message = format!(
+        "Unsupported protocol version (this server speaks {})",
+        supported.join(", ")
+    );
+    let data = UnsupportedVersionData {
+        supported: supported.into_iter().map(str::to_owned).collect(),
+        requested: requested.map(str::to_owned),
+        extra: Extra::new(),
+    };
+    (message, serde_json::to_value(data).unwrap_or_default())
 }
 
 /// Whether a modern (2026-07-28) request for `method` is served, rather than
@@ -254,6 +257,7 @@ const DISCOVER_CACHE: CacheHints = CacheHints {
 #[cfg(all(test, feature = "http"))]
 mod tests {
     use mcp_jsonrpc::codes;
+    use serde_json::json;
 
     use super::*;
     use crate::options::ServerOptions;
