@@ -10,9 +10,11 @@
 //! * [`methods`]: method names; [`meta`]: the `_meta` keys and the
 //!   per-request metadata of 2026-07-28; [`codes`]: the error codes MCP adds
 //!   to JSON-RPC's.
-//! * [`types`]: the message types (capabilities, tools, content, results);
+//! * [`types`]: the message types (capabilities, tools, content, results,
+//!   request parameters, elicitation), for a client and a server alike;
 //!   [`modern`]: the data of 2026-07-28 (`server/discover`, multi-round-trip
-//!   results, cache hints).
+//!   results, cache hints, subscriptions, the `-32022` error's data), read
+//!   and written.
 //! * [`x_mcp_header`]: the request metadata headers of streamable HTTP and
 //!   the `x-mcp-header` rules for mirroring tool arguments.
 //! * [`defaults`]: the timeouts and settings every layer defaults to;

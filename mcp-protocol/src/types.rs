@@ -1,12 +1,18 @@
-//! MCP types for what the client sends and reads.
+//! MCP types for what clients and servers send and read.
 //!
 //! Every struct keeps the fields it does not know in `extra`, and content of
 //! an unknown type is kept as [`Content::Unknown`]: a newer server must not
 //! break an older client.
 
+use std::collections::BTreeMap;
+
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+mod elicitation;
+
+pub use elicitation::{ElicitRequestParams, ElicitResult};
 
 /// Fields a type does not name, kept as they came.
 pub type Extra = Map<String, Value>;
@@ -247,6 +253,25 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// A result with this content (no structured content, not an error).
+    pub fn new(content: Vec<Content>) -> Self {
+        CallToolResult {
+            content,
+            structured_content: None,
+            is_error: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// A result that reports the tool's failure (`isError: true`) with
+    /// this content.
+    pub fn error(content: Vec<Content>) -> Self {
+        CallToolResult {
+            is_error: Some(true),
+            ..Self::new(content)
+        }
+    }
+
     /// The tool reported a failure (`isError: true`).
     pub fn is_error(&self) -> bool {
         self.is_error == Some(true)
@@ -433,6 +458,148 @@ pub struct CancelledParams {
     pub reason: Option<String>,
 }
 
+/// A log message's severity, from the least to the most severe (syslog's
+/// levels, RFC 5424).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoggingLevel {
+    /// `debug`.
+    Debug,
+    /// `info`.
+    Info,
+    /// `notice`.
+    Notice,
+    /// `warning`.
+    Warning,
+    /// `error`.
+    Error,
+    /// `critical`.
+    Critical,
+    /// `alert`.
+    Alert,
+    /// `emergency`.
+    Emergency,
+}
+
+impl LoggingLevel {
+    /// Every level, least severe first.
+    pub const ALL: [LoggingLevel; 8] = [
+        LoggingLevel::Debug,
+        LoggingLevel::Info,
+        LoggingLevel::Notice,
+        LoggingLevel::Warning,
+        LoggingLevel::Error,
+        LoggingLevel::Critical,
+        LoggingLevel::Alert,
+        LoggingLevel::Emergency,
+    ];
+
+    /// The level as on the wire (`"warning"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoggingLevel::Debug => "debug",
+            LoggingLevel::Info => "info",
+            LoggingLevel::Notice => "notice",
+            LoggingLevel::Warning => "warning",
+            LoggingLevel::Error => "error",
+            LoggingLevel::Critical => "critical",
+            LoggingLevel::Alert => "alert",
+            LoggingLevel::Emergency => "emergency",
+        }
+    }
+}
+
+/// `logging/setLevel` parameters (before 2026-07-28, which asks for a level
+/// per request in `_meta` instead).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetLevelParams {
+    /// Send log messages at this level and above.
+    pub level: LoggingLevel,
+    /// Request metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The parameters of a list request (`tools/list`, `resources/list`,
+/// `prompts/list` …): where the page starts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PaginatedParams {
+    /// The previous page's `nextCursor`, as it came; absent for the first page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Request metadata (on 2026-07-28, the revision and the client).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `tools/call` parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolParams {
+    /// The tool to call.
+    pub name: String,
+    /// Its arguments; absent (or `null`) for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Map<String, Value>>,
+    /// 2026-07-28, retrying after an `input_required` result: the client's
+    /// answers, by the keys of the result's `inputRequests`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<BTreeMap<String, Value>>,
+    /// 2026-07-28, retrying after an `input_required` result: its
+    /// `requestState`, echoed unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// Request metadata: a progress token, and on 2026-07-28 the revision and
+    /// the client ([`RequestMeta`](crate::meta::RequestMeta)).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl CallToolParams {
+    /// A call of `name` with these arguments.
+    pub fn new(name: impl Into<String>, arguments: Map<String, Value>) -> Self {
+        CallToolParams {
+            name: name.into(),
+            arguments: Some(arguments),
+            input_responses: None,
+            request_state: None,
+            meta: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The progress token the call offers (`_meta.progressToken`), unless
+    /// absent or `null`. The spec allows a string or an integer; which
+    /// values to accept is the receiver's decision.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.meta
+            .as_ref()
+            .and_then(|m| m.get(crate::meta::PROGRESS_TOKEN))
+            .filter(|token| !token.is_null())
+    }
+}
+
+/// A result with nothing to say (`ping`, `logging/setLevel`): `{}`, plus
+/// whatever metadata or fields it carries.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyResult {
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,5 +667,88 @@ mod tests {
         assert!(t.extra.contains_key("execution"));
         let no_schema: Tool = serde_json::from_value(json!({"name": "x"})).unwrap();
         assert_eq!(no_schema.input_schema, json!({"type": "object"}));
+    }
+
+    #[test]
+    fn logging_levels_are_ordered_and_spelled_as_on_the_wire() {
+        for level in LoggingLevel::ALL {
+            assert_eq!(serde_json::to_value(level).unwrap(), json!(level.as_str()));
+        }
+        assert!(LoggingLevel::ALL.windows(2).all(|w| w[0] < w[1]));
+        let p: SetLevelParams =
+            serde_json::from_value(json!({"level": "warning", "x": 1})).unwrap();
+        assert_eq!(p.level, LoggingLevel::Warning);
+        assert_eq!(p.extra["x"], 1);
+        assert_eq!(
+            serde_json::to_value(&p).unwrap(),
+            json!({"level": "warning", "x": 1})
+        );
+        assert!(serde_json::from_value::<SetLevelParams>(json!({"level": "loud"})).is_err());
+    }
+
+    #[test]
+    fn paginated_params_keep_cursor_meta_and_extra() {
+        let value = json!({"cursor": "c2", "_meta": {"progressToken": 1}, "future": true});
+        let p: PaginatedParams = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(p.cursor.as_deref(), Some("c2"));
+        assert_eq!(p.meta.as_ref().unwrap()["progressToken"], 1);
+        assert_eq!(p.extra["future"], true);
+        assert_eq!(serde_json::to_value(&p).unwrap(), value);
+        let first: PaginatedParams = serde_json::from_value(json!({"cursor": null})).unwrap();
+        assert_eq!(first, PaginatedParams::default());
+        assert_eq!(serde_json::to_value(&first).unwrap(), json!({}));
+    }
+
+    #[test]
+    fn call_tool_params_round_trip() {
+        let value = json!({
+            "name": "ask",
+            "arguments": {"q": 1},
+            "inputResponses": {"name": {"action": "decline"}},
+            "requestState": "s1",
+            "_meta": {"progressToken": "t", "io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+            "future": [1]
+        });
+        let p: CallToolParams = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(p.arguments.as_ref().unwrap()["q"], 1);
+        assert_eq!(
+            p.input_responses.as_ref().unwrap()["name"]["action"],
+            "decline"
+        );
+        assert_eq!(p.request_state.as_deref(), Some("s1"));
+        assert_eq!(p.progress_token(), Some(&json!("t")));
+        assert_eq!(p.extra["future"], json!([1]));
+        assert_eq!(serde_json::to_value(&p).unwrap(), value);
+
+        let bare: CallToolParams = serde_json::from_value(
+            json!({"name": "x", "arguments": null, "_meta": {"progressToken": null}}),
+        )
+        .unwrap();
+        assert_eq!((&bare.arguments, bare.progress_token()), (&None, None));
+        let built = CallToolParams::new("echo", Map::new());
+        assert_eq!(
+            serde_json::to_value(&built).unwrap(),
+            json!({"name": "echo", "arguments": {}})
+        );
+        assert!(serde_json::from_value::<CallToolParams>(json!({"arguments": {}})).is_err());
+    }
+
+    #[test]
+    fn built_results_serialize_as_sent() {
+        assert_eq!(
+            serde_json::to_value(EmptyResult::default()).unwrap(),
+            json!({})
+        );
+        let ok = CallToolResult::new(vec![Content::text("hi")]);
+        assert_eq!(
+            serde_json::to_value(&ok).unwrap(),
+            json!({"content": [{"type": "text", "text": "hi"}]})
+        );
+        let failed = CallToolResult::error(vec![Content::text("no")]);
+        assert!(failed.is_error());
+        assert_eq!(
+            serde_json::to_value(&failed).unwrap(),
+            json!({"content": [{"type": "text", "text": "no"}], "isError": true})
+        );
     }
 }

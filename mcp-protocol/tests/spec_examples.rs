@@ -11,10 +11,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_protocol::modern::{DiscoverResult, InputRequest, InputRequiredResult};
+use mcp_protocol::modern::{
+    DiscoverResult, InputRequest, InputRequiredResult, SubscriptionParams, UnsupportedVersionData,
+};
 use mcp_protocol::types::{
-    CallToolResult, CancelledParams, ClientCapabilities, Content, ListToolsResult,
-    LoggingMessageParams, ProgressParams, ServerCapabilities, Tool,
+    CallToolParams, CallToolResult, CancelledParams, ClientCapabilities, Content,
+    ElicitRequestParams, ElicitResult, ListToolsResult, LoggingMessageParams, PaginatedParams,
+    ProgressParams, ServerCapabilities, Tool,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -50,6 +53,22 @@ fn round_trip<T: DeserializeOwned + Serialize>(dir: &Path, kind: &str) -> usize 
             .unwrap_or_else(|e| panic!("{kind}/{name} does not parse: {e}"));
         let back = serde_json::to_value(&typed).unwrap();
         assert_eq!(&back, value, "{kind}/{name} changed in a round trip");
+    }
+    examples.len()
+}
+
+/// The `params` of whole messages into `T` and back; the JSON must be the same.
+fn params_round_trip<T: DeserializeOwned + Serialize>(dir: &Path, kind: &str) -> usize {
+    let examples = files(dir, kind);
+    for (name, value) in &examples {
+        let params = &value["params"];
+        let typed: T = serde_json::from_value(params.clone())
+            .unwrap_or_else(|e| panic!("{kind}/{name}'s params do not parse: {e}"));
+        let back = serde_json::to_value(&typed).unwrap();
+        assert_eq!(
+            &back, params,
+            "{kind}/{name}'s params changed in a round trip"
+        );
     }
     examples.len()
 }
@@ -97,8 +116,19 @@ fn spec_examples_round_trip() {
     n += round_trip::<BTreeMap<String, InputRequest>>(&dir, "InputRequests");
     n += round_trip::<BTreeMap<String, Value>>(&dir, "InputResponses");
     n += round_trip::<InputRequest>(&dir, "ElicitRequest");
+    n += round_trip::<ElicitRequestParams>(&dir, "ElicitRequestFormParams");
+    n += round_trip::<ElicitRequestParams>(&dir, "ElicitRequestURLParams");
+    n += round_trip::<ElicitResult>(&dir, "ElicitResult");
+    n += round_trip::<CallToolParams>(&dir, "CallToolRequestParams");
+    n += round_trip::<PaginatedParams>(&dir, "PaginatedRequestParams");
     n += round_trip::<ClientCapabilities>(&dir, "ClientCapabilities");
     n += round_trip::<ServerCapabilities>(&dir, "ServerCapabilities");
+    for kind in [
+        "SubscriptionsListenRequest",
+        "SubscriptionsAcknowledgedNotification",
+    ] {
+        n += params_round_trip::<SubscriptionParams>(&dir, kind);
+    }
     for kind in [
         "DiscoverRequest",
         "DiscoverResultResponse",
@@ -117,6 +147,13 @@ fn spec_examples_round_trip() {
         "HeaderMismatchError",
     ] {
         n += envelope(&dir, kind);
+    }
+    for (name, value) in files(&dir, "UnsupportedProtocolVersionError") {
+        let data = &value["error"]["data"];
+        let typed: UnsupportedVersionData = serde_json::from_value(data.clone())
+            .unwrap_or_else(|e| panic!("{name}'s data does not parse: {e}"));
+        assert_eq!(&serde_json::to_value(&typed).unwrap(), data, "{name}");
+        n += 1;
     }
     for kind in [
         "InvalidParamsError",

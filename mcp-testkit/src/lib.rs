@@ -39,10 +39,14 @@
 //! with `isError: true`. Unknown methods get `-32601`. Bad client input never
 //! panics the server.
 //!
+//! It speaks through the same `mcp-protocol` types a client parses: its
+//! answers and notifications are built as them (the tool definitions are
+//! `Tool` values) and requests are read into them.
+//!
 //! Each [`Misbehaviour`] breaks one thing on purpose, for testing how a client
 //! copes: noise on stdout, a handshake that never completes, an unsupported
 //! protocol version, a crash, an oversized line, … (`mcp-testkit
-//! --list-misbehaviours` lists them).
+//! --list-misbehaviours` lists them). These write raw bytes, not types.
 //!
 //! # Example
 //!

@@ -1,11 +1,13 @@
 //! The server loop: reading frames, dispatching requests, writing responses.
 //!
 //! The steps live in submodules: `outbox` (writing whole lines, with the
-//! misbehaviours that garble them), `lifecycle` (the handshake,
-//! `server/discover` and which revision a request speaks), `tools_list`
-//! (paging), `calls` (`tools/call` tasks, `ask_name`,
-//! `subscriptions/listen`) and `misbehave` (exits, crashes and the rest of
-//! the deliberate breakage).
+//! misbehaviours that garble them), `params` (requests read into
+//! `mcp-protocol`'s types, `-32602` naming the field that does not fit),
+//! `lifecycle` (the handshake, `server/discover` and which revision a
+//! request speaks), `tools_list` (paging), `calls` (`tools/call` tasks,
+//! `ask_name`, `subscriptions/listen`) and `misbehave` (exits, crashes and
+//! the rest of the deliberate breakage). Well-behaved answers are built as
+//! `mcp-protocol`'s types; only the misbehaviours write raw bytes.
 
 use std::collections::HashMap;
 use std::io;
@@ -16,10 +18,11 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use mcp_jsonrpc::{
-    Frame, Id, Message, MessageError, NewlineCodec, Notification, RawJson, Request, codes,
+    Frame, Id, Message, MessageError, NewlineCodec, Notification, RawJson, Request, codes, from_raw,
 };
 use mcp_protocol::methods;
-use serde_json::{Map, Value, json};
+use mcp_protocol::types::{CancelledParams, EmptyResult, LoggingLevel, SetLevelParams};
+use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::{AbortHandle, JoinSet};
@@ -31,8 +34,10 @@ mod calls;
 pub(crate) mod lifecycle;
 mod misbehave;
 mod outbox;
+mod params;
 mod tools_list;
 
+use outbox::raw;
 pub(crate) use outbox::{Outbox, ProtocolError};
 
 /// The version [`Misbehaviour::UnsupportedVersion`] answers with.
@@ -42,17 +47,6 @@ pub const SERVER_NAME: &str = "mcp-testkit";
 /// The line [`Misbehaviour::ExitImmediately`] writes to stderr.
 pub const EXIT_IMMEDIATELY_MESSAGE: &str =
     "error: required environment variable API_TOKEN is not set";
-
-const LOG_LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
 
 /// Where the server runs: as its own process (exits are real) or inside a caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -271,13 +265,9 @@ impl Server {
                 let params = n
                     .params
                     .as_deref()
-                    .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok());
-                let id = params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok());
-                if let Some(id) = id {
-                    self.cancel(&id);
+                    .and_then(|p| from_raw::<CancelledParams>(p).ok());
+                if let Some(params) = params {
+                    self.cancel(&params.request_id);
                 }
             }
             _ => {}
@@ -323,23 +313,28 @@ impl Server {
     ) -> io::Result<()> {
         let no_tools = self.options().has(Misbehaviour::NoToolsCapability);
         let result = match method {
-            methods::SERVER_DISCOVER if modern => Ok(self.discover()),
+            methods::SERVER_DISCOVER if modern => raw(&self.discover()),
             methods::PING | methods::INITIALIZE if modern => Err(lifecycle::not_modern(method)),
             methods::INITIALIZE => match self.initialize_request(params) {
-                Some(result) => result,
+                Some(result) => result.and_then(|r| raw(&r)),
                 None => return Ok(()),
             },
-            methods::PING => params.map(|_| json!({})),
-            methods::LOGGING_SET_LEVEL => params.and_then(|p| set_level(&p)),
+            methods::PING => params.and_then(|_| raw(&EmptyResult::default())),
+            methods::LOGGING_SET_LEVEL => params
+                .and_then(parse_set_level)
+                .and_then(|_| raw(&EmptyResult::default())),
             methods::TOOLS_LIST | methods::TOOLS_CALL if no_tools => {
                 Err(ProtocolError::method_not_found(
                     method,
                     " (this server declares no tools capability)",
                 ))
             }
-            methods::TOOLS_LIST => params.and_then(|p| self.list_tools(&p, modern)),
+            methods::TOOLS_LIST => params
+                .and_then(tools_list::parse_list)
+                .and_then(|p| self.list_tools(&p, modern))
+                .and_then(|r| raw(&r)),
             methods::SUBSCRIPTIONS_LISTEN if modern => {
-                self.listen(id, params.unwrap_or_default()).await;
+                self.listen(id, params).await;
                 return Ok(());
             }
             methods::TOOLS_CALL => {
@@ -361,13 +356,14 @@ impl Server {
     }
 }
 
-/// `logging/setLevel`: any of the syslog levels.
-fn set_level(params: &Map<String, Value>) -> Result<Value, ProtocolError> {
-    match params.get("level") {
-        Some(Value::String(level)) if LOG_LEVELS.contains(&level.as_str()) => Ok(json!({})),
-        _ => Err(ProtocolError::invalid_field(
-            "level",
-            format!("expected one of {}", LOG_LEVELS.join(", ")),
-        )),
-    }
+/// `logging/setLevel`'s params: any of the syslog levels.
+fn parse_set_level(params: Map<String, Value>) -> Result<SetLevelParams, ProtocolError> {
+    params::typed(params, |p| {
+        let level = p.get("level").and_then(Value::as_str);
+        let known = LoggingLevel::ALL.iter().any(|l| Some(l.as_str()) == level);
+        (!known).then(|| {
+            let levels: Vec<&str> = LoggingLevel::ALL.iter().map(|l| l.as_str()).collect();
+            ProtocolError::invalid_field("level", format!("expected one of {}", levels.join(", ")))
+        })
+    })
 }

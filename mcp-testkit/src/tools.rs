@@ -4,6 +4,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use mcp_protocol::methods;
+use mcp_protocol::types::{CallToolResult, Content, Extra, ProgressParams, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -54,33 +56,49 @@ const MAX_STEPS: u64 = 10_000;
 /// The longest interval between `progress` steps: one minute.
 const MAX_INTERVAL_MS: u64 = 60_000;
 
-fn read_only() -> Value {
-    json!({
-        "readOnlyHint": true,
-        "destructiveHint": false,
-        "idempotentHint": true,
-        "openWorldHint": false
-    })
+/// The annotations of every tool here: each only reads.
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: Some(true),
+        destructive_hint: Some(false),
+        idempotent_hint: Some(true),
+        open_world_hint: Some(false),
+        ..ToolAnnotations::default()
+    }
+}
+
+/// A read-only tool with no output schema; `input_schema` is its JSON
+/// Schema (a schema is JSON by nature: [`Tool::input_schema`] is a `Value`).
+fn tool(name: &str, title: &str, description: &str, input_schema: Value) -> Tool {
+    Tool {
+        name: name.to_owned(),
+        title: Some(title.to_owned()),
+        description: Some(description.to_owned()),
+        input_schema,
+        output_schema: None,
+        annotations: Some(read_only()),
+        icons: None,
+        extra: Extra::new(),
+    }
 }
 
 /// The tools a modern (2026-07-28) client sees ([`MODERN_TOOL_NAMES`]): the
 /// others plus `ask_name` (multi-round-trip results), `route` (`x-mcp-header`
 /// annotations) and `bad_header` (an invalid annotation).
-pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
+pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
     let mut all = DEFINITIONS.clone();
-    all.push(json!({
-        "name": "ask_name",
-        "title": "Ask name",
-        "description": "Asks for your name (an elicitation input request), then greets you.",
-        "inputSchema": {"type": "object", "properties": {}},
-        "annotations": read_only(),
-    }));
-    all.push(json!({
-        "name": "route",
-        "title": "Route",
-        "description": "Says where a query would run. Over HTTP, `region` and `shard` are \
+    all.push(tool(
+        "ask_name",
+        "Ask name",
+        "Asks for your name (an elicitation input request), then greets you.",
+        json!({"type": "object", "properties": {}}),
+    ));
+    all.push(tool(
+        "route",
+        "Route",
+        "Says where a query would run. Over HTTP, `region` and `shard` are \
             mirrored into the Mcp-Param-Region and Mcp-Param-Shard headers.",
-        "inputSchema": {
+        json!({
             "type": "object",
             "properties": {
                 "region": {"type": "string", "x-mcp-header": "Region",
@@ -90,64 +108,62 @@ pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                 "query": {"type": "string", "description": "The query."}
             },
             "required": ["query"]
-        },
-        "annotations": read_only(),
-    }));
-    all.push(json!({
-        "name": "bad_header",
-        "title": "Bad header",
-        "description": "Has an invalid x-mcp-header annotation (on a `number` property): \
+        }),
+    ));
+    all.push(tool(
+        "bad_header",
+        "Bad header",
+        "Has an invalid x-mcp-header annotation (on a `number` property): \
             a conforming HTTP client leaves this tool out of its catalog.",
-        "inputSchema": {
+        json!({
             "type": "object",
             "properties": {
                 "weight": {"type": "number", "x-mcp-header": "Weight"}
             }
-        },
-        "annotations": read_only(),
-    }));
+        }),
+    ));
     all
 });
 
 /// The `tools/list` entries a legacy client sees, in order ([`TOOL_NAMES`]).
-pub(crate) static DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
+pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
     vec![
-        json!({
-            "name": "echo",
-            "title": "Echo",
-            "description": "Returns the given text unchanged.",
-            "inputSchema": {
+        tool(
+            "echo",
+            "Echo",
+            "Returns the given text unchanged.",
+            json!({
                 "type": "object",
                 "properties": {"text": {"type": "string", "description": "The text to echo."}},
                 "required": ["text"]
-            },
-            "annotations": read_only(),
-        }),
-        json!({
-            "name": "add",
-            "title": "Add",
-            "description": "Adds two numbers; the sum is also returned as structured content.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "a": {"type": "number", "description": "The first addend."},
-                    "b": {"type": "number", "description": "The second addend."}
-                },
-                "required": ["a", "b"]
-            },
-            "outputSchema": {
+            }),
+        ),
+        Tool {
+            output_schema: Some(json!({
                 "type": "object",
                 "properties": {"sum": {"type": "number"}},
                 "required": ["sum"]
-            },
-            "annotations": read_only(),
-        }),
-        json!({
-            "name": "read_file",
-            "title": "Read file",
-            "description": "Reads a text file inside the server's workspace folder. \
+            })),
+            ..tool(
+                "add",
+                "Add",
+                "Adds two numbers; the sum is also returned as structured content.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "number", "description": "The first addend."},
+                        "b": {"type": "number", "description": "The second addend."}
+                    },
+                    "required": ["a", "b"]
+                }),
+            )
+        },
+        tool(
+            "read_file",
+            "Read file",
+            "Reads a text file inside the server's workspace folder. \
                 Absolute paths, `..` and symlinks leading out of the workspace are refused.",
-            "inputSchema": {
+            json!({
                 "type": "object",
                 "properties": {
                     "path": {"type": "string", "description": "A path relative to the workspace."},
@@ -159,41 +175,38 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                     }
                 },
                 "required": ["path"]
-            },
-            "annotations": read_only(),
-        }),
-        json!({
-            "name": "slow",
-            "title": "Slow",
-            "description": "Sleeps for the given number of milliseconds, then answers.",
-            "inputSchema": {
+            }),
+        ),
+        tool(
+            "slow",
+            "Slow",
+            "Sleeps for the given number of milliseconds, then answers.",
+            json!({
                 "type": "object",
                 "properties": {
                     "ms": {"type": "integer", "minimum": 0, "maximum": MAX_SLOW_MS,
                            "description": "How long to sleep."}
                 },
                 "required": ["ms"]
-            },
-            "annotations": read_only(),
-        }),
-        json!({
-            "name": "fail",
-            "title": "Fail",
-            "description": "Always fails: returns a result with isError: true.",
-            "inputSchema": {
+            }),
+        ),
+        tool(
+            "fail",
+            "Fail",
+            "Always fails: returns a result with isError: true.",
+            json!({
                 "type": "object",
                 "properties": {
                     "message": {"type": "string", "description": "The error message to return."}
                 }
-            },
-            "annotations": read_only(),
-        }),
-        json!({
-            "name": "progress",
-            "title": "Progress",
-            "description": "Counts through steps, sending notifications/progress for each \
+            }),
+        ),
+        tool(
+            "progress",
+            "Progress",
+            "Counts through steps, sending notifications/progress for each \
                 when the request carries a progress token.",
-            "inputSchema": {
+            json!({
                 "type": "object",
                 "properties": {
                     "steps": {"type": "integer", "minimum": 0, "maximum": MAX_STEPS},
@@ -201,33 +214,32 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Value>> = LazyLock::new(|| {
                                    "description": "Pause between steps (default 10 ms)."}
                 },
                 "required": ["steps"]
-            },
-            "annotations": read_only(),
-        }),
-        json!({
-            "name": "get_env",
-            "title": "Get environment variable",
-            "description": "Returns the value of one of the server's environment variables.",
-            "inputSchema": {
+            }),
+        ),
+        tool(
+            "get_env",
+            "Get environment variable",
+            "Returns the value of one of the server's environment variables.",
+            json!({
                 "type": "object",
                 "properties": {"name": {"type": "string", "description": "The variable name."}},
                 "required": ["name"]
-            },
-            "annotations": read_only(),
-        }),
-        json!({
-            "name": "bad_output",
-            "title": "Bad output",
-            "description": "Returns structured content that violates its own outputSchema \
-                (for testing client-side output validation).",
-            "inputSchema": {"type": "object", "properties": {}},
-            "outputSchema": {
+            }),
+        ),
+        Tool {
+            output_schema: Some(json!({
                 "type": "object",
                 "properties": {"count": {"type": "integer"}},
                 "required": ["count"]
-            },
-            "annotations": read_only(),
-        }),
+            })),
+            ..tool(
+                "bad_output",
+                "Bad output",
+                "Returns structured content that violates its own outputSchema \
+                    (for testing client-side output validation).",
+                json!({"type": "object", "properties": {}}),
+            )
+        },
     ]
 });
 
@@ -243,12 +255,12 @@ pub(crate) struct CallContext {
     pub(crate) modern: bool,
 }
 
-fn text_result(text: impl Into<String>) -> Value {
-    json!({"content": [{"type": "text", "text": text.into()}]})
+pub(crate) fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::new(vec![Content::text(text)])
 }
 
-fn error_result(text: impl Into<String>) -> Value {
-    json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
+pub(crate) fn error_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![Content::text(text)])
 }
 
 /// The arguments of a call, with accessors that name the field on failure.
@@ -319,13 +331,13 @@ impl<'a> Args<'a> {
     }
 }
 
-/// Runs one tool. `Ok` is a `CallToolResult` (possibly with `isError: true`);
-/// `Err` is a protocol error (unknown tool, arguments that break the schema).
+/// Runs one tool. `Ok` is its result (possibly with `isError: true`); `Err`
+/// is a protocol error (unknown tool, arguments that break the schema).
 pub(crate) async fn call(
     name: &str,
     arguments: &Map<String, Value>,
     ctx: CallContext,
-) -> Result<Value, ProtocolError> {
+) -> Result<CallToolResult, ProtocolError> {
     let args = Args(arguments);
     match name {
         "echo" => Ok(text_result(args.string("text")?)),
@@ -366,10 +378,12 @@ pub(crate) async fn call(
         "bad_header" if ctx.modern => Ok(text_result(
             "bad_header ran: a conforming HTTP client should have dropped this tool",
         )),
-        "bad_output" => Ok(json!({
-            "content": [{"type": "text", "text": "{\"count\":\"three\"}"}],
-            "structuredContent": {"count": "three"}
-        })),
+        // Well-formed JSON-RPC and MCP; only its structured content breaks
+        // the tool's own output schema.
+        "bad_output" => Ok(CallToolResult {
+            structured_content: Some(json!({"count": "three"})),
+            ..text_result(r#"{"count":"three"}"#)
+        }),
         _ => Err(ProtocolError::invalid_field(
             "name",
             format!("unknown tool {name:?}; tools/list shows the tools"),
@@ -377,7 +391,7 @@ pub(crate) async fn call(
     }
 }
 
-fn add(args: &Args<'_>) -> Result<Value, ProtocolError> {
+fn add(args: &Args<'_>) -> Result<CallToolResult, ProtocolError> {
     let (a, b) = (args.number("a")?, args.number("b")?);
     let sum: serde_json::Number = match (a.as_i64(), b.as_i64()) {
         (Some(a), Some(b)) if a.checked_add(b).is_some() => a.saturating_add(b).into(),
@@ -388,10 +402,10 @@ fn add(args: &Args<'_>) -> Result<Value, ProtocolError> {
             })?
         }
     };
-    Ok(json!({
-        "content": [{"type": "text", "text": sum.to_string()}],
-        "structuredContent": {"sum": sum}
-    }))
+    Ok(CallToolResult {
+        structured_content: Some(json!({ "sum": sum })),
+        ..text_result(sum.to_string())
+    })
 }
 
 /// Resolves `path` inside `workspace`, refusing escapes; the error is a message
@@ -454,7 +468,7 @@ async fn read_file(workspace: &Path, path: &str, max: u64) -> Result<String, Str
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-async fn progress(args: &Args<'_>, ctx: &CallContext) -> Result<Value, ProtocolError> {
+async fn progress(args: &Args<'_>, ctx: &CallContext) -> Result<CallToolResult, ProtocolError> {
     let steps = args.integer("steps", MAX_STEPS)?;
     let interval = args
         .opt_integer("intervalMs", MAX_INTERVAL_MS)?
@@ -462,23 +476,20 @@ async fn progress(args: &Args<'_>, ctx: &CallContext) -> Result<Value, ProtocolE
     for i in 1..=steps {
         tokio::time::sleep(Duration::from_millis(interval)).await;
         if let Some(token) = &ctx.progress_token {
-            ctx.outbox
-                .notify(
-                    "notifications/progress",
-                    json!({
-                        "progressToken": token,
-                        "progress": i,
-                        "total": steps,
-                        "message": format!("step {i} of {steps}"),
-                    }),
-                )
-                .await;
+            let params = ProgressParams {
+                progress_token: token.clone(),
+                progress_value: i.into(),
+                total_value: Some(steps.into()),
+                message: Some(format!("step {i} of {steps}")),
+                extra: Extra::new(),
+            };
+            ctx.outbox.notify(methods::PROGRESS, &params).await;
         }
     }
     Ok(text_result(format!("completed {steps} steps")))
 }
 
-fn get_env(name: &str) -> Value {
+fn get_env(name: &str) -> CallToolResult {
     if name.is_empty() || name.contains(['=', '\0']) {
         return error_result(format!("{name:?} is not a valid environment variable name"));
     }
@@ -499,18 +510,12 @@ mod tests {
 
     #[test]
     fn definitions_match_names() {
-        let names: Vec<&str> = DEFINITIONS
-            .iter()
-            .map(|d| d["name"].as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = DEFINITIONS.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, TOOL_NAMES);
         for d in DEFINITIONS.iter() {
-            assert_eq!(d["inputSchema"]["type"], "object", "{d}");
+            assert_eq!(d.input_schema["type"], "object", "{}", d.name);
         }
-        let modern: Vec<&str> = MODERN_DEFINITIONS
-            .iter()
-            .map(|d| d["name"].as_str().unwrap())
-            .collect();
+        let modern: Vec<&str> = MODERN_DEFINITIONS.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(modern, MODERN_TOOL_NAMES);
         assert_eq!(modern.get(..TOOL_NAMES.len()), Some(TOOL_NAMES));
     }
@@ -533,23 +538,23 @@ mod tests {
 
     #[test]
     fn add_keeps_integers_and_handles_overflow() {
-        let map = json!({"a": 2, "b": 3}).as_object().unwrap().clone();
-        assert_eq!(
-            add(&Args(&map)).unwrap()["structuredContent"]["sum"],
-            json!(5)
-        );
-        let map = json!({"a": 0.5, "b": 0.25}).as_object().unwrap().clone();
-        assert_eq!(
-            add(&Args(&map)).unwrap()["structuredContent"]["sum"],
-            json!(0.75)
-        );
-        let map = json!({"a": i64::MAX, "b": 1}).as_object().unwrap().clone();
-        assert!(add(&Args(&map)).unwrap()["structuredContent"]["sum"].is_f64());
+        let sum = |a: Value, b: Value| {
+            let map = json!({"a": a, "b": b}).as_object().unwrap().clone();
+            let result = add(&Args(&map)).unwrap();
+            assert_eq!(
+                result.text(),
+                result.structured_content.as_ref().unwrap()["sum"].to_string()
+            );
+            result.structured_content.unwrap()["sum"].clone()
+        };
+        assert_eq!(sum(json!(2), json!(3)), json!(5));
+        assert_eq!(sum(json!(0.5), json!(0.25)), json!(0.75));
+        assert!(sum(json!(i64::MAX), json!(1)).is_f64());
     }
 
     #[test]
     fn env_names_are_checked() {
-        assert_eq!(get_env("A=B")["isError"], true);
-        assert_eq!(get_env("")["isError"], true);
+        assert!(get_env("A=B").is_error());
+        assert!(get_env("").is_error());
     }
 }

@@ -277,8 +277,8 @@ fn check_tool_params(headers: &HeaderMap, params: &Map<String, Value>) -> Result
     let name = params.get("name").and_then(Value::as_str);
     let tool = MODERN_DEFINITIONS
         .iter()
-        .find(|t| t.get("name").and_then(Value::as_str) == name);
-    let schema = tool.and_then(|t| t.get("inputSchema"));
+        .find(|t| Some(t.name.as_str()) == name);
+    let schema = tool.map(|t| &t.input_schema);
     let arguments = params.get("arguments");
     for (header_name, path) in schema.map(header_annotations).unwrap_or_default() {
         check_param(headers, &header_name, &path, arguments)?;

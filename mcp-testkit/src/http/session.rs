@@ -10,8 +10,9 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use mcp_jsonrpc::{Id, Message};
-use mcp_protocol::meta;
+use mcp_jsonrpc::{Id, Message, from_raw};
+use mcp_protocol::types::ProgressParams;
+use mcp_protocol::{meta, methods};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, WriteHalf};
 use tokio::sync::{mpsc, oneshot};
@@ -155,12 +156,11 @@ impl Routes {
             Some(Message::Response(_) | Message::Error(_)) => message
                 .and_then(Message::id)
                 .and_then(|id| self.pending.remove(&key(id))),
-            Some(Message::Notification(n)) => n
+            Some(Message::Notification(n)) if n.method == methods::PROGRESS => n
                 .params
-                .as_ref()
-                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                .and_then(|p| p.get("progressToken").map(Value::to_string))
-                .and_then(|token| self.progress.get(&token).copied())
+                .as_deref()
+                .and_then(|p| from_raw::<ProgressParams>(p).ok())
+                .and_then(|p| self.progress.get(&p.progress_token.to_string()).copied())
                 .map(Target::Stream),
             _ => None,
         }

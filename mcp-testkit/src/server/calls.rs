@@ -1,84 +1,87 @@
 //! `tools/call` (each call a task of its own, cancellable by id), the
 //! multi-round-trip `ask_name`, and `subscriptions/listen`.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
-use mcp_jsonrpc::Id;
+use mcp_jsonrpc::{Id, codes};
+use mcp_protocol::modern::{
+    InputRequest, InputRequiredResult, ResultType, SubscriptionFilter, SubscriptionParams,
+};
+use mcp_protocol::types::{
+    CallToolParams, CallToolResult, ElicitRequestParams, ElicitResult, Extra,
+};
 use mcp_protocol::{meta, methods};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::misbehave::CallMisbehaviours;
-use super::{InFlight, ProtocolError, Server};
+use super::params::{Presence, expect, typed};
+use super::{InFlight, ProtocolError, Server, raw};
 use crate::tools::{self, CallContext};
 
 /// The `requestState` the `ask_name` tool hands out and expects back.
 const ASK_NAME_STATE: &str = "ask-name:v1";
 
-/// The parameters of a `tools/call`.
-pub(super) struct Call {
-    name: String,
-    arguments: Map<String, Value>,
-    progress_token: Option<Value>,
-    /// A multi-round-trip retry's answers.
-    input_responses: Option<Value>,
-    /// A multi-round-trip retry's echoed state.
-    request_state: Option<Value>,
+/// `tools/call`'s params, with a progress token the tools can use (a
+/// string or an integer).
+pub(super) fn parse_call(params: Map<String, Value>) -> Result<CallToolParams, ProtocolError> {
+    let call: CallToolParams = typed(params, |p| {
+        let object = |field| expect(p, field, Presence::Optional, Value::is_object, "an object");
+        expect(p, "name", Presence::Required, Value::is_string, "a string")
+            .or_else(|| object("arguments"))
+            .or_else(|| object(meta::KEY))
+            .or_else(|| object("inputResponses"))
+            .or_else(|| {
+                expect(
+                    p,
+                    "requestState",
+                    Presence::Optional,
+                    Value::is_string,
+                    "a string",
+                )
+            })
+    })?;
+    match call.progress_token() {
+        None | Some(Value::String(_) | Value::Number(_)) => Ok(call),
+        Some(_) => Err(ProtocolError::invalid_field(
+            "_meta.progressToken",
+            "expected a string or an integer",
+        )),
+    }
 }
 
-pub(super) fn parse_call(mut params: Map<String, Value>) -> Result<Call, ProtocolError> {
-    let name = match params.remove("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => return Err(ProtocolError::invalid_field("name", "expected a string")),
-        None => return Err(ProtocolError::invalid_field("name", "required")),
-    };
-    let arguments = match params.remove("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map,
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "arguments",
-                "expected an object",
-            ));
-        }
-    };
-    let token = params
-        .get(meta::KEY)
-        .and_then(|m| m.get(meta::PROGRESS_TOKEN));
-    let progress_token = match token {
-        None | Some(Value::Null) => None,
-        Some(token @ (Value::String(_) | Value::Number(_))) => Some(token.clone()),
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "_meta.progressToken",
-                "expected a string or an integer",
-            ));
-        }
-    };
-    Ok(Call {
-        name,
-        arguments,
-        progress_token,
-        input_responses: params.remove("inputResponses"),
-        request_state: params.remove("requestState"),
-    })
+/// What a call answers: its result, or (2026-07-28) an interim result
+/// asking for input first.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum CallAnswer {
+    Complete(CallToolResult),
+    InputRequired(InputRequiredResult),
 }
 
-/// Runs the tool; a modern result says it is complete unless it says otherwise.
-async fn run_call(call: Call, ctx: CallContext, modern: bool) -> Result<Value, ProtocolError> {
-    let result = if call.name == "ask_name" {
+/// Runs the tool; a modern final result says that it is complete.
+async fn run_call(
+    call: CallToolParams,
+    ctx: CallContext,
+    modern: bool,
+) -> Result<CallAnswer, ProtocolError> {
+    let answer = if call.name == "ask_name" {
         ask_name(
             modern,
             call.input_responses.as_ref(),
-            call.request_state.as_ref(),
-        )
+            call.request_state.as_deref(),
+        )?
     } else {
-        tools::call(&call.name, &call.arguments, ctx).await
+        let arguments = call.arguments.unwrap_or_default();
+        CallAnswer::Complete(tools::call(&call.name, &arguments, ctx).await?)
     };
-    result.map(|mut r| {
-        if modern && let Value::Object(map) = &mut r {
-            map.entry("resultType").or_insert_with(|| json!("complete"));
+    Ok(match answer {
+        CallAnswer::Complete(mut result) if modern => {
+            ResultType::Complete.write(&mut result.extra);
+            CallAnswer::Complete(result)
         }
-        r
+        other => other,
     })
 }
 
@@ -93,11 +96,11 @@ fn forget(in_flight: &InFlight, id: &Id, task: u64) {
 impl Server {
     /// Starts a call as a task, registered by id so that
     /// `notifications/cancelled` can abort it.
-    pub(super) fn spawn_call(&mut self, id: Id, mut call: Call, modern: bool) {
+    pub(super) fn spawn_call(&mut self, id: Id, call: CallToolParams, modern: bool) {
         let ctx = CallContext {
             workspace: self.workspace.clone(),
             outbox: self.outbox.clone(),
-            progress_token: call.progress_token.take(),
+            progress_token: call.progress_token().cloned(),
             modern,
         };
         let misbehaviours = CallMisbehaviours::of(self.options());
@@ -117,7 +120,7 @@ impl Server {
             misbehaviours.before_answer(&outbox).await;
             forget(&in_flight, &task_id, task);
             // Past this point a cancellation finds nothing: the answer goes out whole.
-            outbox.respond(task_id, result).await;
+            outbox.respond(task_id, result.and_then(|r| raw(&r))).await;
         });
         table.insert(id, (task, handle));
     }
@@ -126,20 +129,25 @@ impl Server {
     /// list changes; its tools never change, so nothing follows) and keeps
     /// the request open until the client cancels it (on HTTP: closes the
     /// stream) or the server stops.
-    pub(super) async fn listen(&mut self, id: Id, params: Map<String, Value>) {
-        let asked = params.get("notifications");
-        let mut granted = Map::new();
-        if asked.and_then(|n| n.get("toolsListChanged")) == Some(&Value::Bool(true)) {
-            granted.insert("toolsListChanged".into(), Value::Bool(true));
-        }
-        let subscription = serde_json::to_value(&id).unwrap_or(Value::Null);
+    pub(super) async fn listen(
+        &mut self,
+        id: Id,
+        params: Result<Map<String, Value>, ProtocolError>,
+    ) {
+        // Lenient: params that do not fit ask for nothing, and get an
+        // acknowledgment of nothing.
+        let asked = params
+            .and_then(|p| typed::<SubscriptionParams>(p, |_| None))
+            .unwrap_or_default()
+            .notifications;
+        let granted = SubscriptionFilter {
+            tools_list_changed: (asked.tools_list_changed == Some(true)).then_some(true),
+            ..SubscriptionFilter::default()
+        };
         self.outbox
             .notify(
                 methods::SUBSCRIPTIONS_ACKNOWLEDGED,
-                json!({
-                    meta::KEY: {meta::SUBSCRIPTION_ID: subscription},
-                    "notifications": granted,
-                }),
+                &SubscriptionParams::acknowledgment(&id, granted),
             )
             .await;
         self.log(&format!("subscription {id} open"));
@@ -157,42 +165,52 @@ impl Server {
 /// multi-round-trip result), then greets whoever answered.
 fn ask_name(
     modern: bool,
-    responses: Option<&Value>,
-    state: Option<&Value>,
-) -> Result<Value, ProtocolError> {
+    responses: Option<&BTreeMap<String, Value>>,
+    state: Option<&str>,
+) -> Result<CallAnswer, ProtocolError> {
     if !modern {
-        return Ok(json!({"content": [{"type": "text",
-            "text": "ask_name needs 2026-07-28 multi-round-trip results"}], "isError": true}));
+        return Ok(CallAnswer::Complete(tools::error_result(
+            "ask_name needs 2026-07-28 multi-round-trip results",
+        )));
     }
     let answer = responses.and_then(|r| r.get("name"));
     match (answer, state) {
-        (Some(answer), Some(Value::String(s))) if s == ASK_NAME_STATE => {
-            let text = match answer.get("action").and_then(Value::as_str) {
-                Some("accept") => format!(
+        (Some(answer), Some(ASK_NAME_STATE)) => {
+            let text = match ElicitResult::deserialize(answer) {
+                Ok(answer) if answer.is_accept() => format!(
                     "hello {}",
                     answer
-                        .get("content")
+                        .content
+                        .as_ref()
                         .and_then(|c| c.get("name"))
                         .and_then(Value::as_str)
                         .unwrap_or("stranger")
                 ),
                 _ => "no name given".to_owned(),
             };
-            Ok(json!({"content": [{"type": "text", "text": text}]}))
+            Ok(CallAnswer::Complete(tools::text_result(text)))
         }
         (Some(_), _) => Err(ProtocolError::invalid_field(
             "requestState",
             "missing or not the one this server handed out",
         )),
-        (None, _) => Ok(json!({
-            "resultType": "input_required",
-            "inputRequests": {"name": {"method": methods::ELICITATION_CREATE, "params": {
-                "mode": "form",
-                "message": "What is your name?",
-                "requestedSchema": {"type": "object", "properties": {
-                    "name": {"type": "string", "default": "octocat"}}, "required": ["name"]},
-            }}},
-            "requestState": ASK_NAME_STATE,
-        })),
+        (None, _) => {
+            let ask = ElicitRequestParams::form(
+                "What is your name?",
+                json!({"type": "object", "properties": {
+                    "name": {"type": "string", "default": "octocat"}}, "required": ["name"]}),
+            );
+            let request = InputRequest {
+                method: methods::ELICITATION_CREATE.to_owned(),
+                params: Some(serde_json::to_value(&ask).map_err(|e| {
+                    ProtocolError::new(codes::INTERNAL_ERROR, format!("cannot ask: {e}"))
+                })?),
+                extra: Extra::new(),
+            };
+            Ok(CallAnswer::InputRequired(InputRequiredResult::new(
+                BTreeMap::from([("name".to_owned(), request)]),
+                Some(ASK_NAME_STATE.to_owned()),
+            )))
+        }
     }
 }

@@ -2,11 +2,18 @@
 //! 2025-11-25), `server/discover` (2026-07-28), and which revision a
 //! request speaks under the server's [`Era`].
 
+use std::time::Duration;
+
 use mcp_jsonrpc::Id;
+use mcp_protocol::modern::{CacheHints, DiscoverResult, ResultType, UnsupportedVersionData};
+use mcp_protocol::types::{
+    Extra, Implementation, InitializeParams, InitializeResult, ServerCapabilities, ToolsCapability,
+};
 use mcp_protocol::{ProtocolVersion, meta, methods};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::misbehave::append_instance_log;
+use super::params::{Presence, expect, typed};
 use super::{BOGUS_PROTOCOL_VERSION, ProtocolError, SERVER_NAME, Server};
 use crate::options::{Era, Misbehaviour};
 use crate::tools;
@@ -27,13 +34,16 @@ pub(crate) fn supported_versions(era: Era) -> Vec<&'static str> {
 /// The message and `data` of the `-32022` error refusing `requested`.
 pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String, Value) {
     let supported = supported_versions(era);
-    (
-        format!(
-            "Unsupported protocol version (this server speaks {})",
-            supported.join(", ")
-        ),
-        json!({"supported": supported, "requested": requested}),
-    )
+    let message = format!(
+        "Unsupported protocol version (this server speaks {})",
+        supported.join(", ")
+    );
+    let data = UnsupportedVersionData {
+        supported: supported.into_iter().map(str::to_owned).collect(),
+        requested: requested.map(str::to_owned),
+        extra: Extra::new(),
+    };
+    (message, serde_json::to_value(data).unwrap_or_default())
 }
 
 /// Whether a modern (2026-07-28) request for `method` is served, rather than
@@ -59,43 +69,49 @@ pub(super) fn not_modern(method: &str) -> ProtocolError {
     ProtocolError::method_not_found(method, why)
 }
 
-/// `initialize`'s params, checked; the version the client asked for.
-fn check_initialize(params: &Map<String, Value>) -> Result<&str, ProtocolError> {
-    let requested = match params.get("protocolVersion") {
-        Some(Value::String(v)) => v.as_str(),
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "protocolVersion",
-                "expected a string",
-            ));
-        }
-        None => return Err(ProtocolError::invalid_field("protocolVersion", "required")),
-    };
-    match params.get("capabilities") {
-        Some(Value::Object(_)) => {}
-        Some(_) => {
-            return Err(ProtocolError::invalid_field(
-                "capabilities",
-                "expected an object",
-            ));
-        }
-        None => return Err(ProtocolError::invalid_field("capabilities", "required")),
+/// `initialize`'s params. The testkit is stricter than the type (which
+/// lets `clientInfo.version` default), so the fields are checked first, in
+/// order.
+fn parse_initialize(params: Map<String, Value>) -> Result<InitializeParams, ProtocolError> {
+    if let Some(problem) = initialize_problem(&params) {
+        return Err(problem);
+    }
+    typed(params, |_| None)
+}
+
+/// The first field of `initialize`'s params that is wrong.
+fn initialize_problem(params: &Map<String, Value>) -> Option<ProtocolError> {
+    let problem = expect(
+        params,
+        "protocolVersion",
+        Presence::Required,
+        Value::is_string,
+        "a string",
+    )
+    .or_else(|| {
+        expect(
+            params,
+            "capabilities",
+            Presence::Required,
+            Value::is_object,
+            "an object",
+        )
+    });
+    if problem.is_some() {
+        return problem;
     }
     let Some(Value::Object(client)) = params.get("clientInfo") else {
-        return Err(ProtocolError::invalid_field(
+        return Some(ProtocolError::invalid_field(
             "clientInfo",
             "required: an object with \"name\" and \"version\"",
         ));
     };
-    for field in ["name", "version"] {
-        if !client.get(field).is_some_and(Value::is_string) {
-            return Err(ProtocolError::invalid_field(
-                format!("clientInfo.{field}"),
-                "expected a string",
-            ));
-        }
-    }
-    Ok(requested)
+    ["name", "version"]
+        .into_iter()
+        .find(|field| !client.get(*field).is_some_and(Value::is_string))
+        .map(|field| {
+            ProtocolError::invalid_field(format!("clientInfo.{field}"), "expected a string")
+        })
 }
 
 impl Server {
@@ -140,7 +156,7 @@ impl Server {
     pub(super) fn initialize_request(
         &self,
         params: Result<Map<String, Value>, ProtocolError>,
-    ) -> Option<Result<Value, ProtocolError>> {
+    ) -> Option<Result<InitializeResult, ProtocolError>> {
         if let Some(log) = &self.options().instance_log
             && let Err(e) = append_instance_log(log, "initialize")
         {
@@ -150,13 +166,17 @@ impl Server {
             self.log("not answering initialize (misbehaviour never-answer-initialize)");
             return None;
         }
-        Some(params.and_then(|p| self.initialize(&p)))
+        Some(
+            params
+                .and_then(parse_initialize)
+                .map(|p| self.initialize(&p)),
+        )
     }
 
     /// The `initialize` result: the requested version when it is one of
     /// the handshake revisions, else the latest of them.
-    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, ProtocolError> {
-        let requested = check_initialize(params)?;
+    fn initialize(&self, params: &InitializeParams) -> InitializeResult {
+        let requested = params.protocol_version.as_str();
         let version = if self.options().has(Misbehaviour::UnsupportedVersion) {
             BOGUS_PROTOCOL_VERSION
         } else if requested
@@ -170,59 +190,74 @@ impl Server {
         self.log(&format!(
             "initialize: client asked for {requested}, answering {version}"
         ));
-        let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
-            json!({"logging": {}})
-        } else {
-            json!({"tools": {"listChanged": true}, "logging": {}})
+        let capabilities = ServerCapabilities {
+            logging: Some(Value::Object(Map::new())),
+            ..self.capabilities()
         };
-        Ok(json!({
-            "protocolVersion": version,
-            "capabilities": capabilities,
-            "serverInfo": {
-                "name": SERVER_NAME,
-                "title": "MCP test kit server",
-                "version": env!("CARGO_PKG_VERSION"),
-            },
-            "instructions": format!(
+        InitializeResult {
+            protocol_version: version.to_owned(),
+            capabilities,
+            server_info: server_info(),
+            instructions: Some(format!(
                 "mcp-testkit is a test server. Tools: {}. read_file only reads inside the \
                  workspace folder; slow, progress and fail help test timeouts, progress and \
                  tool errors.",
                 tools::TOOL_NAMES.join(", ")
-            ),
-        }))
+            )),
+            extra: Extra::new(),
+        }
     }
 
     /// The `server/discover` result.
-    pub(super) fn discover(&self) -> Value {
+    pub(super) fn discover(&self) -> DiscoverResult {
         let supported = supported_versions(self.options().era);
-        let capabilities = if self.options().has(Misbehaviour::NoToolsCapability) {
-            json!({})
-        } else {
-            json!({"tools": {"listChanged": true}})
-        };
         self.log(&format!(
             "server/discover: speaking {}",
             supported.join(", ")
         ));
-        json!({
-            "resultType": "complete",
-            "supportedVersions": supported,
-            "capabilities": capabilities,
-            "_meta": {meta::SERVER_INFO: {
-                "name": SERVER_NAME,
-                "title": "MCP test kit server",
-                "version": env!("CARGO_PKG_VERSION"),
-            }},
-            "instructions": "mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.",
-            "ttlMs": 60_000,
-            "cacheScope": "public",
-        })
+        let supported = supported.into_iter().map(str::to_owned).collect();
+        let mut result = DiscoverResult::new(supported, self.capabilities(), &server_info());
+        result.instructions =
+            Some("mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.".to_owned());
+        ResultType::Complete.write(&mut result.extra);
+        DISCOVER_CACHE.write(&mut result.extra);
+        result
+    }
+
+    /// What both lifecycles declare: tools (with list changes), unless the
+    /// `no-tools-capability` misbehaviour leaves them out.
+    fn capabilities(&self) -> ServerCapabilities {
+        let tools =
+            (!self.options().has(Misbehaviour::NoToolsCapability)).then(|| ToolsCapability {
+                list_changed: Some(true),
+                extra: Extra::new(),
+            });
+        ServerCapabilities {
+            tools,
+            ..ServerCapabilities::default()
+        }
     }
 }
+
+/// The server's name, title and version, in `serverInfo` and in
+/// `server/discover`'s `_meta`.
+fn server_info() -> Implementation {
+    Implementation {
+        title: Some("MCP test kit server".to_owned()),
+        ..Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+    }
+}
+
+/// How long a client may keep the `server/discover` result.
+const DISCOVER_CACHE: CacheHints = CacheHints {
+    ttl: Duration::from_secs(60),
+    private: false,
+};
 
 #[cfg(all(test, feature = "http"))]
 mod tests {
     use mcp_jsonrpc::codes;
+    use serde_json::json;
 
     use super::*;
     use crate::options::ServerOptions;

@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use mcp_protocol::methods;
-use serde_json::json;
+use mcp_protocol::types::{LoggingLevel, LoggingMessageParams};
+use serde_json::Value;
 
 use super::{EXIT_IMMEDIATELY_MESSAGE, Host, Outbox, SERVER_NAME, Server};
 use crate::options::{Misbehaviour, ServerOptions};
@@ -141,16 +142,12 @@ impl CallMisbehaviours {
         }
         if let Some(count) = self.flood {
             for i in 1..=count {
-                outbox
-                    .notify(
-                        methods::MESSAGE,
-                        json!({
-                            "level": "info",
-                            "logger": SERVER_NAME,
-                            "data": format!("flood notification {i} of {count}"),
-                        }),
-                    )
-                    .await;
+                let message = LoggingMessageParams {
+                    level: LoggingLevel::Info.as_str().to_owned(),
+                    logger: Some(SERVER_NAME.to_owned()),
+                    data: Value::from(format!("flood notification {i} of {count}")),
+                };
+                outbox.notify(methods::MESSAGE, &message).await;
             }
         }
     }

@@ -6,8 +6,10 @@ use std::sync::atomic::Ordering;
 
 use bytes::BytesMut;
 use mcp_jsonrpc::{
-    ErrorObject, ErrorResponse, Id, Message, NewlineCodec, Notification, Response, codes, to_raw,
+    ErrorObject, ErrorResponse, Id, Message, NewlineCodec, Notification, RawJson, Response, codes,
+    to_raw,
 };
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::codec::Encoder;
@@ -67,6 +69,16 @@ impl ProtocolError {
     }
 }
 
+/// A result, serialized for [`Outbox::respond`].
+pub(super) fn raw<T: Serialize + ?Sized>(result: &T) -> Result<RawJson, ProtocolError> {
+    to_raw(result).map_err(|e| {
+        ProtocolError::new(
+            codes::INTERNAL_ERROR,
+            format!("cannot serialize the result: {e}"),
+        )
+    })
+}
+
 /// The sending side of the writer: every message goes through here as whole lines.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
@@ -91,8 +103,8 @@ impl Outbox {
     }
 
     /// Sends a notification.
-    pub(crate) async fn notify(&self, method: &str, params: Value) {
-        let Ok(params) = to_raw(&params) else { return };
+    pub(crate) async fn notify<P: Serialize + ?Sized>(&self, method: &str, params: &P) {
+        let Ok(params) = to_raw(params) else { return };
         let message = Message::from(Notification::new(method, Some(params)));
         if let Ok(bytes) = encode(&message) {
             self.send_bytes(bytes).await;
@@ -100,15 +112,8 @@ impl Outbox {
     }
 
     /// Sends the response to a request, preceded by whatever the misbehaviours add.
-    pub(super) async fn respond(&self, id: Id, result: Result<Value, ProtocolError>) {
-        let message = match result.and_then(|value| {
-            to_raw(&value).map_err(|e| {
-                ProtocolError::new(
-                    codes::INTERNAL_ERROR,
-                    format!("cannot serialize the result: {e}"),
-                )
-            })
-        }) {
+    pub(super) async fn respond(&self, id: Id, result: Result<RawJson, ProtocolError>) {
+        let message = match result {
             Ok(raw) => Message::from(Response::new(id.clone(), raw)),
             Err(e) => Message::from(ErrorResponse::new(Some(id.clone()), e.object())),
         };

@@ -4,9 +4,13 @@
 //! [`ServerOptions::page_size`]: crate::ServerOptions::page_size
 
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use mcp_protocol::modern::{CacheHints, ResultType};
+use mcp_protocol::types::{Extra, ListToolsResult, PaginatedParams, Tool};
+use serde_json::{Map, Value};
 
+use super::params::{Presence, expect, typed};
 use super::{ProtocolError, Server};
 use crate::options::Misbehaviour;
 use crate::tools;
@@ -15,34 +19,51 @@ use crate::tools;
 /// index of the page's first tool.
 const CURSOR_PREFIX: &str = "mcp-testkit-page-";
 
+/// `tools/list`'s params.
+pub(super) fn parse_list(params: Map<String, Value>) -> Result<PaginatedParams, ProtocolError> {
+    typed(params, |p| {
+        expect(
+            p,
+            "cursor",
+            Presence::Optional,
+            Value::is_string,
+            "a string",
+        )
+    })
+}
+
 /// Where the page a cursor asks for starts; `-32602` for a cursor this
 /// server did not give out.
-fn page_start(params: &Map<String, Value>, len: usize) -> Result<usize, ProtocolError> {
-    match params.get("cursor") {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::String(cursor)) => cursor
+fn page_start(cursor: Option<&str>, len: usize) -> Result<usize, ProtocolError> {
+    match cursor {
+        None => Ok(0),
+        Some(cursor) => cursor
             .strip_prefix(CURSOR_PREFIX)
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|n| *n <= len)
             .ok_or_else(|| {
                 ProtocolError::invalid_field("cursor", "not a cursor this server gave out")
             }),
-        Some(_) => Err(ProtocolError::invalid_field("cursor", "expected a string")),
     }
 }
+
+/// How long a modern client may keep a `tools/list` page: the tools never change.
+const LIST_CACHE: CacheHints = CacheHints {
+    ttl: Duration::from_secs(60),
+    private: false,
+};
 
 impl Server {
     /// A `tools/list` answer; a modern one carries its cache hints.
     pub(super) fn list_tools(
         &self,
-        params: &Map<String, Value>,
+        params: &PaginatedParams,
         modern: bool,
-    ) -> Result<Value, ProtocolError> {
+    ) -> Result<ListToolsResult, ProtocolError> {
         let mut result = self.tools_page(params, modern)?;
-        if modern && let Value::Object(map) = &mut result {
-            map.insert("resultType".into(), json!("complete"));
-            map.insert("ttlMs".into(), json!(60_000));
-            map.insert("cacheScope".into(), json!("public"));
+        if modern {
+            ResultType::Complete.write(&mut result.extra);
+            LIST_CACHE.write(&mut result.extra);
         }
         Ok(result)
     }
@@ -50,35 +71,35 @@ impl Server {
     /// One page of the tools of the revision the request speaks.
     fn tools_page(
         &self,
-        params: &Map<String, Value>,
+        params: &PaginatedParams,
         modern: bool,
-    ) -> Result<Value, ProtocolError> {
-        let all: &[Value] = if modern {
+    ) -> Result<ListToolsResult, ProtocolError> {
+        let all: &[Tool] = if modern {
             &tools::MODERN_DEFINITIONS
         } else {
             &tools::DEFINITIONS
         };
-        let start = page_start(params, all.len())?;
+        let start = page_start(params.cursor.as_deref(), all.len())?;
+        let mut result = ListToolsResult {
+            tools: Vec::new(),
+            next_cursor: None,
+            extra: Extra::new(),
+        };
         if self.options().has(Misbehaviour::RequireInitialized)
             && !self.initialized.load(Ordering::SeqCst)
         {
             self.log("tools/list before notifications/initialized: answering an empty list");
-            return Ok(json!({"tools": []}));
+            return Ok(result);
         }
         let size = self
             .options()
             .page_size
             .map_or(all.len(), std::num::NonZeroUsize::get);
         let end = start.saturating_add(size).min(all.len());
-        let page = all.get(start..end).unwrap_or_default();
-        let mut result = Map::new();
-        result.insert("tools".to_owned(), json!(page));
+        result.tools = all.get(start..end).unwrap_or_default().to_vec();
         if end < all.len() {
-            result.insert(
-                "nextCursor".to_owned(),
-                json!(format!("{CURSOR_PREFIX}{end}")),
-            );
+            result.next_cursor = Some(format!("{CURSOR_PREFIX}{end}"));
         }
-        Ok(Value::Object(result))
+        Ok(result)
     }
 }
