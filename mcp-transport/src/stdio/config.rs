@@ -47,10 +47,10 @@ pub const ENV_ALLOWLIST: &[&str] = &[
     "PROGRAMFILES",
 ];
 
-/// How long [`Transport::close`] waits for the server to exit after closing its stdin.
+/// How long [`Transport::close`](crate::Transport::close) waits for the server to exit after closing its stdin.
 pub const DEFAULT_STDIN_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How long [`Transport::close`] waits after `SIGTERM` before `SIGKILL`.
+/// How long [`Transport::close`](crate::Transport::close) waits after `SIGTERM` before `SIGKILL`.
 pub const DEFAULT_TERM_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How many stderr lines are kept for diagnostics.
