@@ -234,6 +234,52 @@ pub struct SubscriptionFilter {
     pub extra: Extra,
 }
 
+impl SubscriptionFilter {
+    /// Nothing yet; add with the builder methods.
+    ///
+    /// ```
+    /// use mcp_protocol::modern::SubscriptionFilter;
+    /// let filter = SubscriptionFilter::new().tools_list_changed().resource("file:///notes.md");
+    /// assert_eq!(
+    ///     serde_json::to_value(&filter).unwrap(),
+    ///     serde_json::json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///notes.md"]})
+    /// );
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks for tool list changes.
+    #[must_use]
+    pub fn tools_list_changed(mut self) -> Self {
+        self.tools_list_changed = Some(true);
+        self
+    }
+
+    /// Asks for prompt list changes.
+    #[must_use]
+    pub fn prompts_list_changed(mut self) -> Self {
+        self.prompts_list_changed = Some(true);
+        self
+    }
+
+    /// Asks for resource list changes.
+    #[must_use]
+    pub fn resources_list_changed(mut self) -> Self {
+        self.resources_list_changed = Some(true);
+        self
+    }
+
+    /// Asks for updates of one resource.
+    #[must_use]
+    pub fn resource(mut self, uri: impl Into<String>) -> Self {
+        self.resource_subscriptions
+            .get_or_insert_with(Vec::new)
+            .push(uri.into());
+        self
+    }
+}
+
 /// The parameters of `subscriptions/listen` and of its acknowledgment,
 /// `notifications/subscriptions/acknowledged`: a filter, and `_meta` (the
 /// request's metadata; on the acknowledgment, the subscription's id).

@@ -8,7 +8,9 @@
 //! rules (the spec's backward-compatibility section) are tested here on
 //! their own, with no transport.
 
+use mcp_protocol::modern::UnsupportedVersionData;
 use mcp_protocol::{ProtocolMode, ProtocolVersion, codes};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// What the lifecycle asks for next.
@@ -205,9 +207,9 @@ pub(crate) fn classify_probe(
             }
         }
         Err((code, data)) if code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
-            let supported: Vec<String> = data
-                .and_then(|d| d.get("supported"))
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
+            let supported = data
+                .and_then(|d| UnsupportedVersionData::deserialize(d).ok())
+                .map(|d| d.supported)
                 .unwrap_or_default();
             match pick(&supported) {
                 Some(v) => ProbeOutcome::Modern(v),

@@ -16,7 +16,7 @@ use mcp_protocol::{ProtocolVersion, methods};
 use crate::config::{ClientHandler, NotificationListener, ServerNotification};
 use crate::error::SessionError;
 use crate::pending::{Delivery, Outcome, PendingTable};
-use crate::subscriptions::{ListenFilter, Subscribers, SubscriptionEvent, subscription_id};
+use crate::subscriptions::{Subscribers, SubscriptionEvent, SubscriptionFilter, subscription_id};
 
 /// Why the connection closed, kept for every request that asks afterwards.
 #[derive(Debug, Clone)]
@@ -251,7 +251,7 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
     {
         let filter = parse("acknowledgment")
             .and_then(|p| p.get("notifications").cloned())
-            .and_then(|f| serde_json::from_value::<ListenFilter>(f).ok())
+            .and_then(|f| serde_json::from_value::<SubscriptionFilter>(f).ok())
             .unwrap_or_default();
         shared
             .subscribers

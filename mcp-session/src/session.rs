@@ -24,7 +24,7 @@ use mcp_protocol::{ProtocolVersion, codes as mcp_codes, methods, x_mcp_header};
 use crate::config::{CallOptions, Diagnostics, SessionConfig};
 use crate::error::SessionError;
 use crate::reader::{ClosedInfo, Shared};
-use crate::subscriptions::{ListenFilter, Subscription, SubscriptionEvent};
+use crate::subscriptions::{Subscription, SubscriptionEvent, SubscriptionFilter};
 use crate::tools::{Checked, ToolCatalog};
 
 /// The catalog and how long it stays fresh.
@@ -233,7 +233,7 @@ impl Session {
     /// The subscription holds the session open while it lives. A legacy
     /// session gets [`SessionError::NeedsModern`]: servers of the handshake
     /// era send change notifications without being asked.
-    pub async fn listen(&self, filter: ListenFilter) -> Result<Subscription, SessionError> {
+    pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, SessionError> {
         if !self.inner.version.is_modern() {
             return Err(SessionError::NeedsModern {
                 feature: methods::SUBSCRIPTIONS_LISTEN,
@@ -271,7 +271,7 @@ impl Session {
         // Built first: dropping it on a failure below cancels the request.
         let mut subscription = Subscription {
             id,
-            acknowledged: ListenFilter::default(),
+            acknowledged: SubscriptionFilter::default(),
             events,
             task,
             subscribers,

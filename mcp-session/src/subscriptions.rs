@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Id;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -22,65 +21,12 @@ use tokio::task::JoinHandle;
 use crate::config::ServerNotification;
 use crate::error::SessionError;
 
-/// Which notifications a subscription asks for (and, acknowledged, which the
-/// server agreed to send).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct ListenFilter {
-    /// `notifications/tools/list_changed`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub tools_list_changed: bool,
-    /// `notifications/prompts/list_changed`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub prompts_list_changed: bool,
-    /// `notifications/resources/list_changed`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub resources_list_changed: bool,
-    /// `notifications/resources/updated` for these URIs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resource_subscriptions: Vec<String>,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-impl ListenFilter {
-    /// Nothing yet; add with the builder methods.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Ask for tool list changes.
-    pub fn tools_list_changed(mut self) -> Self {
-        self.tools_list_changed = true;
-        self
-    }
-
-    /// Ask for prompt list changes.
-    pub fn prompts_list_changed(mut self) -> Self {
-        self.prompts_list_changed = true;
-        self
-    }
-
-    /// Ask for resource list changes.
-    pub fn resources_list_changed(mut self) -> Self {
-        self.resources_list_changed = true;
-        self
-    }
-
-    /// Ask for updates of one resource.
-    pub fn resource(mut self, uri: impl Into<String>) -> Self {
-        self.resource_subscriptions.push(uri.into());
-        self
-    }
-}
+pub use mcp_protocol::modern::SubscriptionFilter;
 
 /// What the reader task hands a subscription.
 #[derive(Debug)]
 pub(crate) enum SubscriptionEvent {
-    Acknowledged(ListenFilter),
+    Acknowledged(SubscriptionFilter),
     Notification(ServerNotification),
     /// The listen request ended: `Ok` when the server closed it gracefully.
     Ended(Result<(), SessionError>),
@@ -134,7 +80,7 @@ pub(crate) fn subscription_id(params: Option<&Value>) -> Option<Id> {
 #[derive(Debug)]
 pub struct Subscription {
     pub(crate) id: Id,
-    pub(crate) acknowledged: ListenFilter,
+    pub(crate) acknowledged: SubscriptionFilter,
     pub(crate) events: mpsc::UnboundedReceiver<SubscriptionEvent>,
     pub(crate) task: JoinHandle<()>,
     pub(crate) subscribers: Arc<Subscribers>,
@@ -148,7 +94,7 @@ impl Subscription {
     }
 
     /// What the server agreed to send; types it does not support are left out.
-    pub fn acknowledged(&self) -> &ListenFilter {
+    pub fn acknowledged(&self) -> &SubscriptionFilter {
         &self.acknowledged
     }
 

@@ -139,12 +139,12 @@ async fn a_timed_out_call_closes_its_stream_and_posts_no_cancellation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_over_http_is_acknowledged_and_dropping_it_closes_its_stream() {
-    use mcp_session::subscriptions::ListenFilter;
+    use mcp_session::subscriptions::SubscriptionFilter;
     let server = server(Era::Modern).await;
     let session = connect(&server).await;
     let subscription = session
         .listen(
-            ListenFilter::new()
+            SubscriptionFilter::new()
                 .tools_list_changed()
                 .resource("file:///x"),
         )
@@ -153,7 +153,7 @@ async fn a_subscription_over_http_is_acknowledged_and_dropping_it_closes_its_str
     // The testkit can only promise tool list changes.
     assert_eq!(
         subscription.acknowledged(),
-        &ListenFilter::new().tools_list_changed()
+        &SubscriptionFilter::new().tools_list_changed()
     );
     let stats = server.stats();
     assert_eq!(stats.disconnect_cancels.load(Ordering::SeqCst), 0);

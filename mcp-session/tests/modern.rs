@@ -444,13 +444,13 @@ fn listening_server(end: bool) -> common::Script {
 
 #[tokio::test]
 async fn listen_yields_its_own_notifications_and_a_graceful_end() {
-    use mcp_session::subscriptions::ListenFilter;
+    use mcp_session::subscriptions::SubscriptionFilter;
     let (t, fake) = start(listening_server(true));
     let s = Session::connect_shared(t, config(ProtocolMode::Modern))
         .await
         .unwrap();
     s.list_tools().await.unwrap();
-    let filter = ListenFilter::new()
+    let filter = SubscriptionFilter::new()
         .tools_list_changed()
         .resource("file:///a");
     let mut sub = s.listen(filter).await.unwrap();
@@ -471,7 +471,7 @@ async fn listen_yields_its_own_notifications_and_a_graceful_end() {
     // The server agreed to less than was asked.
     assert_eq!(
         sub.acknowledged(),
-        &ListenFilter::new().tools_list_changed()
+        &SubscriptionFilter::new().tools_list_changed()
     );
     // Another subscription's notification is not ours.
     let first = sub.next().await.unwrap().unwrap();
@@ -488,13 +488,13 @@ async fn listen_yields_its_own_notifications_and_a_graceful_end() {
 
 #[tokio::test]
 async fn dropping_a_subscription_cancels_its_request() {
-    use mcp_session::subscriptions::ListenFilter;
+    use mcp_session::subscriptions::SubscriptionFilter;
     let (t, fake) = start(listening_server(false));
     let s = Session::connect_shared(t, config(ProtocolMode::Modern))
         .await
         .unwrap();
     let mut sub = s
-        .listen(ListenFilter::new().tools_list_changed())
+        .listen(SubscriptionFilter::new().tools_list_changed())
         .await
         .unwrap();
     assert!(sub.next().await.unwrap().is_some());
@@ -521,7 +521,7 @@ async fn dropping_a_subscription_cancels_its_request() {
 
 #[tokio::test]
 async fn listen_on_a_legacy_session_says_what_to_do() {
-    use mcp_session::subscriptions::ListenFilter;
+    use mcp_session::subscriptions::SubscriptionFilter;
     let (t, _fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
         "initialize" => Reply::Ok(init_result("2025-11-25", json!({"tools": {}}))),
         _ => Reply::Ok(json!({})),
@@ -529,7 +529,7 @@ async fn listen_on_a_legacy_session_says_what_to_do() {
     let s = Session::connect_shared(t, config(ProtocolMode::Legacy))
         .await
         .unwrap();
-    let err = s.listen(ListenFilter::new()).await.unwrap_err();
+    let err = s.listen(SubscriptionFilter::new()).await.unwrap_err();
     assert!(matches!(err, SessionError::NeedsModern { .. }), "{err}");
     assert!(err.to_string().contains("unasked"), "{err}");
 }
