@@ -50,7 +50,7 @@ impl ProtocolVersion {
     }
 
     /// The revision's date string.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             ProtocolVersion::V2024_11_05 => "2024-11-05",
             ProtocolVersion::V2025_03_26 => "2025-03-26",
@@ -92,7 +92,7 @@ impl ProtocolMode {
     ];
 
     /// How configs and command lines spell it: `legacy`, `modern`, `auto`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             ProtocolMode::Legacy => "legacy",
             ProtocolMode::Modern => "modern",

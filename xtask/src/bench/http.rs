@@ -32,7 +32,7 @@ use crate::args::HttpArgs;
 
 /// The echo tool's argument in every call.
 /// The protocol version the floor asks for.
-const FLOOR_VERSION: &str = "2025-11-25";
+const FLOOR_VERSION: &str = mcp_session::ProtocolVersion::LATEST_HANDSHAKE.as_str();
 
 pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
     let HttpArgs {

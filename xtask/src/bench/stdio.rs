@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use mcp_session::ProtocolVersion;
 use mcp_transport::stdio::{StdioConfig, StdioTransport};
 use serde_json::{Value, json};
 
@@ -28,8 +29,6 @@ use crate::args::StdioArgs;
 /// The echo tool's argument in every call.
 /// Calls in flight in the concurrent mode.
 pub(super) const IN_FLIGHT: usize = 8;
-/// The protocol versions the fast server answers with when asked for them.
-const KNOWN_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
     if let Some(serve) = args.serve {
@@ -471,7 +470,7 @@ impl Floor {
 
     fn handshake(&mut self) -> io::Result<()> {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
+            "protocolVersion": ProtocolVersion::LATEST_HANDSHAKE.as_str(), "capabilities": {},
             "clientInfo": {"name": "bench-floor", "version": "0"}}});
         let mut out = serde_json::to_vec(&init)?;
         out.push(b'\n');
@@ -607,10 +606,11 @@ fn serve_echo() -> io::Result<()> {
                     .and_then(|p| p.get("protocolVersion"))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let version = KNOWN_VERSIONS
+                let version = ProtocolVersion::HANDSHAKE
                     .into_iter()
-                    .find(|v| *v == asked)
-                    .unwrap_or("2025-11-25");
+                    .find(|v| v.as_str() == asked)
+                    .unwrap_or(ProtocolVersion::LATEST_HANDSHAKE)
+                    .as_str();
                 json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": version,
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "bench-echo", "version": "0"}}})
