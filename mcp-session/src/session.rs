@@ -470,7 +470,13 @@ impl Session {
         let method = methods::TOOLS_CALL;
         let timeout = options.timeout.unwrap_or(self.inner.config.request_timeout);
         let mirror_headers = self.inner.mirrors_headers();
-        let base = self.inner.context().name(name);
+        // Only streamable HTTP of 2026-07-28 mirrors the name and arguments
+        // into headers; other calls carry no per-call strings.
+        let base = if mirror_headers {
+            self.inner.context().name(name)
+        } else {
+            self.inner.context()
+        };
         let mut context = if mirror_headers {
             param_context(base.clone(), entry.header_params(), &arguments)
         } else {
@@ -577,7 +583,11 @@ impl Session {
                 method,
                 &json!({ "uri": uri }),
                 timeout,
-                &self.inner.context().name(uri),
+                &if self.inner.mirrors_headers() {
+                    self.inner.context().name(uri)
+                } else {
+                    self.inner.context()
+                },
             )
             .await
         {
