@@ -25,7 +25,7 @@ use crate::config::{CallOptions, Diagnostics, SessionConfig};
 use crate::error::SessionError;
 use crate::reader::{ClosedInfo, Shared};
 use crate::subscriptions::{Subscription, SubscriptionEvent, SubscriptionFilter};
-use crate::tools::{Checked, ToolCatalog};
+use crate::tools::{CatalogTool, Checked, ToolCatalog};
 
 /// The catalog and how long it stays fresh.
 pub(crate) struct CachedCatalog {
@@ -443,24 +443,7 @@ impl Session {
             // The server may have added the tool since the catalog was fetched.
             catalog = self.refresh_tools().await?;
         }
-        let Some(entry) = catalog.get(name) else {
-            return Err(SessionError::UnknownTool {
-                name: name.to_string(),
-                known: catalog.some_names(20),
-            });
-        };
-        match entry.check_arguments(&arguments) {
-            Checked::Valid | Checked::Disabled => {}
-            Checked::Invalid(problems) => {
-                return Err(SessionError::InvalidArguments {
-                    tool: name.to_string(),
-                    problems,
-                });
-            }
-            Checked::Unchecked(why) => {
-                tracing::warn!(server = %self.inner.config.server_name, tool = name, "arguments not checked: {why}");
-            }
-        }
+        let entry = self.checked_entry(&catalog, name, &arguments)?;
 
         let _serial = if self.inner.config.supports_parallel_tool_calls {
             None
@@ -526,13 +509,11 @@ impl Session {
                     // fetch the catalog again and retry with its headers, once.
                     refetched = true;
                     tracing::info!(server = %self.inner.config.server_name, tool = name, "header mismatch ({}); fetching tools/list again and retrying", error.message);
-                    let fresh = self.refresh_tools().await?;
-                    let Some(entry) = fresh.get(name) else {
-                        return Err(SessionError::UnknownTool {
-                            name: name.to_string(),
-                            known: fresh.some_names(20),
-                        });
-                    };
+                    // From here on the new schema is the tool's: the
+                    // arguments are checked against it before the retry, and
+                    // the output after.
+                    catalog = self.refresh_tools().await?;
+                    let entry = self.checked_entry(&catalog, name, &arguments)?;
                     context = param_context(base.clone(), entry.header_params(), &arguments);
                     continue;
                 }
@@ -560,6 +541,7 @@ impl Session {
                 continue;
             }
             if let (Some(structured), false) = (&parsed.structured_content, parsed.is_error())
+                && let Some(entry) = catalog.get(name)
                 && let Checked::Invalid(problems) = entry.check_output(structured)
             {
                 return Err(SessionError::InvalidOutput {
@@ -568,6 +550,34 @@ impl Session {
                 });
             }
             return Ok(parsed);
+        }
+    }
+
+    /// The catalog's entry for `name`, with `arguments` checked against its
+    /// input schema: an unknown tool or invalid arguments are errors, and
+    /// nothing is sent.
+    fn checked_entry<'c>(
+        &self,
+        catalog: &'c ToolCatalog,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<&'c CatalogTool, SessionError> {
+        let Some(entry) = catalog.get(name) else {
+            return Err(SessionError::UnknownTool {
+                name: name.to_string(),
+                known: catalog.some_names(20),
+            });
+        };
+        match entry.check_arguments(arguments) {
+            Checked::Valid | Checked::Disabled => Ok(entry),
+            Checked::Invalid(problems) => Err(SessionError::InvalidArguments {
+                tool: name.to_string(),
+                problems,
+            }),
+            Checked::Unchecked(why) => {
+                tracing::warn!(server = %self.inner.config.server_name, tool = name, "arguments not checked: {why}");
+                Ok(entry)
+            }
         }
     }
 

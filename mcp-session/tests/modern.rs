@@ -637,6 +637,101 @@ async fn over_http_annotated_arguments_become_headers_and_invalid_tools_are_drop
     assert!(last_list > first_call, "{methods:?}");
 }
 
+/// The schema of `route` as the server lists it: before its change, and after
+/// (a new required argument, a header on it, and a different output shape).
+fn route_tools(changed: bool) -> Value {
+    let (input, output) = if changed {
+        (
+            json!({"type": "object", "required": ["region"], "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}}}),
+            json!({"type": "object", "required": ["zone"], "properties": {"zone": {"type": "string"}}}),
+        )
+    } else {
+        (
+            json!({"type": "object", "properties": {"region": {"type": "string"}}}),
+            json!({"type": "object", "required": ["count"], "properties": {"count": {"type": "integer"}}}),
+        )
+    };
+    json!({"resultType": "complete", "ttlMs": 60_000, "tools": [
+        {"name": "route", "inputSchema": input, "outputSchema": output}]})
+}
+
+/// A modern server whose `route` tool changed after the client listed it: the
+/// first call is refused with HeaderMismatch, and the list says what changed.
+fn changed_schema_server(listed: Arc<Mutex<usize>>) -> common::Script {
+    Arc::new(move |r: &Request| match r.method.as_str() {
+        "server/discover" => Reply::Ok(discover_result(Some(60_000))),
+        "tools/list" => {
+            let mut n = listed.lock().unwrap();
+            *n += 1;
+            Reply::Ok(route_tools(*n > 1))
+        }
+        "tools/call" if *listed.lock().unwrap() == 1 => {
+            Reply::Err(-32020, "Header mismatch: Mcp-Param-Region missing")
+        }
+        "tools/call" => Reply::Ok(json!({"resultType": "complete", "content": [],
+            "structuredContent": {"zone": "eu-west-1a"}})),
+        _ => Reply::Err(-32601, "method not found"),
+    })
+}
+
+#[tokio::test]
+async fn after_a_header_mismatch_the_retry_is_checked_against_the_new_schema() {
+    // The output is checked against the schema the retry used, not the old one.
+    let listed = Arc::new(Mutex::new(0));
+    let (t, _fake) = start(changed_schema_server(Arc::clone(&listed)));
+    let http = Arc::new(AsHttp {
+        inner: t,
+        contexts: Mutex::new(Vec::new()),
+    });
+    let s = Session::connect_shared(http.clone(), config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    s.list_tools().await.unwrap();
+    let result = s
+        .call_tool("route", json!({"region": "eu-west"}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content.unwrap()["zone"], "eu-west-1a");
+    let headers: Vec<_> = http
+        .contexts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "tools/call")
+        .map(|(_, c)| c.param_headers().to_vec())
+        .collect();
+    assert_eq!(
+        headers,
+        [vec![], vec![("Region".to_string(), "eu-west".to_string())]],
+        "the retry carries the header the new schema asks for"
+    );
+
+    // The arguments are checked against the new schema before the retry:
+    // one that misses the newly required argument is not sent again.
+    let listed = Arc::new(Mutex::new(0));
+    let (t, fake) = start(changed_schema_server(Arc::clone(&listed)));
+    let http = Arc::new(AsHttp {
+        inner: t,
+        contexts: Mutex::new(Vec::new()),
+    });
+    let s = Session::connect_shared(http, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    s.list_tools().await.unwrap();
+    let err = s.call_tool("route", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&err, SessionError::InvalidArguments { problems, .. }
+            if problems.iter().any(|p| p.message.contains("region"))),
+        "{err:?}"
+    );
+    let calls = fake.methods().iter().filter(|m| *m == "tools/call").count();
+    assert_eq!(
+        calls, 1,
+        "nothing is sent with arguments the new schema refuses"
+    );
+}
+
 #[tokio::test]
 async fn resource_not_found_is_recognised_under_both_codes() {
     let (t, _fake) = start(Arc::new(|r: &Request| {
