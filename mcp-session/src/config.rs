@@ -339,4 +339,9 @@ pub struct Diagnostics {
     pub last_invalid: Vec<String>,
     /// Responses whose id matched no request in flight.
     pub unknown_responses: u64,
+    /// Requests from the server being answered now (sampling, elicitation,
+    /// roots): at most 32 at once.
+    pub answering: usize,
+    /// Requests from the server refused because 32 were being answered.
+    pub refused_server_requests: u64,
 }

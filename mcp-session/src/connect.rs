@@ -18,7 +18,7 @@ use crate::config::SessionConfig;
 use crate::error::SessionError;
 use crate::lifecycle::{DiscoverAnswer, Failure, Lifecycle, Step};
 use crate::pending::PendingTable;
-use crate::reader::{Shared, read_loop};
+use crate::reader::{ServerRequests, Shared, read_loop};
 use crate::session::{Inner, Session, parse_result, to_raw_params};
 
 impl Inner {
@@ -226,6 +226,7 @@ impl Session {
             notifications_seen: AtomicU64::new(0),
             subscribers: Arc::default(),
             revision: std::sync::OnceLock::new(),
+            server_requests: ServerRequests::default(),
         });
         let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
 

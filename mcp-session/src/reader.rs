@@ -1,6 +1,7 @@
 //! The reader task: everything that arrives from the server, dispatched —
 //! answers to our requests, the server's requests, notifications, noise.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -9,6 +10,7 @@ use mcp_jsonrpc::{
 };
 use mcp_transport::{InvalidFrame, Received, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
+use tokio::task::{AbortHandle, JoinSet};
 
 use mcp_protocol::types::{CancelledParams, LoggingMessageParams, ProgressParams};
 use mcp_protocol::{ProtocolVersion, methods};
@@ -73,6 +75,70 @@ pub(crate) struct Shared {
     pub(crate) subscribers: Arc<Subscribers>,
     /// The revision in use, once the lifecycle has settled it.
     pub(crate) revision: std::sync::OnceLock<ProtocolVersion>,
+    /// The server's requests being answered.
+    pub(crate) server_requests: ServerRequests,
+}
+
+/// How many requests from the server the session answers at once; more are
+/// refused at once (a flooding server cannot make the client spawn without
+/// limit).
+pub(crate) const MAX_SERVER_REQUESTS: usize = 32;
+
+/// The server's requests the session is answering: each a tracked task, at
+/// most [`MAX_SERVER_REQUESTS`] at once, aborted when the server cancels it
+/// and all aborted when the session closes or is dropped (a handler that
+/// hangs cannot keep the transport, or a stdio child, alive).
+#[derive(Debug, Default)]
+pub(crate) struct ServerRequests {
+    running: Mutex<Running>,
+    /// Requests refused because the bound was reached.
+    pub(crate) refused: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Running {
+    tasks: JoinSet<()>,
+    by_id: HashMap<Id, AbortHandle>,
+}
+
+impl ServerRequests {
+    /// Runs `answer` for request `id`, unless the bound is reached (then
+    /// `false`, and nothing runs).
+    fn start(&self, id: Id, answer: impl Future<Output = ()> + Send + 'static) -> bool {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while running.tasks.try_join_next().is_some() {}
+        running.by_id.retain(|_, task| !task.is_finished());
+        if running.tasks.len() >= MAX_SERVER_REQUESTS {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        let task = running.tasks.spawn(answer);
+        running.by_id.insert(id, task);
+        true
+    }
+
+    /// The server cancelled request `id`: its handler stops, and no answer
+    /// is sent (as the spec asks of the receiver of a cancellation).
+    fn cancel(&self, id: &Id) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(task) = running.by_id.remove(id) {
+            task.abort();
+        }
+    }
+
+    /// Stops every handler.
+    pub(crate) fn abort_all(&self) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.by_id.clear();
+        running.tasks.abort_all();
+    }
+
+    /// How many are being answered now.
+    pub(crate) fn len(&self) -> usize {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        while running.tasks.try_join_next().is_some() {}
+        running.tasks.len()
+    }
 }
 
 impl Shared {
@@ -113,7 +179,7 @@ impl Shared {
 pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>) {
     loop {
         match transport.recv().await {
-            Ok(Received::Message(m)) => dispatch(&transport, &shared, m),
+            Ok(Received::Message(m)) => dispatch(&transport, &shared, m).await,
             Ok(Received::Invalid(frame)) => note_invalid(&shared, &frame),
             Ok(Received::Failed(failure)) => {
                 deliver(&shared, &failure.id, Outcome::Failed(failure.error));
@@ -145,6 +211,8 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
                     .lock()
                     .unwrap_or_else(|p| p.into_inner()) = Some(info);
                 shared.lock_pending().close();
+                // Answers could not be delivered any more.
+                shared.server_requests.abort_all();
                 return;
             }
         }
@@ -160,7 +228,11 @@ pub(crate) fn note_invalid(shared: &Shared, frame: &InvalidFrame) {
         .note(frame.to_string());
 }
 
-pub(crate) fn dispatch(transport: &Arc<dyn Transport>, shared: &Arc<Shared>, message: Message) {
+pub(crate) async fn dispatch(
+    transport: &Arc<dyn Transport>,
+    shared: &Arc<Shared>,
+    message: Message,
+) {
     match message {
         Message::Response(Response { id, result }) => {
             deliver(shared, &id, Outcome::Result(result));
@@ -175,17 +247,32 @@ pub(crate) fn dispatch(transport: &Arc<dyn Transport>, shared: &Arc<Shared>, mes
             tracing::warn!(server = %shared.server_name, "error response without an id: {error}");
         }
         Message::Request(request) => {
-            let transport = Arc::clone(transport);
-            let shared = Arc::clone(shared);
+            let id = request.id.clone();
+            let (task_transport, task_shared) = (Arc::clone(transport), Arc::clone(shared));
             // A handler may take its time (elicitation asks a person): the
             // reader must not wait for it.
-            tokio::spawn(async move {
-                let answer = answer_request(&shared, &request).await;
-                let context = shared.context();
-                if let Err(e) = transport.send_with(&answer, &context).await {
-                    tracing::debug!(server = %shared.server_name, "could not answer {}: {e}", request.method);
+            let answering = async move {
+                let answer = answer_request(&task_shared, &request).await;
+                let context = task_shared.context();
+                if let Err(e) = task_transport.send_with(&answer, &context).await {
+                    tracing::debug!(server = %task_shared.server_name, "could not answer {}: {e}", request.method);
                 }
-            });
+            };
+            if !shared.server_requests.start(id.clone(), answering) {
+                tracing::warn!(server = %shared.server_name, "refused a server request: {MAX_SERVER_REQUESTS} are being answered already");
+                let busy = ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!(
+                        "the client is already answering {MAX_SERVER_REQUESTS} requests from this \
+                         server; send this one again later"
+                    ),
+                );
+                let refusal = Message::Error(ErrorResponse::new(Some(id), busy));
+                // Inline: a flooding server waits for its refusals.
+                if let Err(e) = transport.send_with(&refusal, &shared.context()).await {
+                    tracing::debug!(server = %shared.server_name, "could not refuse a request: {e}");
+                }
+            }
         }
         Message::Notification(n) => on_notification(shared, n),
         _ => {}
@@ -285,7 +372,10 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
         methods::CANCELLED => {
             match parse("cancelled").and_then(|v| serde_json::from_value::<CancelledParams>(v).ok())
             {
-                Some(c) => ServerNotification::Cancelled(c),
+                Some(c) => {
+                    shared.server_requests.cancel(&c.request_id);
+                    ServerNotification::Cancelled(c)
+                }
                 None => return,
             }
         }

@@ -54,6 +54,7 @@ pub(crate) struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.reader.abort();
+        self.shared.server_requests.abort_all();
     }
 }
 
@@ -655,6 +656,13 @@ impl Session {
             invalid_frames,
             last_invalid,
             unknown_responses: self.inner.shared.lock_pending().unknown_responses,
+            answering: self.inner.shared.server_requests.len(),
+            refused_server_requests: self
+                .inner
+                .shared
+                .server_requests
+                .refused
+                .load(Ordering::Relaxed),
         }
     }
 
@@ -671,6 +679,7 @@ impl Session {
     /// Closes the connection with the transport's close sequence. Requests
     /// in flight end with a closed error.
     pub async fn close(&self) {
+        self.inner.shared.server_requests.abort_all();
         self.inner.transport.close().await;
         let mut pending = self.inner.shared.lock_pending();
         if !pending.is_closed() {

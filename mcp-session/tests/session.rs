@@ -689,3 +689,114 @@ async fn the_deadline_covers_a_send_that_never_finishes() {
     assert_eq!(after, Duration::from_secs(2));
     assert_eq!(s.in_flight(), 0);
 }
+
+/// A handler that never answers, counting the answers it is working on; a
+/// count goes down only when its future is dropped (the task aborted).
+struct Hangs(Arc<std::sync::atomic::AtomicUsize>);
+
+struct Working(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl mcp_session::ClientHandler for Hangs {
+    fn handle<'a>(
+        &'a self,
+        _method: &'a str,
+        _params: Option<&'a mcp_jsonrpc::RawValue>,
+    ) -> mcp_transport::BoxFuture<'a, Option<Result<Value, mcp_jsonrpc::ErrorObject>>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let working = Working(Arc::clone(&self.0));
+        Box::pin(async move {
+            let _working = working;
+            std::future::pending().await
+        })
+    }
+}
+
+/// Waits (up to 10 s of real time) until `done` holds.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn server_request(id: &str, method: &str) -> Message {
+    Message::Request(Request {
+        id: Id::from(id.to_string()),
+        method: method.into(),
+        params: Some(to_raw(&json!({})).unwrap()),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_requests_are_bounded_cancellable_and_end_with_the_session() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let working = Arc::new(AtomicUsize::new(0));
+    let (t, fake) = start(tools_server(|_| None));
+    let s = Session::connect(t, config().handler(Hangs(Arc::clone(&working))))
+        .await
+        .unwrap();
+
+    // The server cancels one of its requests: the handler stops and no
+    // answer is sent for it.
+    fake.server
+        .send(&server_request("cancel-me", "sampling/createMessage"))
+        .await
+        .unwrap();
+    until("the handler started", || working.load(SeqCst) == 1).await;
+    let cancel = json!({"requestId": "cancel-me", "reason": "no longer needed"});
+    fake.server
+        .send(&Message::Notification(Notification::new(
+            "notifications/cancelled",
+            Some(to_raw(&cancel).unwrap()),
+        )))
+        .await
+        .unwrap();
+    until("the cancelled handler stopped", || {
+        working.load(SeqCst) == 0
+    })
+    .await;
+
+    // A flood: the first 32 are answered (here: worked on), the rest refused at once.
+    let max = 32;
+    for i in 0..max + 3 {
+        fake.server
+            .send(&server_request(&format!("flood-{i}"), "elicitation/create"))
+            .await
+            .unwrap();
+    }
+    let refusals = || {
+        fake.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(
+                |m| matches!(m, Message::Error(e) if e.error.message.contains("already answering")),
+            )
+            .count()
+    };
+    until("three refusals", || refusals() == 3).await;
+    until("32 handlers at work", || working.load(SeqCst) == max).await;
+    assert_eq!(s.diagnostics().answering, max);
+    assert_eq!(s.diagnostics().refused_server_requests, 3);
+    let answered_cancelled = fake
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|m| m.id() == Some(&Id::from("cancel-me".to_string())));
+    assert!(!answered_cancelled, "a cancelled request gets no answer");
+
+    // Closing the session stops every handler, even ones that never end.
+    s.close().await;
+    until("every handler stopped", || working.load(SeqCst) == 0).await;
+}
