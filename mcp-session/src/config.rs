@@ -344,4 +344,7 @@ pub struct Diagnostics {
     pub answering: usize,
     /// Requests from the server refused because 32 were being answered.
     pub refused_server_requests: u64,
+    /// Notifications dropped, oldest first, because the code they were for
+    /// (a call's progress listener, a subscription) fell 256 behind.
+    pub dropped_notifications: u64,
 }

@@ -227,6 +227,7 @@ impl Session {
             subscribers: Arc::default(),
             revision: std::sync::OnceLock::new(),
             server_requests: ServerRequests::default(),
+            dropped: Arc::default(),
         });
         let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
 

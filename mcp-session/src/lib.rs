@@ -62,6 +62,7 @@ mod error;
 pub mod handlers;
 mod lifecycle;
 mod pending;
+mod queue;
 mod reader;
 mod request;
 mod session;

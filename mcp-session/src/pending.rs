@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use mcp_jsonrpc::{ErrorObject, Id, RawJson};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
+
+use crate::queue;
 
 use mcp_protocol::types::ProgressParams;
 
@@ -28,7 +30,7 @@ pub(crate) enum Outcome {
 struct Entry {
     done: oneshot::Sender<Outcome>,
     /// Where progress notifications for this request go, when it asked for them.
-    progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+    progress: Option<queue::Sender<ProgressParams>>,
 }
 
 /// The requests in flight.
@@ -54,7 +56,7 @@ impl PendingTable {
     pub(crate) fn insert(
         &mut self,
         id: Id,
-        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+        progress: Option<queue::Sender<ProgressParams>>,
     ) -> Option<oneshot::Receiver<Outcome>> {
         if self.closed {
             return None;
@@ -95,7 +97,7 @@ impl PendingTable {
             return false;
         };
         match self.entries.get(&id).and_then(|e| e.progress.as_ref()) {
-            Some(tx) => tx.send(params).is_ok(),
+            Some(tx) => tx.send(params),
             None => false,
         }
     }
@@ -218,7 +220,7 @@ mod tests {
     #[test]
     fn progress_goes_to_the_request_whose_id_is_the_token() {
         let mut t = PendingTable::default();
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = queue::bounded(4, Default::default());
         let _a = t.insert(Id::from(3), Some(tx)).unwrap();
         let _b = t.insert(Id::from(4), None).unwrap();
         let p = |token| ProgressParams {
@@ -236,6 +238,7 @@ mod tests {
         assert!(!t.progress(p(json!("3"))), "a string token is another id");
         assert!(!t.progress(p(json!(1.5))));
         assert_eq!(rx.try_recv().unwrap().progress_token, json!(3));
+        assert!(rx.try_recv().is_none());
     }
 
     #[test]

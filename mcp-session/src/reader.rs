@@ -77,6 +77,9 @@ pub(crate) struct Shared {
     pub(crate) revision: std::sync::OnceLock<ProtocolVersion>,
     /// The server's requests being answered.
     pub(crate) server_requests: ServerRequests,
+    /// Notifications dropped because their consumer fell behind (progress of
+    /// a call, a subscription's), oldest first.
+    pub(crate) dropped: Arc<AtomicU64>,
 }
 
 /// How many requests from the server the session answers at once; more are

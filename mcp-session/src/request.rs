@@ -10,7 +10,6 @@ use mcp_transport::{SendContext, Transport, TransportKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use mcp_protocol::methods;
@@ -18,6 +17,7 @@ use mcp_protocol::methods;
 use crate::config::ProgressListener;
 use crate::error::SessionError;
 use crate::pending::{Deadline, Outcome};
+use crate::queue;
 use crate::session::{Inner, parse_result, to_raw_params};
 
 /// Removes a request from the table if its caller stops waiting (timeout,
@@ -88,7 +88,7 @@ impl Inner {
     ) -> Result<RawJson, SessionError> {
         let (progress_tx, mut progress_rx) = match on_progress {
             Some(_) => {
-                let (tx, rx) = mpsc::unbounded_channel();
+                let (tx, rx) = queue::bounded(queue::CAPACITY, Arc::clone(&self.shared.dropped));
                 (Some(tx), Some(rx))
             }
             None => (None, None),

@@ -249,7 +249,7 @@ impl Session {
             .params(method, &json!({ "notifications": filter }))?;
         let id = self.inner.next_id();
         let subscribers = Arc::clone(&self.inner.shared.subscribers);
-        let events = subscribers.insert(id.clone());
+        let events = subscribers.insert(id.clone(), Arc::clone(&self.inner.shared.dropped));
         let inner = Arc::clone(&self.inner);
         let request_id = id.clone();
         let task = tokio::spawn(async move {
@@ -657,6 +657,7 @@ impl Session {
             last_invalid,
             unknown_responses: self.inner.shared.lock_pending().unknown_responses,
             answering: self.inner.shared.server_requests.len(),
+            dropped_notifications: self.inner.shared.dropped.load(Ordering::Relaxed),
             refused_server_requests: self
                 .inner
                 .shared

@@ -11,15 +11,16 @@
 //! `notifications/cancelled`).
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Id;
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::config::ServerNotification;
 use crate::error::SessionError;
+use crate::queue;
 
 pub use mcp_protocol::modern::SubscriptionFilter;
 
@@ -34,17 +35,21 @@ pub(crate) enum SubscriptionEvent {
 
 /// The open subscriptions of a session, by the id of their listen request.
 #[derive(Debug, Default)]
-pub(crate) struct Subscribers(Mutex<HashMap<Id, mpsc::UnboundedSender<SubscriptionEvent>>>);
+pub(crate) struct Subscribers(Mutex<HashMap<Id, queue::Sender<SubscriptionEvent>>>);
 
 impl Subscribers {
-    fn map(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Id, mpsc::UnboundedSender<SubscriptionEvent>>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, queue::Sender<SubscriptionEvent>>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn insert(&self, id: Id) -> mpsc::UnboundedReceiver<SubscriptionEvent> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    /// Opens the queue of subscription `id`; notifications it cannot keep up
+    /// with are dropped oldest first and counted in `dropped`.
+    pub(crate) fn insert(
+        &self,
+        id: Id,
+        dropped: Arc<AtomicU64>,
+    ) -> queue::Receiver<SubscriptionEvent> {
+        let (tx, rx) = queue::bounded(queue::CAPACITY, dropped);
         self.map().insert(id, tx);
         rx
     }
@@ -52,7 +57,7 @@ impl Subscribers {
     /// Ends a subscription with this outcome.
     pub(crate) fn end(&self, id: &Id, outcome: Result<(), SessionError>) {
         if let Some(tx) = self.map().remove(id) {
-            let _ = tx.send(SubscriptionEvent::Ended(outcome));
+            let _ = tx.send_always(SubscriptionEvent::Ended(outcome));
         }
     }
 
@@ -64,7 +69,12 @@ impl Subscribers {
     /// subscription has it.
     pub(crate) fn route(&self, id: &Id, event: SubscriptionEvent) -> bool {
         match self.map().get(id) {
-            Some(tx) => tx.send(event).is_ok(),
+            // Notifications may be dropped for newer ones; the
+            // acknowledgment never is.
+            Some(tx) => match event {
+                SubscriptionEvent::Notification(_) => tx.send(event),
+                other => tx.send_always(other),
+            },
             None => false,
         }
     }
@@ -81,7 +91,7 @@ pub(crate) fn subscription_id(params: Option<&Value>) -> Option<Id> {
 pub struct Subscription {
     pub(crate) id: Id,
     pub(crate) acknowledged: SubscriptionFilter,
-    pub(crate) events: mpsc::UnboundedReceiver<SubscriptionEvent>,
+    pub(crate) events: queue::Receiver<SubscriptionEvent>,
     pub(crate) task: JoinHandle<()>,
     pub(crate) subscribers: Arc<Subscribers>,
     pub(crate) ended: bool,

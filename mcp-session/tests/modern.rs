@@ -812,3 +812,72 @@ async fn a_second_refusal_naming_ours_is_an_error_not_a_loop() {
     assert!(err.to_string().contains("refused"), "{err}");
     assert_eq!(fake.methods(), ["server/discover", "server/discover"]);
 }
+
+#[tokio::test]
+async fn a_subscriber_that_falls_behind_keeps_the_newest_and_the_loss_is_counted() {
+    use mcp_session::subscriptions::SubscriptionFilter;
+    // 1,000 notifications while nobody reads: the queue keeps the newest 256.
+    let flood = 1000usize;
+    let (t, _fake) = start(Arc::new(move |r: &Request| match r.method.as_str() {
+        "server/discover" => Reply::Ok(discover_result(Some(60_000))),
+        "subscriptions/listen" => {
+            let id = serde_json::to_value(&r.id).unwrap();
+            let mut messages = vec![on_subscription(
+                "notifications/subscriptions/acknowledged",
+                &id,
+                json!({"notifications": {"resourceSubscriptions": ["file:///log"]}}),
+            )];
+            for n in 0..flood {
+                messages.push(on_subscription(
+                    "notifications/resources/updated",
+                    &id,
+                    json!({"uri": format!("file:///log#{n}")}),
+                ));
+            }
+            Reply::Then(
+                messages,
+                json!({"resultType": "complete",
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": id}}),
+            )
+        }
+        _ => Reply::Err(-32601, "method not found"),
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+        .await
+        .unwrap();
+    let mut sub = s
+        .listen(SubscriptionFilter::new().resource("file:///log"))
+        .await
+        .unwrap();
+    // Wait (up to 10 s) for the reader to have routed all of them and the
+    // end (which, the queue being full, pushes out one more).
+    let expected_dropped = (flood - 255) as u64;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.diagnostics().dropped_notifications < expected_dropped {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            s.diagnostics()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut kept = Vec::new();
+    while let Some(event) = sub.next().await.unwrap() {
+        if let mcp_session::ServerNotification::Other { params, .. } = event {
+            kept.push(params.unwrap()["uri"].as_str().unwrap().to_owned());
+        }
+    }
+    // 256 items in all: the newest 255 notifications and the end, which is
+    // never dropped (it made room for itself).
+    assert_eq!(kept.len(), 255);
+    assert_eq!(
+        kept.first().unwrap(),
+        &format!("file:///log#{}", flood - 255)
+    );
+    assert_eq!(kept.last().unwrap(), &format!("file:///log#{}", flood - 1));
+    assert_eq!(
+        s.diagnostics().dropped_notifications,
+        (flood - kept.len()) as u64,
+        "every notification is either kept or counted"
+    );
+}
