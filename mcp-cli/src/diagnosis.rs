@@ -112,8 +112,24 @@ pub(crate) fn handshake(e: &SessionError, exit: Option<&ExitInfo>, noise: &Noise
     found
 }
 
+/// Explains an answer skipped for its size, whatever the request.
+pub(crate) fn too_large(e: &SessionError) -> Option<String> {
+    match e {
+        SessionError::AnswerTooLarge { method, limit } => Some(format!(
+            "the server's answer to {method} was longer than the {limit}-byte limit, so it was \
+             skipped and the request failed; the server sends more than a client should hold \
+             (page its lists, or return large data as resources), or the limit must be raised \
+             in the embedding application"
+        )),
+        _ => None,
+    }
+}
+
 /// Explains a failed `tools/call`: arguments, timeouts, a server gone.
 pub(crate) fn call(e: &SessionError) -> Option<String> {
+    if let Some(d) = too_large(e) {
+        return Some(d);
+    }
     match e {
         SessionError::InvalidArguments { problems, .. } => Some(format!(
             "the arguments do not match the tool's inputSchema ({}); nothing was sent",
@@ -259,5 +275,21 @@ mod tests {
         assert!(no_tools(true).is_some());
         assert_eq!(stdout_noise(&Noise::default()), None);
         assert!(stdout_noise(&noise(1, "x")).is_some_and(|d| d.ends_with("must log to stderr")));
+    }
+
+    #[test]
+    fn an_oversized_answer_is_not_blamed_on_stdout_logging() {
+        let e = SessionError::AnswerTooLarge {
+            method: "tools/list".into(),
+            limit: 16 * 1024 * 1024,
+        };
+        let d = too_large(&e).unwrap();
+        assert!(
+            d.contains("tools/list") && d.contains("16777216-byte limit"),
+            "{d}"
+        );
+        assert!(!d.contains("stderr"), "{d}");
+        assert_eq!(call(&e), Some(d));
+        assert_eq!(too_large(&SessionError::Closed), None);
     }
 }

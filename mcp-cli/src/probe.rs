@@ -291,6 +291,7 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
                 Some(t0.elapsed()),
                 e.to_string(),
             );
+            report.diagnosis.extend(diagnosis::too_large(&e));
             return finish(report, &session, &probed).await;
         }
     };

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Message;
 use mcp_transport::{
-    BoxFuture, Received, SendContext, ServerProcess, Transport, TransportError, TransportKind,
+    BoxFuture, InvalidFrame, Received, SendContext, ServerProcess, Transport, TransportError,
+    TransportKind,
 };
 
 use crate::output::{Style, printable, summarize};
@@ -86,7 +87,10 @@ impl Transport for Traced {
                 Received::Message(m) => self.show("←", m),
                 Received::Invalid(frame) => {
                     let text = printable(&frame.to_string());
-                    if let Ok(mut noise) = self.noise.lock() {
+                    // An answer too large for the limit is no log line on
+                    // stdout: the request's own error says what happened.
+                    let answer = matches!(frame, InvalidFrame::Oversized(o) if o.id.is_some());
+                    if let (false, Ok(mut noise)) = (answer, self.noise.lock()) {
                         noise.count += 1;
                         if noise.examples.len() < 3 {
                             noise.examples.push(text.clone());

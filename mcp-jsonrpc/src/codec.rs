@@ -6,6 +6,7 @@ use std::io;
 use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
+use crate::Id;
 use crate::message::{Message, MessageError, Payload, excerpt_str, parse_payload};
 
 /// The default maximum frame length: 16 MiB.
@@ -106,10 +107,41 @@ impl fmt::Display for Malformed {
 }
 
 /// A line longer than the maximum frame length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Oversized {
     /// The maximum that was exceeded.
     pub limit: usize,
+    /// The `id` its first bytes give at the top level, when they give one
+    /// (`{"jsonrpc":"2.0","id":7,"result":…`): the request whose answer was
+    /// skipped, so a client can fail it at once instead of at its timeout.
+    pub id: Option<Id>,
+}
+
+impl Oversized {
+    /// An oversized line whose id is not known.
+    pub fn new(limit: usize) -> Self {
+        Oversized { limit, id: None }
+    }
+
+    /// An oversized line whose first bytes are `head`: the id is taken from
+    /// them when they name one at the top level.
+    ///
+    /// ```
+    /// use mcp_jsonrpc::{Id, Oversized};
+    /// let o = Oversized::of(40, br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"id":1"#);
+    /// assert_eq!(o.id, Some(Id::from(7)));
+    /// assert_eq!(Oversized::of(40, br#"{"result":{"id":1,"x":"#).id, None);
+    /// ```
+    pub fn of(limit: usize, head: &[u8]) -> Self {
+        // Never past the limit: every line reported has that much, however
+        // it arrived in chunks, so the answer does not depend on chunking.
+        let head = head.get(..limit).unwrap_or(head);
+        Oversized {
+            limit,
+            id: leading_id(head),
+        }
+    }
 }
 
 impl fmt::Display for Oversized {
@@ -118,8 +150,84 @@ impl fmt::Display for Oversized {
             f,
             "a line longer than the {}-byte limit was skipped",
             self.limit
-        )
+        )?;
+        if let Some(id) = &self.id {
+            write!(f, " (the answer to request {id})")?;
+        }
+        Ok(())
     }
+}
+
+/// How far into an oversized line [`leading_id`] looks.
+const ID_SCAN: usize = 4096;
+
+/// The value of the top-level `"id"` member among the first bytes of a JSON
+/// object, when it comes before anything too long to scan: a number or a
+/// string without escapes. Strings elsewhere are skipped whole, so an `"id"`
+/// inside `result` is never taken for the message's.
+fn leading_id(head: &[u8]) -> Option<Id> {
+    let head = head.get(..ID_SCAN).unwrap_or(head);
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    let mut key_at_top: Option<(usize, usize)> = None;
+    while let Some(&b) = head.get(i) {
+        match b {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                loop {
+                    match head.get(j)? {
+                        b'\\' => j += 2,
+                        b'"' => break,
+                        _ => j += 1,
+                    }
+                }
+                if depth == 1 {
+                    key_at_top = Some((start, j));
+                }
+                i = j;
+            }
+            b':' if depth == 1 => {
+                if let Some((s, e)) = key_at_top.take()
+                    && head.get(s..e) == Some(b"id".as_slice())
+                {
+                    return id_value(head.get(i + 1..)?);
+                }
+            }
+            b',' => key_at_top = None,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A JSON number or escape-free string at the start of `rest` (after
+/// whitespace), as an [`Id`].
+fn id_value(rest: &[u8]) -> Option<Id> {
+    let start = rest.iter().position(|b| !b.is_ascii_whitespace())?;
+    let rest = rest.get(start..)?;
+    let end = match rest.first()? {
+        b'"' => {
+            rest.iter()
+                .skip(1)
+                .position(|b| *b == b'"' || *b == b'\\')?
+                + 2
+        }
+        _ => {
+            let end = rest
+                .iter()
+                .position(|b| !(b.is_ascii_digit() || *b == b'-'))?;
+            // An integer ends the value; `1.5` or `1e3` is no id of ours.
+            if !matches!(rest.get(end)?, b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n') {
+                return None;
+            }
+            end
+        }
+    };
+    serde_json::from_slice(rest.get(..end)?).ok()
 }
 
 /// An unterminated tail at end of stream.
@@ -204,12 +312,11 @@ impl Decoder for NewlineCodec {
                 if buf.len() > self.max_frame_length.saturating_add(1) {
                     // Over the limit with no end in sight: report once, then
                     // drop bytes until the next newline.
+                    let oversized = Oversized::of(self.max_frame_length, buf);
                     buf.clear();
                     self.next_index = 0;
                     self.discarding = true;
-                    return Ok(Some(Frame::Oversized(Oversized {
-                        limit: self.max_frame_length,
-                    })));
+                    return Ok(Some(Frame::Oversized(oversized)));
                 }
                 self.next_index = buf.len();
                 return Ok(None);
@@ -217,9 +324,7 @@ impl Decoder for NewlineCodec {
             self.next_index = 0;
             let line = buf.get(..newline).unwrap_or_default();
             let out = if line.strip_suffix(b"\r").unwrap_or(line).len() > self.max_frame_length {
-                Some(Frame::Oversized(Oversized {
-                    limit: self.max_frame_length,
-                }))
+                Some(Frame::Oversized(Oversized::of(self.max_frame_length, line)))
             } else {
                 content(line).map(frame)
             };
@@ -307,5 +412,45 @@ impl Encoder<Message> for NewlineCodec {
 
     fn encode(&mut self, item: Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
         self.encode(&item, dst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leading_id_is_the_top_level_one_only() {
+        let cases: &[(&[u8], Option<Id>)] = &[
+            (br#"{"jsonrpc":"2.0","id":7,"result":{"#, Some(Id::from(7))),
+            (
+                br#"{ "id" : "req-9" , "result": ["#,
+                Some(Id::from("req-9".to_string())),
+            ),
+            (br#"{"jsonrpc":"2.0","id":-3,"#, Some(Id::from(-3))),
+            (br#"{"result":{"id":1,"content":"#, None),
+            (br#"{"result":"has \"id\": 4 inside","#, None),
+            (br#"{"jsonrpc":"2.0","id":1.5,"result":"#, None),
+            (br#"{"jsonrpc":"2.0","id":"a\"b","result":"#, None),
+            (br#"{"jsonrpc":"2.0","id":12"#, None),
+            (b"not json at all", None),
+            (br#"[{"id":1}"#, None),
+        ];
+        for (head, want) in cases {
+            assert_eq!(leading_id(head), *want, "{}", String::from_utf8_lossy(head));
+        }
+    }
+
+    #[test]
+    fn an_oversized_answer_names_its_request() {
+        let mut codec = NewlineCodec::with_max_frame_length(32);
+        let mut buf = BytesMut::from(
+            &br#"{"jsonrpc":"2.0","id":5,"result":{"text":"far too long for the limit"}}
+"#[..],
+        );
+        let Some(Frame::Oversized(o)) = codec.decode(&mut buf).unwrap() else {
+            panic!("not oversized");
+        };
+        assert_eq!((o.limit, o.id), (32, Some(Id::from(5))));
     }
 }

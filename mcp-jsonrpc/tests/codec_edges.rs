@@ -339,7 +339,7 @@ fn oversized_line_in_many_chunks_is_reported_once() {
         out.push(f);
     }
     assert_eq!(out.len(), 2, "{out:?}");
-    assert!(matches!(out[0], Frame::Oversized(o) if o.limit == 100));
+    assert!(matches!(&out[0], Frame::Oversized(o) if o.limit == 100));
     assert!(matches!(&out[1], Frame::Message(m) if m.method() == Some("a")));
 }
 

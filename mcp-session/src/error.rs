@@ -151,6 +151,19 @@ pub enum SessionError {
         /// What to do instead.
         advice: &'static str,
     },
+    /// The server's answer was longer than the transport's size limit and
+    /// was skipped (its first bytes named this request).
+    #[error(
+        "the answer to {method} was over the {limit}-byte size limit and was skipped; if the \
+         server's answers are this large, raise the limit (StdioConfig::max_frame_length, \
+         HttpOptions::max_event_size)"
+    )]
+    AnswerTooLarge {
+        /// The request's method.
+        method: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The session was closed by this client.
     #[error("the session is closed")]
     Closed,

@@ -22,6 +22,8 @@ pub(crate) enum Outcome {
     Error(ErrorObject),
     /// The transport failed this request after sending it.
     Failed(mcp_transport::TransportError),
+    /// The answer was over the size limit (this many bytes) and skipped.
+    TooLarge(usize),
     /// The connection closed first; the reason is kept by the table.
     Closed,
 }

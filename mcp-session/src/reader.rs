@@ -183,7 +183,16 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
     loop {
         match transport.recv().await {
             Ok(Received::Message(m)) => dispatch(&transport, &shared, m).await,
-            Ok(Received::Invalid(frame)) => note_invalid(&shared, &frame),
+            Ok(Received::Invalid(frame)) => {
+                note_invalid(&shared, &frame);
+                // An answer over the size limit whose first bytes name its
+                // request: that request fails now, not at its timeout.
+                if let InvalidFrame::Oversized(o) = &frame
+                    && let Some(id) = &o.id
+                {
+                    deliver(&shared, id, Outcome::TooLarge(o.limit));
+                }
+            }
             Ok(Received::Failed(failure)) => {
                 deliver(&shared, &failure.id, Outcome::Failed(failure.error));
             }

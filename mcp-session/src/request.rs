@@ -156,6 +156,10 @@ impl Inner {
                 error,
             }),
             Some(Outcome::Failed(error)) => Err(SessionError::Transport(error)),
+            Some(Outcome::TooLarge(limit)) => Err(SessionError::AnswerTooLarge {
+                method: method.to_string(),
+                limit,
+            }),
             Some(Outcome::Closed) | None => Err(self.shared.closed_error()),
         }
     }

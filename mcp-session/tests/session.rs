@@ -800,3 +800,45 @@ async fn server_requests_are_bounded_cancellable_and_end_with_the_session() {
     s.close().await;
     until("every handler stopped", || working.load(SeqCst) == 0).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_the_size_limit_fails_its_request_at_once() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (client_read, client_write) = tokio::io::split(client);
+    let transport = mcp_transport::stream::StreamTransport::with_max_frame_length(
+        client_read,
+        client_write,
+        4096,
+    );
+    // A raw server: the handshake, then a tools/list answer of 100 kB.
+    tokio::spawn(async move {
+        let (read, mut write) = tokio::io::split(server);
+        let mut lines = BufReader::new(read).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let request: Value = serde_json::from_str(&line).unwrap();
+            let answer = match request["method"].as_str() {
+                Some("initialize") => json!({"jsonrpc": "2.0", "id": request["id"],
+                    "result": init_result("2025-11-25", json!({"tools": {}}))}),
+                Some("tools/list") => json!({"jsonrpc": "2.0", "id": request["id"],
+                    "result": {"tools": [{"name": "x".repeat(100_000), "inputSchema": {}}]}}),
+                _ => continue,
+            };
+            let mut out = serde_json::to_vec(&answer).unwrap();
+            out.push(b'\n');
+            write.write_all(&out).await.unwrap();
+        }
+    });
+    let s = Session::connect(transport, config().request_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    // Were the request not failed when its answer was skipped, this would
+    // end as a Timeout after 60 s instead.
+    let err = s.list_tools().await.unwrap_err();
+    assert!(
+        matches!(&err, SessionError::AnswerTooLarge { method, limit: 4096 } if method == "tools/list"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("raise the limit"), "{err}");
+    assert_eq!(s.diagnostics().invalid_frames, 1);
+}

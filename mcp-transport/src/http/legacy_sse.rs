@@ -106,7 +106,7 @@ async fn read_stream(
             let event = match item {
                 SseItem::Event(event) => event,
                 SseItem::Oversized { limit } => {
-                    let item = Received::Invalid(InvalidFrame::Oversized(Oversized { limit }));
+                    let item = Received::Invalid(InvalidFrame::Oversized(Oversized::new(limit)));
                     if tx.send(item).await.is_err() {
                         return;
                     }

@@ -272,10 +272,8 @@ impl Inner {
                         }
                     }
                     SseItem::Oversized { limit } => {
-                        self.deliver(Received::Invalid(InvalidFrame::Oversized(Oversized {
-                            limit,
-                        })))
-                        .await;
+                        let item = InvalidFrame::Oversized(Oversized::new(limit));
+                        self.deliver(Received::Invalid(item)).await;
                     }
                 }
             }
