@@ -584,7 +584,8 @@ async fn a_closed_connection_fails_requests_in_flight_and_later() {
     let s = Session::connect_shared(t, config()).await.unwrap();
     let s2 = s.clone();
     let call = tokio::spawn(async move { s2.request("slow", None, None).await });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Close once the request is in flight (not merely spawned).
+    until("the request is in flight", || s.in_flight() == 1).await;
     fake.server.close().await;
     let err = call.await.unwrap().unwrap_err();
     assert!(err.is_closed(), "{err}");
