@@ -106,7 +106,7 @@ impl RuntimeManager {
                     stderr_tail,
                 }) => {
                     let attempts = prior.saturating_add(1);
-                    let retry_after = self.inner.options.backoff(attempts);
+                    let retry_after = self.inner.options.backoff(attempts, &server.name);
                     let failure = ServerFailure {
                         server: server.name.clone(),
                         step,

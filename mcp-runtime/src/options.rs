@@ -78,11 +78,12 @@ impl RuntimeOptions {
         self
     }
 
-    pub(crate) fn backoff(&self, attempts: u32) -> Duration {
-        let doublings = attempts.saturating_sub(1).min(30);
-        self.retry_initial
-            .saturating_mul(1u32 << doublings)
-            .min(self.retry_max)
+    /// The wait before retrying `server` after `attempts` failed starts:
+    /// doubling from `retry_initial` up to `retry_max`, jittered down to
+    /// between half and all of that, so that many agents that lost the same
+    /// server do not start it again in step.
+    pub(crate) fn backoff(&self, attempts: u32, server: &str) -> Duration {
+        mcp_transport::backoff::delay(attempts, self.retry_initial, self.retry_max, server)
     }
 }
 

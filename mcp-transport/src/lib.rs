@@ -37,6 +37,7 @@ use std::sync::Arc;
 pub use mcp_jsonrpc::{Id, Malformed, Message, MessageError, Oversized, Truncated};
 use mcp_protocol::ProtocolVersion;
 
+pub mod backoff;
 mod error;
 #[cfg(feature = "http")]
 pub mod http;

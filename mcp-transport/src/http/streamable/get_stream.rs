@@ -12,6 +12,9 @@ use super::{Inner, LAST_EVENT_ID};
 use crate::TransportError;
 use crate::sse::SseParser;
 
+/// The longest wait between two attempts to reopen the GET stream.
+const MAX_RECONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl Inner {
     /// Opens a GET stream; `Ok(None)` when the server answers 405.
     pub(super) async fn open_get(
@@ -59,7 +62,17 @@ impl Inner {
                     }
                 }
             }
-            let wait = parser.retry().unwrap_or(self.options().default_retry);
+            // The server's `retry` when it gave one (the spec's rule); else a
+            // jittered backoff from the default, so clients that lost the
+            // same server do not reconnect in step.
+            let wait = parser.retry().unwrap_or_else(|| {
+                crate::backoff::delay(
+                    failures.max(1),
+                    self.options().default_retry,
+                    MAX_RECONNECT_WAIT,
+                    self.options().name(),
+                )
+            });
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}
                 () = self.closing.cancelled() => return,
