@@ -72,6 +72,17 @@ impl Inner {
         SendContext::new().revision(self.version)
     }
 
+    /// The context of a request about `name` (a tool, a prompt, a resource
+    /// URI): it carries the name only where it is sent, as `Mcp-Name` on
+    /// streamable HTTP of 2026-07-28, so other requests allocate nothing.
+    pub(crate) fn named_context(&self, name: &str) -> SendContext {
+        if self.mirrors_headers() {
+            self.context().name(name)
+        } else {
+            self.context()
+        }
+    }
+
     pub(crate) fn next_id(&self) -> Id {
         Id::from(self.next_id.fetch_add(1, Ordering::Relaxed))
     }

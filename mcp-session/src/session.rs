@@ -188,14 +188,13 @@ impl Session {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<RawJson, SessionError> {
-        let mut context = self.inner.context();
-        // What a 2026-07-28 request mirrors as `Mcp-Name`.
-        if self.inner.version.is_modern()
-            && let Some(name) = x_mcp_header::name_field(method)
-                .and_then(|field| params.as_ref()?.get(field)?.as_str())
+        // What a 2026-07-28 request mirrors as `Mcp-Name`, when it has one.
+        let context = match x_mcp_header::name_field(method)
+            .and_then(|field| params.as_ref()?.get(field)?.as_str())
         {
-            context = context.name(name);
-        }
+            Some(name) => self.inner.named_context(name),
+            None => self.inner.context(),
+        };
         let raw = match (params, &self.inner.meta) {
             (Some(p), _) => Some(self.inner.params(method, &p)?),
             (None, Some(_)) => Some(self.inner.params(method, &json!({}))?),
@@ -454,13 +453,7 @@ impl Session {
         let method = methods::TOOLS_CALL;
         let timeout = options.timeout.unwrap_or(self.inner.config.request_timeout);
         let mirror_headers = self.inner.mirrors_headers();
-        // Only streamable HTTP of 2026-07-28 mirrors the name and arguments
-        // into headers; other calls carry no per-call strings.
-        let base = if mirror_headers {
-            self.inner.context().name(name)
-        } else {
-            self.inner.context()
-        };
+        let base = self.inner.named_context(name);
         let mut context = if mirror_headers {
             param_context(base.clone(), entry.header_params(), &arguments)
         } else {
@@ -594,11 +587,7 @@ impl Session {
                 method,
                 &json!({ "uri": uri }),
                 timeout,
-                &if self.inner.mirrors_headers() {
-                    self.inner.context().name(uri)
-                } else {
-                    self.inner.context()
-                },
+                &self.inner.named_context(uri),
             )
             .await
         {

@@ -542,6 +542,15 @@ struct AsHttp {
     contexts: Mutex<Vec<(String, mcp_transport::SendContext)>>,
 }
 
+impl AsHttp {
+    fn over(inner: Arc<mcp_transport::memory::MemoryTransport>) -> Arc<AsHttp> {
+        Arc::new(AsHttp {
+            inner,
+            contexts: Mutex::new(Vec::new()),
+        })
+    }
+}
+
 impl Transport for AsHttp {
     fn send_with<'a>(
         &'a self,
@@ -596,10 +605,7 @@ async fn over_http_annotated_arguments_become_headers_and_invalid_tools_are_drop
         }
         _ => Reply::Err(-32601, "method not found"),
     }));
-    let http = Arc::new(AsHttp {
-        inner: t,
-        contexts: Mutex::new(Vec::new()),
-    });
+    let http = AsHttp::over(t);
     let s = Session::connect_shared(http.clone(), config(ProtocolMode::Modern))
         .await
         .unwrap();
@@ -680,10 +686,7 @@ async fn after_a_header_mismatch_the_retry_is_checked_against_the_new_schema() {
     // The output is checked against the schema the retry used, not the old one.
     let listed = Arc::new(Mutex::new(0));
     let (t, _fake) = start(changed_schema_server(Arc::clone(&listed)));
-    let http = Arc::new(AsHttp {
-        inner: t,
-        contexts: Mutex::new(Vec::new()),
-    });
+    let http = AsHttp::over(t);
     let s = Session::connect_shared(http.clone(), config(ProtocolMode::Modern))
         .await
         .unwrap();
@@ -711,10 +714,7 @@ async fn after_a_header_mismatch_the_retry_is_checked_against_the_new_schema() {
     // one that misses the newly required argument is not sent again.
     let listed = Arc::new(Mutex::new(0));
     let (t, fake) = start(changed_schema_server(Arc::clone(&listed)));
-    let http = Arc::new(AsHttp {
-        inner: t,
-        contexts: Mutex::new(Vec::new()),
-    });
+    let http = AsHttp::over(t);
     let s = Session::connect_shared(http, config(ProtocolMode::Modern))
         .await
         .unwrap();
