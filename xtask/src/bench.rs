@@ -1,17 +1,28 @@
-//! `cargo xtask bench <what>`: benchmarks, always in an optimized build.
+//! `cargo xtask bench <what>`: benchmarks, always in an optimized build
+//! with the `peers` feature (the SDK clients they compare against).
+//!
+//! The plain `cargo xtask` build (the one CI uses for conformance) compiles
+//! none of the peers: `bench` then builds and runs itself again.
 
+#[cfg(feature = "peers")]
 mod clients;
+#[cfg(feature = "peers")]
 mod codec;
+#[cfg(feature = "peers")]
 mod http;
+#[cfg(feature = "peers")]
 mod runtime;
+#[cfg(feature = "peers")]
 mod stdio;
 
 use std::process::Command;
+#[cfg(feature = "peers")]
 use std::time::Duration;
 
 use crate::args::Bench;
 
 /// Runs `bench <what> [options]`.
+#[cfg(feature = "peers")]
 pub(crate) fn run(what: Bench) -> Result<(), String> {
     if cfg!(debug_assertions) {
         return rerun_optimized();
@@ -24,14 +35,22 @@ pub(crate) fn run(what: Bench) -> Result<(), String> {
     }
 }
 
-/// Numbers from a debug build mean nothing: build and run this task again
-/// with `--release`, passing the arguments on.
+/// Runs `bench <what> [options]`: in this build, by building the one that can.
+#[cfg(not(feature = "peers"))]
+pub(crate) fn run(_what: Bench) -> Result<(), String> {
+    rerun_optimized()
+}
+
+/// Numbers from a debug build mean nothing, and a build without the peers
+/// has nothing to compare: build and run this task again with `--release
+/// --features peers`, passing the arguments on.
 fn rerun_optimized() -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let status = Command::new(cargo)
         .current_dir(workspace)
-        .args(["run", "--release", "--quiet", "--package", "xtask", "--"])
+        .args(["run", "--release", "--quiet", "--package", "xtask"])
+        .args(["--features", "peers", "--"])
         // `bench …`, as given.
         .args(std::env::args_os().skip(1))
         .status()
@@ -44,11 +63,13 @@ fn rerun_optimized() -> Result<(), String> {
 }
 
 /// The median of sorted durations.
+#[cfg(feature = "peers")]
 pub(crate) fn median(sorted: &[Duration]) -> Duration {
     sorted.get(sorted.len() / 2).copied().unwrap_or_default()
 }
 
 /// Megabytes (10^6 bytes) per second.
+#[cfg(feature = "peers")]
 pub(crate) fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64().max(1e-9)
 }
