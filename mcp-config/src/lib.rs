@@ -85,8 +85,8 @@ pub use expand::has_vars;
 pub use fingerprint::Fingerprint;
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
 pub use model::{
-    AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, ResolvedConfig, ResolvedServer,
-    ServerConfig, ToolFilter, TransportConfig, UnknownFormatName, redact_url,
+    AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, OAuthSettings, ResolvedConfig,
+    ResolvedServer, ServerConfig, ToolFilter, TransportConfig, UnknownFormatName, redact_url,
 };
 pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, process_env, resolve};

@@ -165,6 +165,38 @@ pub struct ServerConfig {
     /// `protocolVersion`: a [`ProtocolPin`](mcp_protocol::ProtocolPin)
     /// (`legacy`, `modern`, `auto` or a revision).
     pub protocol_version: Option<String>,
+    /// `oauth` (Claude Code, Gemini CLI, this client) or `auth` (Cursor):
+    /// how to authorize with an OAuth-protected HTTP server.
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// OAuth settings of one HTTP server. As written, `client_id`,
+/// `client_secret` and `client_metadata_url` may hold `${VAR}`; resolved,
+/// they are expanded. Everything else (endpoints, registration) is
+/// discovered from the server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OAuthSettings {
+    /// `enabled: false` turns authorization off: a 401 is then an error.
+    pub enabled: Option<bool>,
+    /// `clientId` / `CLIENT_ID`: a pre-registered client.
+    pub client_id: Option<String>,
+    /// `clientSecret` / `CLIENT_SECRET`: its secret (a confidential client).
+    pub client_secret: Option<Secret>,
+    /// `scopes`: the scopes to ask for (else the server's challenge decides).
+    pub scopes: Option<Vec<String>>,
+    /// `callbackPort`: a fixed port for the login redirect (else ephemeral).
+    pub callback_port: Option<u16>,
+    /// `clientMetadataUrl`: an HTTPS URL of this client's metadata document,
+    /// used as its client id where the authorization server supports that.
+    pub client_metadata_url: Option<String>,
+}
+
+impl OAuthSettings {
+    /// Whether authorization is on (it is unless `enabled: false`).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
 }
 
 /// A whole config file as read: validated, not yet resolved.
@@ -312,6 +344,8 @@ pub struct ResolvedServer {
     pub tools: ToolFilter,
     /// Pinned protocol version, if any.
     pub protocol_version: Option<String>,
+    /// OAuth settings, `${VAR}` expanded (HTTP servers only).
+    pub oauth: Option<OAuthSettings>,
     /// Fingerprint of everything above except the name.
     pub fingerprint: Fingerprint,
 }

@@ -243,8 +243,30 @@ impl Resolver<'_> {
                 exclude: s.exclude_tools.iter().cloned().collect(),
             },
             protocol_version: s.protocol_version.clone(),
+            oauth: None,
             fingerprint: Fingerprint::of_canonical(&Value::Null),
         };
+        if let (Some(o), TransportConfig::Http { .. }) = (&s.oauth, &server.transport) {
+            let base = join(&self.base, "oauth");
+            let mut expanded = o.clone();
+            expanded.client_id = o
+                .client_id
+                .as_ref()
+                .and_then(|v| self.expand(join(&base, "clientId"), v));
+            expanded.client_secret = o
+                .client_secret
+                .as_ref()
+                .and_then(|v| self.expand(join(&base, "clientSecret"), v.expose()))
+                .map(Secret::new);
+            expanded.client_metadata_url = o
+                .client_metadata_url
+                .as_ref()
+                .and_then(|v| self.expand(join(&base, "clientMetadataUrl"), v));
+            if self.problems.len() > before {
+                return None;
+            }
+            server.oauth = Some(expanded);
+        }
         server.fingerprint = Fingerprint::of_canonical(&canonical_server(&server));
         Some(server)
     }
@@ -276,7 +298,7 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
             "headers": headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
         }),
     };
-    json!({
+    let mut canonical = json!({
         "v": 1,
         "transport": transport,
         "request_timeout_ns": nanos(s.request_timeout),
@@ -284,7 +306,22 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
         "supports_parallel_tool_calls": s.supports_parallel_tool_calls,
         "tools": {"include": s.tools.include, "exclude": s.tools.exclude},
         "protocol_version": s.protocol_version,
-    })
+    });
+    // Only when set, so fingerprints of configs without it stay as they were.
+    if let (Some(o), Value::Object(map)) = (&s.oauth, &mut canonical) {
+        map.insert(
+            "oauth".into(),
+            json!({
+                "enabled": o.is_enabled(),
+                "client_id": o.client_id,
+                "client_secret": o.client_secret.as_ref().map(|v| secret_digest(v.expose())),
+                "scopes": o.scopes,
+                "callback_port": o.callback_port,
+                "client_metadata_url": o.client_metadata_url,
+            }),
+        );
+    }
+    canonical
 }
 
 fn session_fingerprint(

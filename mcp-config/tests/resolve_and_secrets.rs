@@ -198,3 +198,24 @@ fn agent_defaults_apply_and_mcp_enabled_false_disables_all() {
     assert!(r.servers.is_empty());
     assert!(r.disabled.contains("a"));
 }
+
+#[test]
+fn oauth_settings_are_expanded_and_their_secret_enters_the_fingerprint_only_as_a_hash() {
+    let text = r#"{"mcpServers": {"remote": {"url": "https://x.example/mcp",
+        "oauth": {"clientId": "app-1", "clientSecret": "${MCP_SERVER_TOKEN}", "scopes": ["read"]}}}}"#;
+    let config = parse_str(text, &Options::new()).unwrap().config;
+    let resolved = resolve(&config, &env).unwrap();
+    let server = &resolved.servers["remote"];
+    let oauth = server.oauth.as_ref().unwrap();
+    assert_eq!(oauth.client_id.as_deref(), Some("app-1"));
+    assert_eq!(oauth.client_secret.as_ref().unwrap().expose(), SECRETS[0]);
+    assert_clean("resolved server", &format!("{server:?}"));
+    // A different secret is a different server; no OAuth settings, another one again.
+    let other = text.replace("${MCP_SERVER_TOKEN}", "another-secret");
+    let other = resolve(&parse_str(&other, &Options::new()).unwrap().config, &env).unwrap();
+    assert_ne!(other.servers["remote"].fingerprint, server.fingerprint);
+    let plain = r#"{"mcpServers": {"remote": {"url": "https://x.example/mcp"}}}"#;
+    let plain = resolve(&parse_str(plain, &Options::new()).unwrap().config, &env).unwrap();
+    assert_ne!(plain.servers["remote"].fingerprint, server.fingerprint);
+    assert!(plain.servers["remote"].oauth.is_none());
+}

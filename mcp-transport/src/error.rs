@@ -89,6 +89,15 @@ pub enum TransportError {
         /// The bound.
         after: std::time::Duration,
     },
+    /// The server wants authorization that this client could not obtain:
+    /// the message says what to do (log in, configure a client id).
+    #[error("{url} needs authorization: {message}")]
+    Unauthorized {
+        /// The method and URL of the refused request, without query or user info.
+        url: String,
+        /// Why no credentials could be had, and what to do about it.
+        message: String,
+    },
     /// The transport's settings cannot work (a bad URL, a header value with a
     /// line break, an unreadable CA file). Values of headers are never shown.
     #[error("invalid transport settings: {0}")]
@@ -153,6 +162,13 @@ impl TransportError {
     /// The server could not be started at all.
     pub fn is_spawn(&self) -> bool {
         matches!(self, TransportError::Spawn { .. })
+    }
+
+    /// The server refused for want of authorization: a 401 or 403 answer,
+    /// or credentials that could not be had ([`Unauthorized`](Self::Unauthorized)).
+    pub fn needs_authorization(&self) -> bool {
+        matches!(self, TransportError::Unauthorized { .. })
+            || matches!(self.http_status(), Some(401 | 403))
     }
 
     /// The HTTP status, when the server answered with an error status.

@@ -45,14 +45,17 @@ use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_payload};
 
 use crate::{InvalidFrame, Received, TransportError};
 
+pub mod auth;
 pub mod auto;
 mod client;
 mod legacy_sse;
 mod mirror;
 mod streamable;
+mod web;
 
 pub use legacy_sse::SseTransport;
 pub use streamable::StreamableHttpTransport;
+pub use web::{WEB_BODY_LIMIT, WebClient, WebResponse};
 
 /// Default bound on establishing a TCP (and TLS) connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -133,6 +136,7 @@ pub struct HttpOptions {
     get_stream: bool,
     observer: Option<HttpObserver>,
     server_name: Option<String>,
+    authorizer: Option<Arc<dyn auth::Authorizer>>,
 }
 
 impl Default for HttpOptions {
@@ -162,6 +166,7 @@ impl fmt::Debug for HttpOptions {
             .field("get_stream", &self.get_stream)
             .field("observer", &self.observer.as_ref().map(|_| "<fn>"))
             .field("server_name", &self.server_name)
+            .field("authorizer", &self.authorizer)
             .finish()
     }
 }
@@ -185,6 +190,7 @@ impl HttpOptions {
             get_stream: true,
             observer: None,
             server_name: None,
+            authorizer: None,
         }
     }
 
@@ -276,6 +282,15 @@ impl HttpOptions {
     /// Sees every HTTP exchange, redacted (for tracing).
     pub fn observer(mut self, observer: impl Fn(&HttpTrace) + Send + Sync + 'static) -> Self {
         self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Authorizes every request (POST, GET stream, DELETE, the legacy SSE
+    /// GET and its POSTs) and answers the server's 401 and 403 challenges:
+    /// `mcp-auth`'s OAuth client, or an application's own
+    /// [`Authorizer`](auth::Authorizer).
+    pub fn authorizer(mut self, authorizer: Arc<dyn auth::Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
         self
     }
 

@@ -16,6 +16,7 @@ use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
+use super::auth::{AuthDecision, MAX_AUTH_RETRIES, RequestTarget, challenge_of};
 use super::{HttpOptions, HttpTrace, redact_url};
 use crate::TransportError;
 
@@ -150,8 +151,54 @@ impl HttpClient {
     }
 
     /// Sends a request and waits (bounded by the request timeout) for the
-    /// head of the answer, tracing both.
+    /// head of the answer, tracing both. With an authorizer, the request
+    /// carries its credentials, and a 401 or 403 goes to the authorizer,
+    /// which may have the request sent again (a bounded number of times).
     pub(crate) async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, TransportError> {
+        let Some(authorizer) = self.options.authorizer.clone() else {
+            return self.send_once(request).await;
+        };
+        let (parts, body) = request.into_parts();
+        let target = RequestTarget {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+        };
+        let mut retries = 0;
+        loop {
+            let credentials = authorizer.credentials(&target).await?;
+            let mut request = Request::new(body.clone());
+            *request.method_mut() = parts.method.clone();
+            *request.uri_mut() = parts.uri.clone();
+            *request.version_mut() = parts.version;
+            *request.headers_mut() = parts.headers.clone();
+            let generation = credentials.map(|c| {
+                request.headers_mut().extend(c.headers);
+                c.generation
+            });
+            let response = self.send_once(request).await?;
+            let status = response.status().as_u16();
+            if !matches!(status, 401 | 403) || retries >= MAX_AUTH_RETRIES {
+                return Ok(response);
+            }
+            let challenge = challenge_of(
+                status,
+                target.clone(),
+                response.headers(),
+                generation,
+                retries,
+            );
+            match authorizer.challenged(&challenge).await? {
+                AuthDecision::Retry => retries += 1,
+                _ => return Ok(response),
+            }
+        }
+    }
+
+    /// Sends a request once, as it is.
+    async fn send_once(
         &self,
         request: Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, TransportError> {
