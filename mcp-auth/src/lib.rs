@@ -1,0 +1,10 @@
+//! The IO-free decisions of the MCP OAuth 2.1 client flow (work in progress).
+
+pub mod canonical;
+pub mod discovery;
+pub mod error;
+pub mod secret;
+mod uri;
+
+pub use error::AuthError;
+pub use secret::Secret;
