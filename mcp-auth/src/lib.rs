@@ -3,6 +3,7 @@
 pub mod canonical;
 pub mod discovery;
 pub mod error;
+pub mod metadata;
 pub mod secret;
 mod uri;
 
