@@ -4,6 +4,8 @@ pub mod canonical;
 pub mod discovery;
 pub mod error;
 pub mod metadata;
+pub mod pkce;
+pub mod scope;
 pub mod secret;
 mod uri;
 
