@@ -1,5 +1,6 @@
 //! The IO-free decisions of the MCP OAuth 2.1 client flow (work in progress).
 
+pub mod authorize;
 pub mod canonical;
 pub mod challenge;
 pub mod discovery;
