@@ -7,6 +7,7 @@ pub mod discovery;
 pub mod error;
 pub mod metadata;
 pub mod pkce;
+pub mod registration;
 pub mod scope;
 pub mod secret;
 pub mod token;
