@@ -71,6 +71,45 @@
 //! misbehaviours apply to modern requests too; with `drop-stream`, a
 //! `tools/call` stream ends with no answer.
 //!
+//! # OAuth
+//!
+//! With [`HttpServerOptions::oauth`] set ([`HttpServerOptions::with_oauth`]):
+//!
+//! * Every request to the MCP endpoint (`/mcp`; `/sse` and `/messages` in
+//!   the legacy mode) needs `Authorization: Bearer <token>` with a token the
+//!   server issued for that endpoint (`resource`), unexpired and holding the
+//!   required [scopes](OAuthOptions::scopes). Without one: 401 and
+//!   `WWW-Authenticate: Bearer resource_metadata="…", scope="…"`; with an
+//!   unknown, expired or other-resource token the same plus
+//!   `error="invalid_token"`. A `tools/call` of a tool with a
+//!   [scope of its own](OAuthOptions::tool_scope) the token lacks: 403 and
+//!   `error="insufficient_scope", scope="<every scope the call needs>"`.
+//! * Protected resource metadata (RFC 9728) at
+//!   `/.well-known/oauth-protected-resource/mcp` and/or at the root:
+//!   `resource` (the endpoint's URL), `authorization_servers` (the issuer),
+//!   `scopes_supported`, `bearer_methods_supported`.
+//! * The authorization server, issuer `http://127.0.0.1:PORT` (plus an
+//!   optional [path](OAuthOptions::issuer_path)): RFC 8414 metadata at
+//!   `/.well-known/oauth-authorization-server{path}` and/or OpenID
+//!   discovery, or none (the 2025-03-26 default endpoints); `/register`
+//!   (RFC 7591), `/authorize` (code flow, PKCE S256, `resource` required,
+//!   no user interaction: an immediate 302 with `code`, `state` and `iss`),
+//!   `/token` (`authorization_code`, `refresh_token`, `client_credentials`;
+//!   clients authenticated as they registered: `client_secret_basic`,
+//!   `client_secret_post` or `none`).
+//!
+//! Redirect URIs are HTTPS or loopback HTTP (a loopback one matches on any
+//! port); codes are single-use; refresh tokens are rotated on request.
+//! [`OAuthMisbehaviour`]s break one thing each (a wrong `issuer`, no PKCE
+//! advertised, a missing or wrong `iss`, tokens expired from the start,
+//! refused refreshes, a wrong `resource`).
+//!
+//! Tokens are random opaque strings. The server's clock can be moved
+//! forward ([`HttpServer::advance_clock`])
+//! and every token revoked ([`HttpServer::revoke_tokens`]),
+//! so expiry is tested without waiting. What the client did is counted in
+//! [`OAuthStats`].
+//!
 //! ```
 //! use mcp_testkit::http::{HttpServer, HttpServerOptions};
 //!
@@ -137,6 +176,7 @@ use tokio::task::{AbortHandle, JoinSet};
 mod legacy_sse;
 mod modern;
 mod modern_post;
+mod oauth;
 mod options;
 mod response;
 mod session;
@@ -144,8 +184,9 @@ mod sse;
 mod stats;
 mod streamable;
 
+pub use oauth::{AuthServerMetadata, OAuthMisbehaviour, OAuthOptions, ResourceMetadataAt};
 pub use options::{HttpMisbehaviour, HttpMode, HttpServerOptions};
-pub use stats::HttpStats;
+pub use stats::{HttpStats, OAuthStats};
 
 use response::{Body, empty, full, header_str, json_error};
 use session::{Session, SessionKind};
@@ -170,6 +211,8 @@ struct Shared {
     expired_once: AtomicBool,
     stats: HttpStats,
     connections: Mutex<JoinSet<()>>,
+    /// The OAuth side, when [`HttpServerOptions::oauth`] is set.
+    oauth: Option<oauth::OAuth>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -196,6 +239,10 @@ impl Shared {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return r;
         }
+        let request = match self.oauth_route(request).await {
+            Ok(answered) => return answered,
+            Err(request) => request,
+        };
         let streamable = matches!(self.options.mode, HttpMode::Streamable | HttpMode::Both);
         let legacy = matches!(self.options.mode, HttpMode::LegacySse | HttpMode::Both);
         let path = request.uri().path().to_owned();
@@ -240,6 +287,10 @@ impl HttpServer {
     pub async fn bind(addr: SocketAddr, options: HttpServerOptions) -> io::Result<HttpServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        let oauth = options
+            .oauth
+            .clone()
+            .map(|o| oauth::OAuth::new(o, addr, options.mode));
         let shared = Arc::new(Shared {
             options,
             sessions: Mutex::default(),
@@ -248,6 +299,7 @@ impl HttpServer {
             expired_once: AtomicBool::new(false),
             stats: HttpStats::default(),
             connections: Mutex::new(JoinSet::new()),
+            oauth,
         });
         let accept_shared = Arc::clone(&shared);
         let accept = tokio::spawn(async move {
@@ -283,6 +335,53 @@ impl HttpServer {
     /// What the server saw.
     pub fn stats(&self) -> &HttpStats {
         &self.shared.stats
+    }
+
+    /// With OAuth: the authorization server's issuer identifier
+    /// (`http://127.0.0.1:PORT` plus the issuer path).
+    pub fn issuer(&self) -> Option<String> {
+        self.shared.oauth.as_ref().map(|o| o.issuer().to_owned())
+    }
+
+    /// With OAuth: the protected resource metadata URL the 401 challenges
+    /// of [`HttpServer::url`] name.
+    pub fn resource_metadata_url(&self) -> Option<String> {
+        let path = match self.shared.options.mode {
+            HttpMode::LegacySse => "/sse",
+            _ => "/mcp",
+        };
+        self.shared
+            .oauth
+            .as_ref()
+            .map(|o| o.resource_metadata_url(path))
+    }
+
+    /// With OAuth: revokes every access token, refresh token and unused
+    /// authorization code. MCP requests then get 401 `invalid_token` and
+    /// refreshes `invalid_grant`, as after a server-side logout.
+    pub fn revoke_tokens(&self) {
+        if let Some(o) = &self.shared.oauth {
+            o.revoke_all();
+        }
+    }
+
+    /// With OAuth: moves the server's clock forward, so tokens (and codes)
+    /// expire without anyone waiting.
+    pub fn advance_clock(&self, by: std::time::Duration) {
+        if let Some(o) = &self.shared.oauth {
+            o.advance_clock(by);
+        }
+    }
+
+    /// With OAuth: an access token for [`HttpServer::url`] with `scopes`,
+    /// issued without any flow (for a client configured with a static
+    /// token). `None` without OAuth.
+    pub fn mint_token<S: Into<String>>(
+        &self,
+        scopes: impl IntoIterator<Item = S>,
+    ) -> Option<String> {
+        let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
+        self.shared.oauth.as_ref().map(|o| o.mint(&scopes))
     }
 
     /// Serves one connection accepted elsewhere (a TLS stream, say).

@@ -176,7 +176,8 @@ pub async fn run(args: impl IntoIterator<Item = String>) -> ExitCode {
 }
 
 /// `--http ADDR [--legacy-sse|--both] [--stateless] [--json-response]
-/// [--no-get-stream] [--http-misbehave NAME] [--require-header 'K: V']` plus
+/// [--no-get-stream] [--http-misbehave NAME] [--require-header 'K: V']
+/// [--oauth …]` plus
 /// the usual server options (`--era modern|dual` for 2026-07-28 streamable
 /// HTTP): serves HTTP until interrupted, printing the URL to stderr.
 #[cfg(feature = "http")]
@@ -220,6 +221,11 @@ async fn run_http(args: Vec<String>) -> ExitCode {
                 };
                 options.require_header = Some((k.trim().to_owned(), v.trim().to_owned()));
             }
+            f if f == "--oauth" || f.starts_with("--oauth-") => {
+                if let Err(e) = oauth_flag(f, &mut options.oauth, || value(&mut it)) {
+                    return fail(e);
+                }
+            }
             _ => rest.push(arg),
         }
     }
@@ -251,6 +257,89 @@ async fn run_http(args: Vec<String>) -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// One `--oauth*` flag of `run_http`: each turns the OAuth mode on and
+/// changes one of its options.
+#[cfg(feature = "http")]
+fn oauth_flag(
+    flag: &str,
+    oauth: &mut Option<http::OAuthOptions>,
+    value: impl FnOnce() -> Option<String>,
+) -> Result<(), String> {
+    let o = oauth.take().unwrap_or_default();
+    let o = match flag {
+        "--oauth" => o,
+        "--oauth-rotate-refresh" => o.rotate_refresh_tokens(true),
+        _ => {
+            let Some(v) = value() else {
+                return Err(format!(
+                    "{flag} needs a value; run with --help for the flags"
+                ));
+            };
+            oauth_value(flag, &v, o)?
+        }
+    };
+    *oauth = Some(o);
+    Ok(())
+}
+
+/// An `--oauth-*` flag with a value.
+#[cfg(feature = "http")]
+fn oauth_value(flag: &str, v: &str, o: http::OAuthOptions) -> Result<http::OAuthOptions, String> {
+    use http::{AuthServerMetadata, OAuthMisbehaviour, ResourceMetadataAt};
+    Ok(match flag {
+        "--oauth-scope" => o.scopes(v.split([' ', ',']).filter(|s| !s.is_empty())),
+        "--oauth-tool-scope" => {
+            let Some((tool, scope)) = v.split_once('=') else {
+                return Err(format!("{flag} needs TOOL=SCOPE, got {v:?}"));
+            };
+            o.tool_scope(tool, scope)
+        }
+        "--oauth-token-lifetime" => match v.parse() {
+            Ok(seconds) => o.access_token_lifetime(seconds),
+            Err(_) => return Err(format!("{flag} needs a number of seconds, got {v:?}")),
+        },
+        "--oauth-issuer-path" => o.issuer_path(v),
+        "--oauth-metadata" => o.metadata(match v {
+            "oauth" => AuthServerMetadata::OAuth,
+            "openid" => AuthServerMetadata::OpenId,
+            "both" => AuthServerMetadata::Both,
+            "none" => AuthServerMetadata::None,
+            _ => {
+                return Err(format!(
+                    "{flag} needs oauth, openid, both or none, got {v:?}"
+                ));
+            }
+        }),
+        "--oauth-resource-metadata" => o.resource_metadata_at(match v {
+            "path" => ResourceMetadataAt::Path,
+            "root" => ResourceMetadataAt::Root,
+            "both" => ResourceMetadataAt::Both,
+            "none" => ResourceMetadataAt::Nowhere,
+            _ => return Err(format!("{flag} needs path, root, both or none, got {v:?}")),
+        }),
+        "--oauth-misbehave" => match OAuthMisbehaviour::from_name(v) {
+            Some(m) => o.misbehave(m),
+            None => return Err(format!("unknown OAuth misbehaviour {v:?}")),
+        },
+        "--oauth-client" => {
+            let (id, secret) = match v.split_once(':') {
+                Some((id, secret)) => (id, Some(secret)),
+                None => (v, None),
+            };
+            o.preregistered_client(
+                id,
+                secret,
+                ["http://127.0.0.1/callback", "http://localhost/callback"],
+            )
+        }
+        _ => {
+            return Err(format!(
+                "unknown argument {flag:?}; run with --help for the flags"
+            ));
+        }
+    })
 }
 
 fn write_out(text: &str) -> ExitCode {

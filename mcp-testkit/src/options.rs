@@ -326,6 +326,22 @@ HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
   --http-misbehave NAME   drop-stream, expire-session, expire-session-400, status-500,
                           wrong-content-type or slow-head (repeatable)
   --require-header 'K: V' answer 401 unless every request carries this header
+  --oauth                 protect the MCP endpoint with OAuth: every request needs a bearer token
+                          from the built-in authorization server (issuer http://ADDR, metadata at
+                          /.well-known/oauth-protected-resource/mcp and
+                          /.well-known/oauth-authorization-server; /register, /authorize, /token;
+                          no user interaction). Each --oauth-* flag implies --oauth:
+  --oauth-scope S         the scopes every request needs (space or comma separated; default mcp)
+  --oauth-tool-scope TOOL=SCOPE  a tools/call of TOOL also needs SCOPE, else 403 (repeatable)
+  --oauth-token-lifetime N  access tokens live N seconds (default 3600; 0: expired at once)
+  --oauth-rotate-refresh  each refresh issues a new refresh token; the old one is refused
+  --oauth-issuer-path P   the issuer is http://ADDR/P, its endpoints under it
+  --oauth-metadata M      authorization server metadata: oauth (default), openid, both or none
+  --oauth-resource-metadata W  protected resource metadata at path (default), root, both or none
+  --oauth-client ID[:SECRET]  a pre-registered client (redirects to http://127.0.0.1/callback or
+                          http://localhost/callback, any port; with a secret: client_secret_basic)
+  --oauth-misbehave NAME  wrong-issuer, no-pkce, no-iss, wrong-iss, expire-immediately,
+                          refuse-refresh or wrong-resource (repeatable)
   With --era modern, /mcp speaks 2026-07-28: every POST is stateless, its MCP-Protocol-Version,
   Mcp-Method, Mcp-Name and Mcp-Param-* headers are checked against the body (400 -32020),
   GET and DELETE answer 405. With --era dual, requests with 2026-07-28 _meta are served that

@@ -42,16 +42,19 @@ impl Shared {
         let Some(session) = session.filter(|s| s.legacy) else {
             return full(StatusCode::NOT_FOUND, "text/plain", "Session not found");
         };
-        let body = match request.into_body().collect().await {
+        let (parts, body) = request.into_parts();
+        let body = match body.collect().await {
             Ok(b) => b.to_bytes(),
             Err(_) => return empty(StatusCode::BAD_REQUEST),
         };
-        if Message::from_slice(&body)
-            .ok()
-            .and_then(|m| m.method().map(str::to_owned))
-            .as_deref()
-            == Some(methods::INITIALIZE)
+        let message = Message::from_slice(&body).ok();
+        if let Some(forbidden) = message
+            .as_ref()
+            .and_then(|m| self.insufficient_scope(&parts.headers, "/sse", m))
         {
+            return forbidden;
+        }
+        if message.as_ref().and_then(Message::method) == Some(methods::INITIALIZE) {
             self.stats.initializes.fetch_add(1, Ordering::Relaxed);
         }
         self.stats.posts.fetch_add(1, Ordering::Relaxed);

@@ -1,6 +1,7 @@
 //! What an HTTP test server is asked to do: its transports, options and
 //! deliberate HTTP misbehaviours.
 
+use super::OAuthOptions;
 use crate::options::ServerOptions;
 
 /// Which HTTP transport the server speaks.
@@ -93,6 +94,9 @@ pub struct HttpServerOptions {
     pub slow_ms: u64,
     /// A header every request must carry (name, exact value); 401 otherwise.
     pub require_header: Option<(String, String)>,
+    /// The OAuth-protected mode: bearer tokens on every MCP request, and an
+    /// authorization server of its own (see the module's docs, "OAuth").
+    pub oauth: Option<OAuthOptions>,
 }
 
 impl Default for HttpServerOptions {
@@ -108,6 +112,7 @@ impl Default for HttpServerOptions {
             expire_after: 3,
             slow_ms: 1000,
             require_header: None,
+            oauth: None,
         }
     }
 }
@@ -116,6 +121,12 @@ impl HttpServerOptions {
     /// Whether a misbehaviour is selected.
     pub fn has(&self, m: HttpMisbehaviour) -> bool {
         self.misbehaviours.contains(&m)
+    }
+
+    /// These options with the OAuth-protected mode.
+    pub fn with_oauth(mut self, oauth: OAuthOptions) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Options with one HTTP misbehaviour.

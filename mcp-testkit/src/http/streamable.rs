@@ -78,6 +78,9 @@ impl Shared {
             Ok(read) => read,
             Err(refused) => return refused,
         };
+        if let Some(forbidden) = self.insufficient_scope(&headers, "/mcp", &message) {
+            return forbidden;
+        }
         if modern::is_modern(self.options.server.era, &headers, &message) {
             return self.modern_post(&headers, body, message).await;
         }
