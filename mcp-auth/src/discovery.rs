@@ -10,7 +10,7 @@ use crate::AuthError;
 use crate::uri::{Url, redact};
 
 const PRM_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
-const OAUTH_WELL_KNOWN: &str = "/.well-known/oauth-authorization-server";
+pub(crate) const OAUTH_WELL_KNOWN: &str = "/.well-known/oauth-authorization-server";
 const OPENID_WELL_KNOWN: &str = "/.well-known/openid-configuration";
 
 /// The protected resource metadata URLs to try for the MCP server at

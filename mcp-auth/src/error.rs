@@ -147,6 +147,28 @@ pub enum AuthError {
     /// The system's random number generator failed.
     #[error("the system random number generator failed")]
     Random,
+    /// An HTTP exchange of the flow failed (the transport's words: status,
+    /// URL without query, never a body that could hold a secret).
+    #[error("talking to the authorization server failed: {0}")]
+    Http(String),
+    /// The token store failed.
+    #[error("the token store: {0}")]
+    Store(String),
+    /// A login is needed and cannot happen here (no user agent, a revoked
+    /// login): the message says what to run.
+    #[error("{0}")]
+    LoginRequired(String),
+    /// Sending the user to authorize failed, or the user never came back.
+    #[error("{0}")]
+    Interaction(String),
+}
+
+impl AuthError {
+    /// The token endpoint refused a grant as `invalid_grant`: a refresh
+    /// token that was revoked, spent or expired.
+    pub fn is_invalid_grant(&self) -> bool {
+        matches!(self, AuthError::TokenRejected { error, .. } if error == "invalid_grant")
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,16 @@
-//! The IO-free decisions of the MCP OAuth 2.1 client flow (MCP
-//! authorization, revisions 2025-03-26 through 2026-07-28).
+//! The MCP OAuth 2.1 client flow (MCP authorization, revisions 2025-03-26
+//! through 2026-07-28): its decisions, IO-free, and (feature `client`, on
+//! by default) the driver that runs them over the transports' HTTP client.
 //!
-//! Nothing here fetches, listens, opens a browser, reads a clock or stores
-//! a token: each module takes what was received and says what to do next,
-//! so a driver on top does the IO and every branch is unit-tested. The
-//! flow, module by module:
+//! The decision modules fetch nothing, listen nowhere, open no browser,
+//! read no clock and store no token: each takes what was received and says
+//! what to do next, and every branch is unit-tested. The driver is
+//! [`client::OAuthClient`], an `mcp_transport` [`Authorizer`] that an HTTP
+//! transport takes in its options; it keeps tokens in a [`store::TokenStore`]
+//! (a file per server in the user's config folder, or memory) and sends a
+//! user to authorize through an [`agent::UserAgent`] (a browser and a
+//! loopback listener, or nothing at all in a runtime). The flow, module by
+//! module:
 //!
 //! 1. A `401` from the MCP server: [`challenge`] reads its
 //!    `WWW-Authenticate` (`resource_metadata`, `scope`, `error`).
@@ -52,9 +58,13 @@
 //! # }
 //! ```
 
+#[cfg(feature = "client")]
+pub mod agent;
 pub mod authorize;
 pub mod canonical;
 pub mod challenge;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod discovery;
 pub mod error;
 pub mod jwt;
@@ -63,6 +73,8 @@ pub mod pkce;
 pub mod registration;
 pub mod scope;
 pub mod secret;
+#[cfg(feature = "client")]
+pub mod store;
 pub mod token;
 mod uri;
 

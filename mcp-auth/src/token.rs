@@ -50,6 +50,9 @@ impl ClientAuthMethod {
 ///   if listed. An absent list means `["client_secret_basic"]` (RFC 8414 §2).
 /// - Without a secret or key: `none` (a public client) if listed or the list
 ///   is absent.
+/// - Holding a secret or key the server takes no method for, but `none`
+///   listed: `none` (the server takes public clients; a registration that
+///   handed out an unneeded secret should not stop the flow).
 /// - With only a key and an absent list: `PrivateKeyJwt` (the key is all the
 ///   client has; the server will say if it disagrees).
 ///
@@ -73,7 +76,10 @@ pub fn choose_client_auth(
         if listed(ClientAuthMethod::Post) {
             return Ok(ClientAuthMethod::Post);
         }
-    } else if !have_private_key && (supported.is_none() || listed(ClientAuthMethod::None)) {
+    } else if !have_private_key && supported.is_none() {
+        return Ok(ClientAuthMethod::None);
+    }
+    if listed(ClientAuthMethod::None) {
         return Ok(ClientAuthMethod::None);
     }
     let offered = supported.map(|s| s.join(", ")).unwrap_or_default();
@@ -561,9 +567,17 @@ mod tests {
             choose_client_auth(Some(&v(&["client_secret_post"])), true, true),
             Ok(M::Post)
         );
+        // Credentials the server takes no method for, but it takes public clients.
+        assert_eq!(
+            choose_client_auth(Some(&v(&["none"])), true, false),
+            Ok(M::None)
+        );
+        assert_eq!(
+            choose_client_auth(Some(&v(&["none"])), false, true),
+            Ok(M::None)
+        );
         // Nothing fits.
         for (list, secret, key) in [
-            (v(&["none"]), true, false),
             (v(&["client_secret_basic"]), false, false),
             (v(&["private_key_jwt"]), false, false),
             (v(&["private_key_jwt"]), true, false),

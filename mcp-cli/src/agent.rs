@@ -99,8 +99,20 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
         eprintln!("mcp: {e}");
         ExitCode::from(2)
     })?;
+    // Stored OAuth logins for HTTP servers; a missing one names the login.
+    let mut inner = DefaultConnector::new();
+    if let Ok(store) = mcp_auth::store::FileStore::default_location() {
+        let config_path = path.clone();
+        let hint: mcp_runtime::LoginHint = Arc::new(move |server: &ResolvedServer| {
+            crate::auth::login_hint("", Some((&config_path, &server.name)))
+        });
+        inner = inner.with_authorizers(Arc::new(mcp_runtime::StoredLogins::new(
+            Arc::new(store),
+            hint,
+        )));
+    }
     let connector = TracingConnector {
-        inner: DefaultConnector::new(),
+        inner,
         trace: TraceOptions {
             enabled: show.trace,
             to_stderr: show.json,

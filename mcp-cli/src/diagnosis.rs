@@ -48,6 +48,9 @@ pub(crate) fn http(e: &TransportError) -> Option<String> {
                 "nothing is listening there: is the server running, and the port right?".into(),
             ),
             TransportError::InvalidConfig(m) => Some(format!("fix the settings: {m}")),
+            TransportError::Unauthorized { message, .. } => {
+                Some(format!("needs authorization: {message}"))
+            }
             _ => None,
         },
     }

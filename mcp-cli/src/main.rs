@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod agent;
+mod auth;
 mod config;
 mod diagnosis;
 mod direct;
@@ -53,6 +54,14 @@ enum Command {
     /// Check or show a config file.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Log in to an OAuth-protected HTTP server: opens the browser on the
+    /// authorization page, receives the redirect on 127.0.0.1, stores the tokens.
+    Login(auth::LoginArgs),
+    /// Forget a server's stored login.
+    Logout(auth::ServerArgs),
+    /// Stored logins.
+    #[command(subcommand)]
+    Auth(auth::AuthCommand),
     /// Run the built-in demo server on stdin/stdout (what `mcp probe` starts).
     #[command(name = "demo-server", hide = true)]
     DemoServer {
@@ -200,6 +209,9 @@ fn main() -> ExitCode {
         Command::Tools(a) => run_async(direct::tools(a.target, a.show, style)),
         Command::Call(a) => run_async(direct::call(a.target, a.show, style, a.tool, a.args)),
         Command::Config(c) => config::run(c, style),
+        Command::Login(a) => run_async(auth::login(a, style)),
+        Command::Logout(a) => auth::logout(&a, style),
+        Command::Auth(auth::AuthCommand::Status) => auth::status(style),
         Command::DemoServer { .. } => ExitCode::SUCCESS,
     }
 }

@@ -147,6 +147,11 @@ fn with_stderr(config: StdioConfig, trace: TraceOptions) -> StdioConfig {
     })
 }
 
+/// Whether these header names include `Authorization` (a static token).
+fn has_authorization<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
+    names.any(|n| n.trim().eq_ignore_ascii_case("authorization"))
+}
+
 /// The servers the options name; the demo server when they name none.
 pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Target>, String> {
     if let Some(line) = &args.stdio {
@@ -185,6 +190,19 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
                 ));
             };
             options = options.header(name.trim(), value.trim());
+        }
+        // A token given by hand is used as it is; otherwise stored OAuth
+        // logins are, and a 401 names the `mcp login` to run.
+        if !has_authorization(
+            args.header
+                .iter()
+                .filter_map(|h| h.split_once(':'))
+                .map(|(n, _)| n),
+        ) {
+            let hint = crate::auth::login_hint(url, None);
+            if let Some(a) = crate::auth::authorizer(url, None, hint, &options) {
+                options = options.authorizer(a);
+            }
         }
         let shown = mcp_config::redact_url(url);
         return Ok(vec![Target {
@@ -269,11 +287,19 @@ fn config_targets(
                 if millis(args.timeout).is_none() {
                     options = options.request_timeout(server.request_timeout);
                 }
-                let options = options.headers(
+                let mut options = options.headers(
                     headers
                         .iter()
                         .map(|(k, v)| (k.clone(), v.expose().to_string())),
                 );
+                if !has_authorization(headers.keys().map(String::as_str)) {
+                    let hint = crate::auth::login_hint(url, Some((path, name)));
+                    if let Some(a) =
+                        crate::auth::authorizer(url, server.oauth.as_ref(), hint, &options)
+                    {
+                        options = options.authorizer(a);
+                    }
+                }
                 let kind = match kind {
                     mcp_config::HttpKind::StreamableHttp => HttpChoice::StreamableHttp,
                     mcp_config::HttpKind::Sse => HttpChoice::Sse,

@@ -30,10 +30,17 @@ pub trait Connector: Send + Sync + fmt::Debug + 'static {
 /// (on by default) it also connects HTTP servers: streamable HTTP, legacy
 /// HTTP+SSE, or streamable HTTP falling back to SSE, remembering per URL
 /// which one worked so later connections skip the attempt.
+///
+/// HTTP servers that need OAuth get their authorizer from an
+/// [`AuthorizerSource`] ([`with_authorizers`](Self::with_authorizers)); the
+/// runtime itself never opens a browser, so a server whose login is missing
+/// fails to start with an error that says which login to run.
 #[derive(Debug, Clone, Default)]
 pub struct DefaultConnector {
     #[cfg(feature = "http")]
     http_kinds: mcp_transport::http::auto::TransportCache,
+    #[cfg(feature = "http")]
+    authorizers: Option<Arc<dyn AuthorizerSource>>,
 }
 
 impl DefaultConnector {
@@ -41,6 +48,28 @@ impl DefaultConnector {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Authorizes HTTP servers with the authorizers `source` gives (an
+    /// application's own, or [`StoredLogins`](crate::StoredLogins) with
+    /// the `oauth` feature: `mcp-auth`'s OAuth client over a token store).
+    #[cfg(feature = "http")]
+    pub fn with_authorizers(mut self, source: Arc<dyn AuthorizerSource>) -> Self {
+        self.authorizers = Some(source);
+        self
+    }
+}
+
+/// Gives the authorizer for one HTTP server, or `None` to connect it
+/// without (its configured headers then carry any credentials).
+#[cfg(feature = "http")]
+pub trait AuthorizerSource: Send + Sync + fmt::Debug + 'static {
+    /// The authorizer for `server`. Called on every connect: return the same
+    /// one for the same server (by name and fingerprint) so tokens and
+    /// their refreshes carry over reconnections.
+    fn authorizer(
+        &self,
+        server: &ResolvedServer,
+    ) -> Option<Arc<dyn mcp_transport::http::auth::Authorizer>>;
 }
 
 /// Connects an HTTP server with its headers and request timeout.
@@ -48,13 +77,14 @@ impl DefaultConnector {
 async fn connect_http(
     server: &ResolvedServer,
     cache: &mcp_transport::http::auto::TransportCache,
+    authorizers: Option<&Arc<dyn AuthorizerSource>>,
 ) -> Result<Arc<dyn Transport>, ConnectError> {
     use mcp_config::HttpKind;
     use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, auto};
     let TransportConfig::Http { url, headers, kind } = &server.transport else {
         return Err(ConnectError::Unsupported("not an HTTP server".into()));
     };
-    let options = HttpOptions::new()
+    let mut options = HttpOptions::new()
         .server_name(server.name.clone())
         .request_timeout(server.request_timeout)
         .headers(
@@ -62,6 +92,15 @@ async fn connect_http(
                 .iter()
                 .map(|(k, v)| (k.clone(), v.expose().to_owned())),
         );
+    // A configured Authorization header (a static token) wins.
+    let has_token = headers
+        .keys()
+        .any(|k| k.trim().eq_ignore_ascii_case("authorization"));
+    if let (false, Some(source)) = (has_token, authorizers)
+        && let Some(authorizer) = source.authorizer(server)
+    {
+        options = options.authorizer(authorizer);
+    }
     let transport: Arc<dyn Transport> = match kind {
         HttpKind::StreamableHttp => Arc::new(StreamableHttpTransport::connect(url, options).await?),
         HttpKind::Sse => Arc::new(SseTransport::connect(url, options).await?),
@@ -104,7 +143,7 @@ impl Connector for DefaultConnector {
                 }
                 #[cfg(feature = "http")]
                 (TransportConfig::Http { .. }, None) => {
-                    connect_http(server, &self.http_kinds).await
+                    connect_http(server, &self.http_kinds, self.authorizers.as_ref()).await
                 }
                 #[cfg(not(feature = "http"))]
                 (TransportConfig::Http { kind, .. }, None) => {

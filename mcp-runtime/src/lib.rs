@@ -80,6 +80,8 @@ mod expiry;
 mod lease;
 mod manager;
 pub mod naming;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod options;
 mod plan;
 mod reaper;
@@ -87,10 +89,14 @@ mod reaper;
 pub use catalog::{
     ConnectedServer, RuntimeCatalog, RuntimeTool, ServerFailure, ServerNote, StartupStep,
 };
+#[cfg(feature = "http")]
+pub use connector::AuthorizerSource;
 pub use connector::{Connector, DefaultConnector, stdio_config};
 pub use error::{ConnectError, RuntimeError};
 pub use lease::{RuntimeLease, SessionRuntime};
 pub use manager::RuntimeManager;
+#[cfg(feature = "oauth")]
+pub use oauth::{LoginHint, StoredLogins};
 pub use options::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY_INITIAL,
     DEFAULT_RETRY_MAX, RuntimeOptions, RuntimeStats,

@@ -151,7 +151,7 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<(), String> {
         ran.push("suite/");
     }
     if only.draft_suite() {
-        ran.push("draft/");
+        ran.extend(["draft/", "alpha/"]);
     }
     if only.servers() {
         ran.extend(["everything/", "filesystem/", "memory/", "python/"]);
@@ -258,6 +258,14 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
             match (&client, &tools.draft_node_modules) {
                 (Some(client), Ok(node_modules)) => {
                     let suite = suite::Suite::draft(node_modules.clone());
+                    rows.extend(
+                        suite::run(&tools, &suite, client, &draft_results, http::AVAILABLE).await,
+                    );
+                    println!(
+                        "== part 1c: the alpha line's other authorization scenarios \
+                         (back-compat and extensions, each at its own revision)"
+                    );
+                    let suite = suite::Suite::alpha_auth(node_modules.clone());
                     rows.extend(
                         suite::run(&tools, &suite, client, &draft_results, http::AVAILABLE).await,
                     );

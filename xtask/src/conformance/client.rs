@@ -68,15 +68,16 @@ pub(crate) fn main(args: ClientArgs) -> Result<(), String> {
             .pin_protocol(pin)
             .map_err(|e| format!("protocol pin `{pin}`: {e}"))?;
     }
-    let given = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .map(|c| given_arguments(&c))
-        .unwrap_or_default();
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").unwrap_or_default();
+    let given = given_arguments(&context);
+    let context: Value = serde_json::from_str(&context).unwrap_or_default();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     rt.block_on(async {
-        match tokio::time::timeout(CLIENT_TIMEOUT, run(&url, config, &given, &scenario)).await {
+        let run = run(&url, config, &given, &scenario, &context);
+        match tokio::time::timeout(CLIENT_TIMEOUT, run).await {
             Ok(r) => r,
             Err(_) => Err(format!("gave up after {} s", CLIENT_TIMEOUT.as_secs())),
         }
@@ -127,11 +128,16 @@ async fn run(
     config: SessionConfig,
     given: &HashMap<String, Value>,
     scenario: &str,
+    context: &Value,
 ) -> Result<(), String> {
     if !http::AVAILABLE {
         return Err("this build has no HTTP transport".into());
     }
-    let transport = http::connect(url, http::Mode::Auto, "conformance").await?;
+    // Every run can authorize, as an agent configured for OAuth servers
+    // can: a server that never answers 401 never sees the authorizer.
+    let authorizer = http::authorizer(url, scenario, context)?;
+    let transport =
+        http::connect_authorized(url, http::Mode::Auto, "conformance", authorizer).await?;
     let session = Session::connect_shared(transport, config)
         .await
         .map_err(|e| format!("connect: {e}"))?;

@@ -5,8 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_auth::agent::FollowRedirect;
+use mcp_auth::client::{Grant, OAuthClient, OAuthConfig};
+use mcp_auth::secret::Secret;
+use mcp_auth::store::MemoryStore;
 use mcp_transport::Transport;
-use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, auto};
+use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, WebClient, auto};
+use serde_json::Value;
 
 /// The build has the HTTP transports (mcp-transport's `http` feature).
 pub(crate) const AVAILABLE: bool = true;
@@ -30,13 +35,71 @@ fn options(name: &str) -> HttpOptions {
         .request_timeout(Duration::from_secs(30))
 }
 
+/// Where the suite's authorization servers redirect to. Nothing listens:
+/// [`FollowRedirect`] reads the redirect's `Location` (the suite's servers
+/// approve at once, without a person).
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The client id metadata document URL the suite expects a client to have
+/// (`auth/basic-cimd`); it is never fetched.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// How the conformance client authorizes: as a user of this library would
+/// configure it, from what the suite tells any client
+/// (`MCP_CONFORMANCE_CONTEXT`: a pre-registered client, a client-credentials
+/// secret or key). The grant follows the scenario's name for the
+/// client-credentials extension, as a user configures it per server.
+pub(crate) fn authorizer(
+    url: &str,
+    scenario: &str,
+    context: &Value,
+) -> Result<Arc<dyn mcp_transport::http::auth::Authorizer>, String> {
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let mut config = OAuthConfig::new(url)
+        .client_name("mcp-client-rs-conformance")
+        .client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(id) = text("client_id") {
+        config = config.client(id, text("client_secret").map(Secret::new));
+    }
+    if let Some(pem) = text("private_key_pem") {
+        let alg = text("signing_algorithm").unwrap_or_else(|| "ES256".into());
+        config = config.private_key(Secret::new(pem), alg);
+    }
+    if scenario.contains("client-credentials") {
+        config = config.grant(Grant::ClientCredentials);
+    }
+    let options = options("conformance-auth");
+    let web = WebClient::new(&options).map_err(|e| e.to_string())?;
+    let agent = Arc::new(FollowRedirect::new(web, REDIRECT_URI));
+    let client = OAuthClient::new(config, &options, Arc::new(MemoryStore::new()), Some(agent))
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(client))
+}
+
 /// Connects to `url` with the transport `mode` names.
 pub(crate) async fn connect(
     url: &str,
     mode: Mode,
     name: &str,
 ) -> Result<Arc<dyn Transport>, String> {
-    let options = options(name);
+    connect_with(url, mode, options(name)).await
+}
+
+/// Connects with an authorizer.
+pub(crate) async fn connect_authorized(
+    url: &str,
+    mode: Mode,
+    name: &str,
+    authorizer: Arc<dyn mcp_transport::http::auth::Authorizer>,
+) -> Result<Arc<dyn Transport>, String> {
+    connect_with(url, mode, options(name).authorizer(authorizer)).await
+}
+
+async fn connect_with(
+    url: &str,
+    mode: Mode,
+    options: HttpOptions,
+) -> Result<Arc<dyn Transport>, String> {
     let transport: Arc<dyn Transport> = match mode {
         Mode::Streamable => Arc::new(
             StreamableHttpTransport::connect(url, options)

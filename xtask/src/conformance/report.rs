@@ -168,6 +168,32 @@ impl Report {
         )
     }
 
+    /// Counts by group (`suite/auth`, `suite`, `draft/auth`, …; a check's
+    /// first name segment, with its authorization scenarios apart), in the
+    /// order passed, failed, expected failures, stale, pending.
+    pub(crate) fn groups(&self) -> BTreeMap<String, [usize; 5]> {
+        let mut groups: BTreeMap<String, [usize; 5]> = BTreeMap::new();
+        for (row, verdict, _) in &self.rows {
+            let mut parts = row.id.split('/');
+            let first = parts.next().unwrap_or_default();
+            let group = match parts.next() {
+                Some("auth") => format!("{first}/auth"),
+                _ => first.to_owned(),
+            };
+            let slot = match verdict {
+                Verdict::Pass => 0,
+                Verdict::Fail => 1,
+                Verdict::ExpectedFailure => 2,
+                Verdict::Stale => 3,
+                Verdict::Pending => 4,
+            };
+            if let Some(n) = groups.entry(group).or_default().get_mut(slot) {
+                *n += 1;
+            }
+        }
+        groups
+    }
+
     /// The closing line CI reads: expected failures and pending checks count
     /// as skipped; new failures and stale entries as failed.
     pub(crate) fn closing_line(&self) -> String {
@@ -199,6 +225,15 @@ impl Report {
             );
         }
         let _ = writeln!(out, "\n**Totals:** {}", self.totals());
+        let _ = writeln!(
+            out,
+            "\n| group | passed | failed | expected failures | stale | pending |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for (group, counts) in self.groups() {
+            let [p, f, e, s, n] = counts;
+            let _ = writeln!(out, "| {group} | {p} | {f} | {e} | {s} | {n} |");
+        }
         let with_checks: Vec<_> = self
             .rows
             .iter()

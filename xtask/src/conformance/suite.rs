@@ -41,8 +41,9 @@ pub(crate) struct Suite {
     /// client through `MCP_CONFORMANCE_PROTOCOL_VERSION`). `None`: the
     /// suite's default (each scenario at its own).
     pub(crate) spec_version: Option<&'static str>,
-    /// Scenarios whose names start with one of these are left out.
-    pub(crate) skip: &'static [&'static str],
+    /// Which listed scenarios run: given the name and the revisions the
+    /// list tags it with (`2025-11-25,2026-07-28`, `extension`).
+    pub(crate) pick: fn(&str, &str) -> bool,
 }
 
 impl Suite {
@@ -52,19 +53,33 @@ impl Suite {
             prefix: "suite",
             node_modules: tools.node_modules.clone(),
             spec_version: None,
-            skip: &[],
+            pick: |_, _| true,
         }
     }
 
     /// The alpha line's client scenarios that apply at 2026-07-28, at that
-    /// wire. The `auth/` scenarios are left out: OAuth is not implemented
-    /// yet, and the release run lists them as expected failures already.
+    /// wire (the authorization ones included: 25 at alpha.12).
     pub(crate) fn draft(node_modules: PathBuf) -> Self {
         Suite {
             prefix: "draft",
             node_modules,
             spec_version: Some(DRAFT_VERSION),
-            skip: &["auth/"],
+            pick: |_, _| true,
+        }
+    }
+
+    /// The alpha line's authorization scenarios that the draft run leaves
+    /// out, each at its own revision: the 2025-03-26 back-compat ones and
+    /// the authorization extensions (client credentials, enterprise-managed
+    /// authorization, DPoP, workload identity).
+    pub(crate) fn alpha_auth(node_modules: PathBuf) -> Self {
+        Suite {
+            prefix: "alpha",
+            node_modules,
+            spec_version: None,
+            pick: |name, tags| {
+                name.starts_with("auth/") && !tags.split(',').any(|t| t == DRAFT_VERSION)
+            },
         }
     }
 }
@@ -186,16 +201,26 @@ async fn list(tools: &Tools, suite: &Suite) -> Result<Vec<String>, String> {
     }
     Ok(parse_list(&out.stdout)
         .into_iter()
-        .filter(|s| !suite.skip.iter().any(|p| s.starts_with(p)))
+        .filter(|(name, tags)| (suite.pick)(name, tags))
+        .map(|(name, _)| name)
         .collect())
 }
 
-/// `  - initialize [2025-06-18,2025-11-25]` → `initialize`.
-fn parse_list(text: &str) -> Vec<String> {
+/// `  - initialize [2025-06-18,2025-11-25]` → (`initialize`, `2025-06-18,2025-11-25`).
+fn parse_list(text: &str) -> Vec<(String, String)> {
     text.lines()
         .filter_map(|l| l.trim_start().strip_prefix("- "))
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_string)
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next()?.to_string();
+            let tags = words
+                .next()
+                .and_then(|t| t.strip_prefix('['))
+                .and_then(|t| t.strip_suffix(']'))
+                .unwrap_or_default()
+                .to_string();
+            Some((name, tags))
+        })
         .collect()
 }
 
@@ -328,7 +353,18 @@ mod tests {
     #[test]
     fn scenario_list() {
         let text = "Client scenarios (test against a client):\n  - initialize [2025-06-18,2025-11-25]\n  - auth/metadata-default [2025-11-25]\n";
-        assert_eq!(parse_list(text), ["initialize", "auth/metadata-default"]);
+        let names: Vec<_> = parse_list(text).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["initialize", "auth/metadata-default"]);
+        assert_eq!(parse_list(text)[0].1, "2025-06-18,2025-11-25");
+        let pick = Suite::alpha_auth(PathBuf::new()).pick;
+        assert!(pick("auth/dpop", "extension"));
+        assert!(pick(
+            "auth/2025-03-26-oauth-endpoint-fallback",
+            "2025-03-26"
+        ));
+        assert!(!pick("auth/iss-supported", "2026-07-28"));
+        assert!(!pick("auth/metadata-default", "2025-11-25,2026-07-28"));
+        assert!(!pick("sep-2640-client-no-prefetch", "extension"));
     }
 
     #[test]

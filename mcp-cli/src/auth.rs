@@ -1,0 +1,366 @@
+//! `mcp login`, `mcp logout`, `mcp auth status`, and the OAuth client every
+//! HTTP target carries.
+//!
+//! `probe`, `tools` and `call` use stored tokens (refreshing them as they
+//! go) but never open a browser: a server that needs a login makes them say
+//! which `mcp login` to run. `mcp login` is the one place that sends the
+//! user to a browser (or prints the URL with `--no-browser`, or runs
+//! `--browser-command`, which tests use to follow the redirect).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Subcommand};
+use mcp_auth::agent::{Launcher, LoopbackAgent};
+use mcp_auth::client::{OAuthClient, OAuthConfig};
+use mcp_auth::secret::Secret;
+use mcp_auth::store::{FileStore, StoredAuth, TokenStore};
+use mcp_config::OAuthSettings;
+use mcp_transport::http::HttpOptions;
+
+use crate::output::{Style, printable};
+
+/// Which server to log in to.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct ServerArgs {
+    /// The server's MCP endpoint.
+    #[arg(long, value_name = "URL", conflicts_with = "config")]
+    pub(crate) url: Option<String>,
+    /// A config file (or a folder holding one).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// With --config: the server.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub(crate) server: Option<String>,
+}
+
+/// `mcp login`.
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    #[command(flatten)]
+    target: ServerArgs,
+    /// Print the authorization URL instead of opening a browser (for a
+    /// remote shell: open it anywhere, the redirect must reach this machine's
+    /// 127.0.0.1, e.g. through an SSH port forward with --callback-port).
+    #[arg(long)]
+    no_browser: bool,
+    /// Run this command with the authorization URL as its last argument
+    /// instead of opening the system browser (also MCP_BROWSER).
+    #[arg(long, value_name = "CMD")]
+    browser_command: Option<String>,
+    /// Receive the redirect on this port (default: the config's, else any free one).
+    #[arg(long, value_name = "PORT")]
+    callback_port: Option<u16>,
+    /// Give up waiting for the browser after this many seconds.
+    #[arg(long, value_name = "SECS", default_value = "300")]
+    timeout: u64,
+    /// Scopes to ask for, space-separated (default: what the server asks).
+    #[arg(long, value_name = "SCOPES")]
+    scopes: Option<String>,
+    /// A pre-registered client id (default: the config's, else registration).
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+}
+
+/// `mcp auth …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuthCommand {
+    /// Which servers have stored logins: issuer, scopes, expiry (no secrets).
+    Status,
+}
+
+/// The OAuth settings for one server, from a config or the command line.
+struct Server {
+    url: String,
+    settings: OAuthSettings,
+    hint: String,
+}
+
+fn server_of(args: &ServerArgs) -> Result<Server, String> {
+    if let Some(url) = &args.url {
+        return Ok(Server {
+            url: url.clone(),
+            settings: OAuthSettings::default(),
+            hint: format!("run `mcp login --url {}`", mcp_config::redact_url(url)),
+        });
+    }
+    let (Some(path), Some(name)) = (&args.config, &args.server) else {
+        return Err("say which server: --url URL, or --config FILE --server NAME".into());
+    };
+    let resolved = crate::target::load_config(path, Some(name))?;
+    let server = resolved
+        .servers
+        .get(name)
+        .ok_or_else(|| format!("{} has no server {name:?}", path.display()))?;
+    let mcp_config::TransportConfig::Http { url, .. } = &server.transport else {
+        return Err(format!(
+            "{name} is a stdio server: stdio servers take credentials from their environment, not OAuth"
+        ));
+    };
+    Ok(Server {
+        url: url.clone(),
+        settings: server.oauth.clone().unwrap_or_default(),
+        hint: login_hint(url, Some((path, name))),
+    })
+}
+
+/// What to tell the user to run.
+pub(crate) fn login_hint(url: &str, config: Option<(&Path, &str)>) -> String {
+    match config {
+        Some((path, name)) => format!(
+            "run `mcp login --config {} --server {name}`",
+            path.display()
+        ),
+        None => format!("run `mcp login --url {}`", mcp_config::redact_url(url)),
+    }
+}
+
+fn oauth_config(url: &str, settings: &OAuthSettings, hint: &str) -> OAuthConfig {
+    let mut config = OAuthConfig::new(url)
+        .client_name("mcp (mcp-client-rs)")
+        .login_hint(hint);
+    if let Some(id) = &settings.client_id {
+        config = config.client(
+            id.clone(),
+            settings
+                .client_secret
+                .as_ref()
+                .map(|s| Secret::new(s.expose())),
+        );
+    }
+    if let Some(url) = &settings.client_metadata_url {
+        config = config.client_metadata_url(url.clone());
+    }
+    if let Some(scopes) = &settings.scopes {
+        config = config.scopes(scopes.clone());
+    }
+    config
+}
+
+fn store() -> Result<Arc<dyn TokenStore>, String> {
+    FileStore::default_location()
+        .map(|s| Arc::new(s) as Arc<dyn TokenStore>)
+        .map_err(|e| e.to_string())
+}
+
+/// The authorizer an HTTP target carries (no browser: a needed login is an
+/// error naming the command), or `None` when OAuth is off for it or the
+/// store cannot be had (then a 401 is reported as it is).
+pub(crate) fn authorizer(
+    url: &str,
+    settings: Option<&OAuthSettings>,
+    hint: String,
+    options: &HttpOptions,
+) -> Option<Arc<dyn mcp_transport::http::auth::Authorizer>> {
+    let settings = settings.cloned().unwrap_or_default();
+    if !settings.is_enabled() {
+        return None;
+    }
+    let store = store().ok()?;
+    let config = oauth_config(url, &settings, &hint);
+    match OAuthClient::new(config, options, store, None) {
+        Ok(client) => Some(Arc::new(client)),
+        Err(e) => {
+            tracing::debug!(error = %e, "no OAuth for this server");
+            None
+        }
+    }
+}
+
+/// The launcher `mcp login` hands the authorization URL to.
+fn launcher(args: &LoginArgs, style: Style) -> Result<Launcher, String> {
+    let command = args.browser_command.clone().or_else(|| {
+        std::env::var("MCP_BROWSER")
+            .ok()
+            .filter(|c| !c.trim().is_empty())
+    });
+    if args.no_browser {
+        return Ok(Arc::new(move |url: &str| {
+            eprintln!("Open this URL in a browser to authorize:\n\n  {url}\n");
+            Ok(())
+        }));
+    }
+    if let Some(command) = command {
+        let words =
+            crate::words::split(&command).map_err(|e| format!("--browser-command: {}", e.0))?;
+        let Some((program, rest)) = words.split_first() else {
+            return Err("--browser-command is empty".into());
+        };
+        let (program, rest) = (program.clone(), rest.to_vec());
+        return Ok(Arc::new(move |url: &str| {
+            std::process::Command::new(&program)
+                .args(&rest)
+                .arg(url)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .map(|_| ())
+                .map_err(|e| format!("cannot run the browser command `{program}`: {e}"))
+        }));
+    }
+    let _ = style;
+    Ok(Arc::new(|url: &str| {
+        eprintln!("Opening the browser to authorize; if it does not open, visit:\n\n  {url}\n");
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else if cfg!(windows) {
+            "explorer"
+        } else {
+            "xdg-open"
+        };
+        // A missing opener is not fatal: the URL is printed above.
+        let _ = std::process::Command::new(opener)
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        Ok(())
+    }))
+}
+
+/// `mcp login`.
+pub(crate) async fn login(args: LoginArgs, style: Style) -> ExitCode {
+    match login_inner(&args, style).await {
+        Ok(entry) => {
+            println!(
+                "{} logged in to {} (issuer {})",
+                style.ok("✓"),
+                printable(&entry.server),
+                printable(&entry.issuer)
+            );
+            if let Some(tokens) = &entry.tokens {
+                if !tokens.scopes.is_empty() {
+                    println!("  scopes: {}", printable(&tokens.scopes.join(" ")));
+                }
+                println!("  expires: {}", expiry(tokens.expires_at));
+                println!(
+                    "  refresh token: {}",
+                    if tokens.refresh_token.is_some() {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mcp login: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn login_inner(args: &LoginArgs, style: Style) -> Result<StoredAuth, String> {
+    let server = server_of(&args.target)?;
+    let mut settings = server.settings.clone();
+    if let Some(id) = &args.client_id {
+        settings.client_id = Some(id.clone());
+    }
+    if let Some(scopes) = &args.scopes {
+        settings.scopes = Some(scopes.split_whitespace().map(str::to_owned).collect());
+    }
+    let port = args.callback_port.or(settings.callback_port).unwrap_or(0);
+    let agent = LoopbackAgent::new(launcher(args, style)?)
+        .port(port)
+        .timeout(Duration::from_secs(args.timeout));
+    let config = oauth_config(&server.url, &settings, &server.hint);
+    let client = OAuthClient::new(config, &HttpOptions::new(), store()?, Some(Arc::new(agent)))
+        .map_err(|e| e.to_string())?;
+    client.login().await.map_err(|e| e.to_string())
+}
+
+/// `mcp logout`.
+pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
+    let result = (|| -> Result<usize, String> {
+        let server = server_of(args)?;
+        let key =
+            mcp_auth::canonical::canonical_resource(&server.url).map_err(|e| e.to_string())?;
+        store()?.remove(&key, None).map_err(|e| e.to_string())
+    })();
+    match result {
+        Ok(0) => {
+            println!("no stored login for that server");
+            ExitCode::SUCCESS
+        }
+        Ok(n) => {
+            println!("{} removed {n} stored login(s)", style.ok("✓"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mcp logout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `mcp auth status`.
+pub(crate) fn status(style: Style) -> ExitCode {
+    let entries = match store().and_then(|s| s.list().map_err(|e| e.to_string())) {
+        Ok(entries) => entries,
+        Err(e) => {
+            eprintln!("mcp auth status: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if entries.is_empty() {
+        println!("no stored logins");
+        return ExitCode::SUCCESS;
+    }
+    for e in &entries {
+        println!("{}", style.bold(&printable(&e.server)));
+        println!("  issuer: {}", printable(&e.issuer));
+        if let Some(c) = &e.client {
+            println!(
+                "  client: {} ({})",
+                printable(&c.client_id),
+                printable(&c.source)
+            );
+        }
+        match &e.tokens {
+            Some(t) => {
+                let scopes = if t.scopes.is_empty() {
+                    "(none named)".to_string()
+                } else {
+                    t.scopes.join(" ")
+                };
+                println!("  scopes: {}", printable(&scopes));
+                println!("  expires: {}", expiry(t.expires_at));
+                println!(
+                    "  refresh token: {}",
+                    if t.refresh_token.is_some() {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                );
+            }
+            None => println!("  tokens: none (log in again)"),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn expiry(at: Option<u64>) -> String {
+    let Some(at) = at else {
+        return "not stated".into();
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    if at <= now {
+        format!(
+            "expired {} ago",
+            mcp_transport::describe_duration(Duration::from_secs(now - at))
+        )
+    } else {
+        format!(
+            "in {}",
+            mcp_transport::describe_duration(Duration::from_secs(at - now))
+        )
+    }
+}

@@ -1,0 +1,94 @@
+//! [`StoredLogins`]: OAuth for the runtime's HTTP servers, from a token
+//! store (cargo feature `oauth`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use mcp_auth::client::{OAuthClient, OAuthConfig};
+use mcp_auth::secret::Secret;
+use mcp_auth::store::TokenStore;
+use mcp_config::{Fingerprint, ResolvedServer, TransportConfig};
+use mcp_transport::http::HttpOptions;
+use mcp_transport::http::auth::Authorizer;
+
+use crate::connector::AuthorizerSource;
+
+/// Tells the user how to log in to a server (the runtime never opens a
+/// browser): e.g. `run \`mcp login --config agents.json --server docs\``.
+pub type LoginHint = Arc<dyn Fn(&ResolvedServer) -> String + Send + Sync>;
+
+/// Authorizes each HTTP server with `mcp-auth`'s OAuth client over one
+/// token store: stored tokens are sent and refreshed (shortly before they
+/// expire, and once on a 401) during long agent sessions; a server with no
+/// usable login fails to start with the hint, and its diagnostic says so.
+/// One client per server and fingerprint, kept across reconnections.
+pub struct StoredLogins {
+    store: Arc<dyn TokenStore>,
+    hint: LoginHint,
+    clients: Mutex<HashMap<(String, Fingerprint), Arc<OAuthClient>>>,
+}
+
+impl fmt::Debug for StoredLogins {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredLogins")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoredLogins {
+    /// Logins from `store`; `hint` words the error of a missing login.
+    pub fn new(store: Arc<dyn TokenStore>, hint: LoginHint) -> Self {
+        StoredLogins {
+            store,
+            hint,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl AuthorizerSource for StoredLogins {
+    fn authorizer(&self, server: &ResolvedServer) -> Option<Arc<dyn Authorizer>> {
+        let TransportConfig::Http { url, .. } = &server.transport else {
+            return None;
+        };
+        let settings = server.oauth.clone().unwrap_or_default();
+        if !settings.is_enabled() {
+            return None;
+        }
+        let key = (server.name.clone(), server.fingerprint);
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(client) = clients.get(&key) {
+            return Some(client.clone());
+        }
+        let mut config = OAuthConfig::new(url.clone()).login_hint((self.hint)(server));
+        if let Some(id) = &settings.client_id {
+            config = config.client(
+                id.clone(),
+                settings
+                    .client_secret
+                    .as_ref()
+                    .map(|s| Secret::new(s.expose())),
+            );
+        }
+        if let Some(scopes) = &settings.scopes {
+            config = config.scopes(scopes.clone());
+        }
+        if let Some(url) = &settings.client_metadata_url {
+            config = config.client_metadata_url(url.clone());
+        }
+        let options = HttpOptions::new().request_timeout(server.request_timeout);
+        match OAuthClient::new(config, &options, self.store.clone(), None) {
+            Ok(client) => {
+                let client = Arc::new(client);
+                clients.insert(key, client.clone());
+                Some(client)
+            }
+            Err(e) => {
+                tracing::warn!(server = %server.name, error = %e, "no OAuth client for this server");
+                None
+            }
+        }
+    }
+}
