@@ -23,6 +23,7 @@ use crate::discovery::{
     authorization_server_metadata_urls, legacy_default_endpoints, legacy_metadata_url,
     protected_resource_metadata_urls,
 };
+use crate::dpop::{DPOP_SCHEME, DpopKey};
 use crate::jwt::{SigningKey, client_assertion};
 use crate::metadata::{AuthorizationServerMetadata, ProtectedResourceMetadata};
 use crate::pkce::{Pkce, random_state};
@@ -44,7 +45,7 @@ pub const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 
 /// Which grant obtains tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Grant {
     /// A user authorizes in a browser (authorization code with PKCE).
@@ -53,6 +54,34 @@ pub enum Grant {
     /// The client acts on its own behalf (client credentials: a secret or a
     /// private key); no user, no browser.
     ClientCredentials,
+    /// Workload identity: a JWT the workload's platform issued it, traded
+    /// with the JWT bearer grant (RFC 7523); no user, no browser, no
+    /// client secret. A refused assertion is final: the grant is neither
+    /// retried nor swapped for another.
+    JwtBearer {
+        /// The workload's assertion (its audience: the authorization server).
+        assertion: Secret,
+    },
+    /// Enterprise-managed authorization: the user's ID token from the
+    /// enterprise identity provider is exchanged there for an ID-JAG for
+    /// the authorization server (RFC 8693), which the JWT bearer grant
+    /// trades for an access token; no browser. The client authenticates at
+    /// the authorization server with its configured id and secret.
+    EnterpriseManaged {
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: String,
+        /// This client's id at the identity provider.
+        idp_client_id: String,
+        /// The user's ID token from the identity provider.
+        id_token: Secret,
+    },
+}
+
+impl Grant {
+    /// Whether a person takes part (the authorization code grant).
+    fn has_user(&self) -> bool {
+        matches!(self, Grant::AuthorizationCode)
+    }
 }
 
 /// How this client identifies itself to authorization servers, and what
@@ -81,6 +110,9 @@ pub struct OAuthConfig {
     /// What to tell the user to run when a login is needed and no user
     /// agent is at hand ("run `mcp login --url …`").
     pub login_hint: String,
+    /// Bind tokens to a key (DPoP, RFC 9449) when the authorization server
+    /// offers it (default true).
+    pub dpop: bool,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -114,6 +146,7 @@ impl OAuthConfig {
             client_name: "mcp-client".into(),
             grant: Grant::AuthorizationCode,
             login_hint: "log in again".into(),
+            dpop: true,
         }
     }
 
@@ -188,6 +221,11 @@ struct Current {
     generation: u64,
     expires_at: Option<u64>,
     refreshable: bool,
+    /// For a DPoP-bound token: its key, the token (for `ath`), and the MCP
+    /// server's latest nonce.
+    dpop: Option<Arc<DpopKey>>,
+    access: Option<Secret>,
+    nonce: Option<String>,
 }
 
 /// What the flow knows (under its lock).
@@ -400,9 +438,12 @@ impl OAuthClient {
         for url in authorization_server_metadata_urls(&issuer)? {
             crate::discovery::check_endpoint_url(&url)?;
             if let Some(meta) = self.get_json::<AuthorizationServerMetadata>(&url).await? {
-                match self.inner.config.grant {
-                    Grant::AuthorizationCode => meta.check(&issuer)?,
-                    Grant::ClientCredentials => meta.check_for_client_credentials(&issuer)?,
+                if self.inner.config.grant.has_user() {
+                    meta.check(&issuer)?;
+                } else {
+                    // No authorization endpoint, no PKCE: the grant is
+                    // made at the token endpoint alone.
+                    meta.check_for_client_credentials(&issuer)?;
                 }
                 return Ok(Discovered {
                     resource: prm.resource.clone(),
@@ -503,13 +544,72 @@ impl OAuthClient {
             ),
         };
 
-        let tokens = match config.grant {
+        // DPoP when the authorization server offers ES256 proofs: a new key
+        // for each authorization, the token bound to it.
+        let dpop = match discovered.meta.dpop_signing_alg_values_supported.as_deref() {
+            Some(algs) if config.dpop && algs.iter().any(|a| a == "ES256") => {
+                Some(DpopKey::generate()?)
+            }
+            _ => None,
+        };
+        let tokens = match &config.grant {
+            Grant::JwtBearer { assertion } => {
+                let client = self.configured_client()?;
+                let request = TokenRequest::JwtBearer {
+                    assertion: assertion.clone(),
+                    resource: discovered.resource.clone(),
+                    scopes: scopes.clone(),
+                };
+                self.token_request(
+                    &discovered,
+                    &client,
+                    &request,
+                    scopes.as_deref(),
+                    dpop.as_ref(),
+                )
+                .await?
+            }
+            Grant::EnterpriseManaged {
+                idp_token_endpoint,
+                idp_client_id,
+                id_token,
+            } => {
+                let grant = self
+                    .id_jag(
+                        &discovered,
+                        idp_token_endpoint,
+                        idp_client_id,
+                        id_token,
+                        &scopes,
+                    )
+                    .await?;
+                let client = self.configured_client()?;
+                let request = TokenRequest::JwtBearer {
+                    assertion: grant,
+                    resource: discovered.resource.clone(),
+                    scopes: scopes.clone(),
+                };
+                self.token_request(
+                    &discovered,
+                    &client,
+                    &request,
+                    scopes.as_deref(),
+                    dpop.as_ref(),
+                )
+                .await?
+            }
             Grant::ClientCredentials => {
                 let client = self.configured_client()?;
                 let request =
                     TokenRequest::client_credentials(scopes.clone(), discovered.resource.clone());
-                self.token_request(&discovered, &client, &request, scopes.as_deref())
-                    .await?
+                self.token_request(
+                    &discovered,
+                    &client,
+                    &request,
+                    scopes.as_deref(),
+                    dpop.as_ref(),
+                )
+                .await?
             }
             Grant::AuthorizationCode => {
                 let Some(agent) = self.inner.agent.clone() else {
@@ -562,14 +662,61 @@ impl OAuthClient {
                     pending.verifier.clone(),
                     discovered.resource.clone(),
                 );
-                self.token_request(&discovered, &client, &request, scopes.as_deref())
-                    .await?
+                self.token_request(
+                    &discovered,
+                    &client,
+                    &request,
+                    scopes.as_deref(),
+                    dpop.as_ref(),
+                )
+                .await?
             }
         };
-        entry.tokens = Some(stored_tokens(tokens, None));
+        entry.tokens = Some(stored_tokens(tokens, None, dpop.as_ref()));
         self.save(&mut entry)?;
         self.adopt(flow, entry);
         Ok(())
+    }
+
+    /// Exchanges the user's ID token at the identity provider for an ID-JAG
+    /// naming this authorization server and resource.
+    async fn id_jag(
+        &self,
+        discovered: &Discovered,
+        idp_token_endpoint: &str,
+        idp_client_id: &str,
+        id_token: &Secret,
+        scopes: &Option<Vec<String>>,
+    ) -> Result<Secret, AuthError> {
+        crate::discovery::check_endpoint_url(idp_token_endpoint)?;
+        let request = TokenRequest::IdJagExchange {
+            id_token: id_token.clone(),
+            audience: discovered.issuer.clone(),
+            resource: discovered.resource.clone(),
+            scopes: scopes.clone(),
+        };
+        let form = request.form(
+            &ClientCredentials::public(idp_client_id),
+            ClientAuthMethod::None,
+        )?;
+        let answer = self
+            .inner
+            .web
+            .post(
+                idp_token_endpoint,
+                HeaderMap::new(),
+                "application/x-www-form-urlencoded",
+                form.body.expose().to_owned(),
+            )
+            .await
+            .map_err(|e| AuthError::Http(e.to_string()))?;
+        if !answer.is_success() && crate::token::TokenError::parse(&answer.body).is_none() {
+            return Err(AuthError::Http(format!(
+                "the identity provider's token endpoint answered {}",
+                answer.status
+            )));
+        }
+        Ok(crate::token::IdJagResponse::parse(&answer.body)?.access_token)
     }
 
     /// The configured client (pre-registered; client credentials need one).
@@ -679,6 +826,7 @@ impl OAuthClient {
         client: &Client,
         request: &TokenRequest,
         requested: Option<&[String]>,
+        dpop: Option<&DpopKey>,
     ) -> Result<Tokens, AuthError> {
         let token_endpoint = endpoint(&discovered.meta.token_endpoint, "token_endpoint")?;
         let method = match client
@@ -718,7 +866,7 @@ impl OAuthClient {
             client_assertion: assertion,
         };
         let form = request.form(&credentials, method)?;
-        let mut headers = HeaderMap::new();
+        let mut base = HeaderMap::new();
         for (name, value) in &form.headers {
             if name.eq_ignore_ascii_case("content-type") {
                 continue;
@@ -727,20 +875,47 @@ impl OAuthClient {
                 HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(value.expose()),
             ) {
-                headers.insert(name, value);
+                base.insert(name, value);
             }
         }
-        let answer = self
-            .inner
-            .web
-            .post(
-                &token_endpoint,
-                headers,
-                "application/x-www-form-urlencoded",
-                form.body.expose().to_owned(),
-            )
-            .await
-            .map_err(|e| AuthError::Http(e.to_string()))?;
+        // With DPoP, a fresh proof per attempt; a `use_dpop_nonce` answer
+        // is tried once more with the server's nonce (RFC 9449 §8).
+        let mut nonce: Option<String> = None;
+        let answer = loop {
+            let mut headers = base.clone();
+            if let Some(key) = dpop {
+                let proof = key.proof(
+                    "POST",
+                    &token_endpoint,
+                    now_unix(),
+                    &random_state()?,
+                    None,
+                    nonce.as_deref(),
+                )?;
+                if let Ok(value) = HeaderValue::from_str(proof.expose()) {
+                    headers.insert(HeaderName::from_static("dpop"), value);
+                }
+            }
+            let answer = self
+                .inner
+                .web
+                .post(
+                    &token_endpoint,
+                    headers,
+                    "application/x-www-form-urlencoded",
+                    form.body.expose().to_owned(),
+                )
+                .await
+                .map_err(|e| AuthError::Http(e.to_string()))?;
+            let asks_nonce = dpop.is_some()
+                && nonce.is_none()
+                && crate::token::TokenError::parse(&answer.body)
+                    .is_some_and(|e| crate::dpop::is_nonce_error(Some(&e.error)));
+            match (asks_nonce, answer.header("dpop-nonce")) {
+                (true, Some(n)) => nonce = Some(n.to_owned()),
+                _ => break answer,
+            }
+        };
         if !answer.is_success() && crate::token::TokenError::parse(&answer.body).is_none() {
             return Err(AuthError::Http(format!(
                 "the token endpoint answered {}",
@@ -805,15 +980,23 @@ impl OAuthClient {
             _ => self.configured_client()?,
         };
         let held = latest.tokens.as_ref().map(|t| t.scopes.clone());
+        // A DPoP-bound token is refreshed with proofs of the same key.
+        let key = self.read_current().dpop;
         let request =
             TokenRequest::refresh(refresh_token.clone(), discovered.resource.clone(), None);
         let mut entry = latest;
         match self
-            .token_request(&discovered, &client, &request, held.as_deref())
+            .token_request(
+                &discovered,
+                &client,
+                &request,
+                held.as_deref(),
+                key.as_deref(),
+            )
             .await
         {
             Ok(tokens) => {
-                entry.tokens = Some(stored_tokens(tokens, Some(refresh_token)));
+                entry.tokens = Some(stored_tokens(tokens, Some(refresh_token), key.as_deref()));
                 self.save(&mut entry)?;
                 self.adopt(flow, entry);
                 drop(lock);
@@ -856,6 +1039,21 @@ impl OAuthClient {
                     .unwrap_or_default()
             )));
         }
+        // A DPoP nonce challenge (RFC 9449 §9): the same token, a proof
+        // with the server's nonce; not a reason to authorize again.
+        if let (401, Some(nonce), Some(b)) = (challenge.status, &challenge.dpop_nonce, &bearer)
+            && crate::dpop::is_nonce_error(b.error.as_deref())
+        {
+            let mut current = self
+                .inner
+                .current
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            if current.dpop.is_some() && current.nonce.as_deref() != Some(nonce.as_str()) {
+                current.nonce = Some(nonce.clone());
+                return Ok(AuthDecision::Retry);
+            }
+        }
         let metadata_url = bearer.as_ref().and_then(|b| b.resource_metadata.clone());
         let scopes = bearer.as_ref().and_then(|b| b.scope.clone());
         if challenge.status == 403 {
@@ -890,7 +1088,10 @@ impl OAuthClient {
         Ok(AuthDecision::Retry)
     }
 
-    async fn credentials_now(&self) -> Result<Option<Credentials>, AuthError> {
+    async fn credentials_now(
+        &self,
+        target: &RequestTarget,
+    ) -> Result<Option<Credentials>, AuthError> {
         let current = self.read_current();
         let Some(header) = current.header.clone() else {
             return Ok(None);
@@ -909,9 +1110,12 @@ impl OAuthClient {
             }
             drop(flow);
             let fresh = self.read_current();
-            return Ok(fresh.header.map(|h| credentials(h, fresh.generation)));
+            return match fresh.header.clone() {
+                Some(h) => credentials(h, &fresh, target).map(Some),
+                None => Ok(None),
+            };
         }
-        Ok(Some(credentials(header, current.generation)))
+        credentials(header, &current, target).map(Some)
     }
 }
 
@@ -958,21 +1162,43 @@ fn endpoint(value: &Option<String>, name: &'static str) -> Result<String, AuthEr
     })
 }
 
-/// Tokens as stored; a refresh that issued no new refresh token keeps `old`.
-fn stored_tokens(tokens: Tokens, old: Option<Secret>) -> StoredTokens {
+/// Tokens as stored; a refresh that issued no new refresh token keeps
+/// `old`; a DPoP-bound token keeps its key.
+fn stored_tokens(tokens: Tokens, old: Option<Secret>, dpop: Option<&DpopKey>) -> StoredTokens {
+    let bound = tokens.token_type.scheme().eq_ignore_ascii_case(DPOP_SCHEME);
     StoredTokens {
         access_token: tokens.access,
         token_type: tokens.token_type.scheme().to_owned(),
         refresh_token: tokens.refresh.or(old),
         expires_at: tokens.expires_at_unix,
         scopes: tokens.scopes,
+        dpop_key: dpop.filter(|_| bound).map(DpopKey::to_stored),
     }
 }
 
-fn credentials(header: HeaderValue, generation: u64) -> Credentials {
+/// The headers of one request: the token, and for a DPoP-bound one a
+/// fresh proof for this method and URL.
+fn credentials(
+    header: HeaderValue,
+    current: &Current,
+    target: &RequestTarget,
+) -> Result<Credentials, AuthError> {
     let mut headers = HeaderMap::new();
     headers.insert(http::header::AUTHORIZATION, header);
-    Credentials::new(headers, generation)
+    if let Some(key) = &current.dpop {
+        let proof = key.proof(
+            target.method.as_str(),
+            &target.uri.to_string(),
+            now_unix(),
+            &random_state()?,
+            current.access.as_ref(),
+            current.nonce.as_deref(),
+        )?;
+        if let Ok(value) = HeaderValue::from_str(proof.expose()) {
+            headers.insert(HeaderName::from_static("dpop"), value);
+        }
+    }
+    Ok(Credentials::new(headers, current.generation))
 }
 
 fn current_of(entry: &StoredAuth, generation: u64) -> Current {
@@ -982,7 +1208,25 @@ fn current_of(entry: &StoredAuth, generation: u64) -> Current {
             ..Current::default()
         };
     };
-    let header = HeaderValue::from_str(&format!("Bearer {}", tokens.access_token.expose()))
+    let dpop = match (
+        &tokens.dpop_key,
+        tokens.token_type.eq_ignore_ascii_case(DPOP_SCHEME),
+    ) {
+        (Some(stored), true) => match DpopKey::from_stored(stored) {
+            Ok(key) => Some(Arc::new(key)),
+            Err(e) => {
+                tracing::warn!(error = %e, "the stored DPoP key is unusable; log in again");
+                None
+            }
+        },
+        _ => None,
+    };
+    let scheme = if dpop.is_some() {
+        DPOP_SCHEME
+    } else {
+        "Bearer"
+    };
+    let header = HeaderValue::from_str(&format!("{scheme} {}", tokens.access_token.expose()))
         .ok()
         .map(|mut h| {
             h.set_sensitive(true);
@@ -993,6 +1237,9 @@ fn current_of(entry: &StoredAuth, generation: u64) -> Current {
         generation,
         expires_at: tokens.expires_at,
         refreshable: tokens.refresh_token.is_some(),
+        access: dpop.as_ref().map(|_| tokens.access_token.clone()),
+        dpop,
+        nonce: None,
     }
 }
 
@@ -1013,7 +1260,7 @@ impl Authorizer for OAuthClient {
         target: &'a RequestTarget,
     ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
         Box::pin(async move {
-            self.credentials_now()
+            self.credentials_now(target)
                 .await
                 .map_err(|e| transport_error(target, e))
         })

@@ -66,6 +66,7 @@ pub mod challenge;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod discovery;
+pub mod dpop;
 pub mod error;
 pub mod jwt;
 pub mod metadata;

@@ -73,6 +73,9 @@ pub struct StoredTokens {
     /// The scopes granted (or asked for, when the answer named none).
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// For a DPoP-bound token: the key it is bound to (base64 PKCS#8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<Secret>,
 }
 
 /// One server's authorization with one issuer.
@@ -458,6 +461,7 @@ mod tests {
             refresh_token: Some(Secret::new("r-".to_owned() + token)),
             expires_at: Some(100),
             scopes: vec!["a".into()],
+            dpop_key: None,
         });
         e
     }

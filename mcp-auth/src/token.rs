@@ -155,6 +155,73 @@ pub enum TokenRequest {
         /// The resource.
         resource: String,
     },
+    /// The JWT bearer grant (RFC 7523 §2.1): an assertion the client holds
+    /// (a workload's identity token, or an ID-JAG from its identity
+    /// provider) for an access token.
+    JwtBearer {
+        /// The assertion.
+        assertion: Secret,
+        /// The resource.
+        resource: String,
+        /// The scopes; `None` omits `scope`.
+        scopes: Option<Vec<String>>,
+    },
+    /// Token exchange at an identity provider (RFC 8693) for an Identity
+    /// Assertion JWT Authorization Grant (ID-JAG) for one authorization
+    /// server: the enterprise-managed authorization extension's first step.
+    IdJagExchange {
+        /// The user's identity token from the provider.
+        id_token: Secret,
+        /// The authorization server the grant is for (its issuer).
+        audience: String,
+        /// The resource.
+        resource: String,
+        /// The scopes; `None` omits `scope`.
+        scopes: Option<Vec<String>>,
+    },
+}
+
+/// The JWT bearer grant type (RFC 7523 §2.1).
+pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// The token exchange grant type (RFC 8693 §2.1).
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The token type of an Identity Assertion JWT Authorization Grant.
+pub const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+/// The token type of an OpenID Connect ID token (RFC 8693 §3).
+pub const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+
+/// The answer of an ID-JAG exchange: the grant, to present at the
+/// authorization server with [`TokenRequest::JwtBearer`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct IdJagResponse {
+    /// The ID-JAG (RFC 8693 puts the issued token in `access_token`).
+    pub access_token: Secret,
+    /// Must be [`ID_JAG_TOKEN_TYPE`].
+    pub issued_token_type: String,
+}
+
+impl IdJagResponse {
+    /// Reads an exchange answer: an OAuth error is
+    /// [`AuthError::TokenRejected`]; anything but an ID-JAG is
+    /// [`AuthError::InvalidTokenResponse`].
+    pub fn parse(body: &[u8]) -> Result<IdJagResponse, AuthError> {
+        if let Some(e) = TokenError::parse(body) {
+            return Err(AuthError::TokenRejected {
+                error: e.error,
+                description: e.error_description,
+            });
+        }
+        let response: IdJagResponse =
+            serde_json::from_slice(body).map_err(|e| AuthError::InvalidTokenResponse {
+                reason: format!("not a token exchange response ({})", json_problem(&e)),
+            })?;
+        if response.issued_token_type != ID_JAG_TOKEN_TYPE || response.access_token.is_empty() {
+            return Err(AuthError::InvalidTokenResponse {
+                reason: "the identity provider issued no ID-JAG".into(),
+            });
+        }
+        Ok(response)
+    }
 }
 
 /// A token request ready to send: `POST` these headers and this
@@ -259,6 +326,34 @@ impl TokenRequest {
             }
             TokenRequest::ClientCredentials { scopes, resource } => {
                 body.append_pair("grant_type", "client_credentials")
+                    .append_pair("resource", resource);
+                if let Some(scope) = join(scopes) {
+                    body.append_pair("scope", &scope);
+                }
+            }
+            TokenRequest::JwtBearer {
+                assertion,
+                resource,
+                scopes,
+            } => {
+                body.append_pair("grant_type", JWT_BEARER_GRANT)
+                    .append_pair("assertion", assertion.expose())
+                    .append_pair("resource", resource);
+                if let Some(scope) = join(scopes) {
+                    body.append_pair("scope", &scope);
+                }
+            }
+            TokenRequest::IdJagExchange {
+                id_token,
+                audience,
+                resource,
+                scopes,
+            } => {
+                body.append_pair("grant_type", TOKEN_EXCHANGE_GRANT)
+                    .append_pair("requested_token_type", ID_JAG_TOKEN_TYPE)
+                    .append_pair("subject_token", id_token.expose())
+                    .append_pair("subject_token_type", ID_TOKEN_TYPE)
+                    .append_pair("audience", audience)
                     .append_pair("resource", resource);
                 if let Some(scope) = join(scopes) {
                     body.append_pair("scope", &scope);
@@ -520,6 +615,73 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jwt_bearer_and_id_jag_exchange_forms() {
+        let pairs = |f: &FormRequest| -> Vec<(String, String)> {
+            form_urlencoded::parse(f.body.expose().as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        };
+        let get = |p: &[(String, String)], k: &str| {
+            p.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+        };
+        let wif = TokenRequest::JwtBearer {
+            assertion: Secret::new("eyJ.wl.sig"),
+            resource: "https://mcp.example/mcp".into(),
+            scopes: None,
+        };
+        let form = wif
+            .form(
+                &ClientCredentials::public("workload"),
+                ClientAuthMethod::None,
+            )
+            .map_err(|e| e.to_string());
+        let Ok(form) = form else { panic!("{form:?}") };
+        let p = pairs(&form);
+        assert_eq!(get(&p, "grant_type").as_deref(), Some(JWT_BEARER_GRANT));
+        assert_eq!(get(&p, "assertion").as_deref(), Some("eyJ.wl.sig"));
+        assert_eq!(get(&p, "scope"), None);
+        assert!(!format!("{form:?}").contains("eyJ.wl.sig"));
+        let xaa = TokenRequest::IdJagExchange {
+            id_token: Secret::new("id.tok.en"),
+            audience: "https://as.example".into(),
+            resource: "https://mcp.example/mcp".into(),
+            scopes: Some(vec!["a".into()]),
+        };
+        let Ok(form) = xaa.form(
+            &ClientCredentials::public("idp-client"),
+            ClientAuthMethod::None,
+        ) else {
+            panic!("form")
+        };
+        let p = pairs(&form);
+        assert_eq!(get(&p, "grant_type").as_deref(), Some(TOKEN_EXCHANGE_GRANT));
+        assert_eq!(
+            get(&p, "requested_token_type").as_deref(),
+            Some(ID_JAG_TOKEN_TYPE)
+        );
+        assert_eq!(
+            get(&p, "subject_token_type").as_deref(),
+            Some(ID_TOKEN_TYPE)
+        );
+        assert_eq!(get(&p, "audience").as_deref(), Some("https://as.example"));
+        assert_eq!(get(&p, "client_id").as_deref(), Some("idp-client"));
+        assert_eq!(get(&p, "scope").as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn an_id_jag_exchange_answer_must_issue_an_id_jag() {
+        let ok = br#"{"access_token":"jag","issued_token_type":"urn:ietf:params:oauth:token-type:id-jag","token_type":"N_A"}"#;
+        assert!(IdJagResponse::parse(ok).is_ok());
+        let other = br#"{"access_token":"x","issued_token_type":"urn:ietf:params:oauth:token-type:access_token"}"#;
+        assert!(matches!(
+            IdJagResponse::parse(other),
+            Err(AuthError::InvalidTokenResponse { .. })
+        ));
+        let refused = br#"{"error":"invalid_grant"}"#;
+        assert!(IdJagResponse::parse(refused).is_err_and(|e| e.is_invalid_grant()));
+    }
 
     fn v(s: &[&str]) -> Vec<String> {
         s.iter().map(|s| (*s).to_owned()).collect()

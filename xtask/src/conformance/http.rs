@@ -68,6 +68,26 @@ pub(crate) fn authorizer(
     if scenario.contains("client-credentials") {
         config = config.grant(Grant::ClientCredentials);
     }
+    // Enterprise-managed authorization: the user's ID token from the
+    // identity provider the context names.
+    if let (Some(endpoint), Some(idp_client), Some(id_token)) = (
+        text("idp_token_endpoint"),
+        text("idp_client_id"),
+        text("idp_id_token"),
+    ) {
+        config = config.grant(Grant::EnterpriseManaged {
+            idp_token_endpoint: endpoint,
+            idp_client_id: idp_client,
+            id_token: Secret::new(id_token),
+        });
+    }
+    // Workload identity: the workload's own assertion (the valid one; the
+    // context's others are for clients that test their own refusals).
+    if let Some(jwt) = text("valid_jwt") {
+        config = config.grant(Grant::JwtBearer {
+            assertion: Secret::new(jwt),
+        });
+    }
     let options = options("conformance-auth");
     let web = WebClient::new(&options).map_err(|e| e.to_string())?;
     let agent = Arc::new(FollowRedirect::new(web, REDIRECT_URI));
