@@ -5,7 +5,7 @@
 //! The decision modules fetch nothing, listen nowhere, open no browser,
 //! read no clock and store no token: each takes what was received and says
 //! what to do next, and every branch is unit-tested. The driver is
-//! [`client::OAuthClient`], an `mcp_transport` [`Authorizer`] that an HTTP
+//! [`client::OAuthClient`], an `mcp_transport` `Authorizer` that an HTTP
 //! transport takes in its options; it keeps tokens in a [`store::TokenStore`]
 //! (a file per server in the user's config folder, or memory) and sends a
 //! user to authorize through an [`agent::UserAgent`] (a browser and a

@@ -78,6 +78,20 @@ pub struct StoredTokens {
     pub dpop_key: Option<Secret>,
 }
 
+impl StoredTokens {
+    /// A bearer token with nothing else known (no expiry, no refresh token).
+    pub fn bearer(access_token: Secret) -> Self {
+        StoredTokens {
+            access_token,
+            token_type: "Bearer".into(),
+            refresh_token: None,
+            expires_at: None,
+            scopes: Vec::new(),
+            dpop_key: None,
+        }
+    }
+}
+
 /// One server's authorization with one issuer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

@@ -126,6 +126,11 @@ pub(crate) struct HttpArgs {
     /// rmcp and the floor use the handshake).
     #[arg(long, value_name = "ERA", default_value = "legacy")]
     pub(crate) era: String,
+    /// Measure the cost of authorization: the second client is ours again,
+    /// with an OAuth client holding a valid token (`mcp_auth::OAuthClient`
+    /// as the transport's authorizer), in place of rmcp.
+    #[arg(long)]
+    pub(crate) auth: bool,
 }
 
 /// `bench runtime`.

@@ -248,6 +248,9 @@ impl HttpClient {
             }
             let value = if configured || n == "authorization" || value.is_sensitive() {
                 "<redacted>".to_owned()
+            } else if n == "location" {
+                // An authorization redirect carries the code and state in its query.
+                super::redact_str(&String::from_utf8_lossy(value.as_bytes()))
             } else {
                 String::from_utf8_lossy(value.as_bytes()).into_owned()
             };
@@ -416,9 +419,14 @@ mod tests {
         h.insert("authorization", HeaderValue::from_static("Bearer t0ken"));
         h.insert("mcp-session-id", HeaderValue::from_static("abc"));
         h.insert("cookie", HeaderValue::from_static("c"));
+        h.insert(
+            "location",
+            HeaderValue::from_static("http://127.0.0.1:9/callback?code=c0de&state=s"),
+        );
         let shown = client.shown(&h);
         let text = format!("{shown:?}");
         assert!(!text.contains("k3y") && !text.contains("t0ken") && !text.contains("cookie"));
-        assert!(text.contains("abc"));
+        assert!(!text.contains("c0de"), "{text}");
+        assert!(text.contains("abc") && text.contains("/callback"));
     }
 }

@@ -44,6 +44,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         runtime: flavor,
         only,
         era,
+        auth,
     } = args;
     let n_inflight = n_inflight.unwrap_or(n.saturating_mul(4));
     let only = only.unwrap_or_default();
@@ -123,7 +124,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
          interleaved rounds after a warm-up; clients on a {runtime_name} runtime"
     );
     let url = server.url.clone();
-    let result = bench(&runtime, &url, &run);
+    let result = bench(&runtime, &url, &run, auth);
     server.stop();
     let results = result?;
     let mode = match (json_response, era) {
@@ -138,13 +139,39 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         (true, _) => "stateful, application/json answers",
         (false, _) => "stateful, SSE answers",
     };
+    let labels = if auth { AUTH_CLIENTS } else { CLIENTS };
     print_table(
         &format!(
             "mcp-testkit streamable HTTP ({mode}), in-process on its own {server_runtime} runtime"
         ),
         &url,
         &results,
+        &labels,
     );
+    if auth {
+        let ratio = |m: usize| {
+            let ours = results.first().and_then(|r| r.get(m))?;
+            let with = results.get(1).and_then(|r| r.get(m))?;
+            (!ours.rates.is_empty() && !with.rates.is_empty()).then(|| with.best() / ours.best())
+        };
+        let show = |r: Option<f64>| match r {
+            Some(r) if r >= 0.95 => format!("{r:.3}x, met"),
+            Some(r) => format!("{r:.3}x, NOT met"),
+            None => "not measured".to_owned(),
+        };
+        println!(
+            "auth target (best runs): ours with a token >= 0.95x ours without: sequential {}; \
+             8 in flight {}",
+            show(ratio(0)),
+            show(ratio(1))
+        );
+        println!(
+            "  ours + OAuth token: the same session with mcp_auth::client::OAuthClient as the\n    \
+             transport's authorizer, holding a valid stored token (credentials read per request,\n    \
+             Authorization header added); the server ignores the header, so the difference\n    \
+             is the client's authorization cost."
+        );
+    }
     println!();
     println!(
         "  ours: mcp_session::Session::call_tool over mcp_transport::http::StreamableHttpTransport"
@@ -168,6 +195,13 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
 const CLIENTS: [&str; 3] = [
     "ours (mcp-session)",
     "rmcp 3 (reqwest)",
+    "floor (raw hyper)",
+];
+
+/// With `--auth`, the second client is ours with a token.
+const AUTH_CLIENTS: [&str; 3] = [
+    "ours (mcp-session)",
+    "ours + OAuth token",
     "floor (raw hyper)",
 ];
 
@@ -221,14 +255,23 @@ impl ServerThread {
     }
 }
 
-fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Results, String> {
-    let [with_ours, with_rmcp, with_floor] = run.clients;
+fn bench(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    run: &RunConfig,
+    auth: bool,
+) -> Result<Results, String> {
+    let [with_ours, with_second, with_floor] = run.clients;
     let ours = match with_ours {
         true => Some(rt.block_on(connect_ours(url))?),
         false => None,
     };
-    let rmcp = match with_rmcp {
+    let rmcp = match with_second && !auth {
         true => Some(rt.block_on(connect_rmcp(url))?),
+        false => None,
+    };
+    let ours_auth = match with_second && auth {
+        true => Some(rt.block_on(connect_ours_authorized(url))?),
         false => None,
     };
     let floor = match with_floor {
@@ -244,6 +287,14 @@ fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Res
             (0, Mode::InFlight, Some(ours), _, _) => rt.block_on(ours.in_flight(rt, calls)),
             (1, Mode::Sequential, _, Some(rmcp), _) => rt.block_on(rmcp.sequential(calls)),
             (1, Mode::InFlight, _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, calls)),
+            (1, Mode::Sequential, _, None, _) => match &ours_auth {
+                Some(o) => rt.block_on(o.sequential(calls)),
+                None => Ok(Vec::new()),
+            },
+            (1, Mode::InFlight, _, None, _) => match &ours_auth {
+                Some(o) => rt.block_on(o.in_flight(rt, calls)),
+                None => Ok(Vec::new()),
+            },
             (2, Mode::Sequential, _, _, Some(floor)) => rt.block_on(floor.sequential(calls)),
             (2, Mode::InFlight, _, _, Some(floor)) => rt.block_on(floor.in_flight(rt, calls)),
             _ => Ok(Vec::new()),
@@ -257,16 +308,24 @@ fn bench(rt: &tokio::runtime::Runtime, url: &str, run: &RunConfig) -> Result<Res
     if let Some(rmcp) = rmcp {
         rt.block_on(rmcp.close());
     }
+    if let Some(o) = ours_auth {
+        rt.block_on(o.close());
+    }
     drop(floor);
     Ok(results)
 }
 
-fn print_table(server: &str, url: &str, results: &Results) {
+fn print_table(server: &str, url: &str, results: &Results, labels: &[&str; 3]) {
     println!();
     println!("server: {server} at {url}");
+    let second = if labels == &AUTH_CLIENTS {
+        "vs auth"
+    } else {
+        "vs rmcp"
+    };
     println!(
         "{:<12} {:<20} {:>10} {:>12} {:>9} {:>9} {:>8} {:>9}",
-        "mode", "client", "best /s", "median /s", "p50 µs", "p99 µs", "vs rmcp", "vs floor"
+        "mode", "client", "best /s", "median /s", "p50 µs", "p99 µs", second, "vs floor"
     );
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let ratio = |a: &Row, b: Option<&Row>| match b {
@@ -277,7 +336,7 @@ fn print_table(server: &str, url: &str, results: &Results) {
     let mut ratios = [[None; 2]; 2];
     for (m, mode) in ["sequential", "8 in flight"].into_iter().enumerate() {
         let row = |c: usize| results.get(c).and_then(|r| r.get(m));
-        for (c, client) in CLIENTS.iter().enumerate() {
+        for (c, client) in labels.iter().enumerate() {
             let Some(r) = row(c).filter(|r| !r.rates.is_empty()) else {
                 continue;
             };
@@ -294,6 +353,9 @@ fn print_table(server: &str, url: &str, results: &Results) {
         if let (Some(ours), Some(slot)) = (row(0), ratios.get_mut(m)) {
             *slot = [ratio(ours, row(1)), ratio(ours, row(2))];
         }
+    }
+    if labels == &AUTH_CLIENTS {
+        return;
     }
     let [[seq_rmcp, seq_floor], [par_rmcp, par_floor]] = ratios;
     let verdict = |r: Option<f64>, target: f64| match r {
@@ -316,6 +378,27 @@ async fn connect_ours(url: &str) -> Result<Ours, String> {
     let transport = StreamableHttpTransport::connect(url, HttpOptions::new())
         .await
         .map_err(|e| format!("ours: {e}"))?;
+    Ours::over(transport).await
+}
+
+/// This stack with an OAuth client holding a valid token as the
+/// transport's authorizer.
+async fn connect_ours_authorized(url: &str) -> Result<Ours, String> {
+    use mcp_auth::client::{OAuthClient, OAuthConfig};
+    use mcp_auth::store::{MemoryStore, StoredAuth, StoredTokens, TokenStore};
+    let server = mcp_auth::canonical::canonical_resource(url).map_err(|e| e.to_string())?;
+    let store = MemoryStore::new();
+    let mut entry = StoredAuth::new(server, "http://127.0.0.1/bench-issuer");
+    let mut tokens = StoredTokens::bearer(mcp_auth::Secret::new("bench-access-token"));
+    tokens.expires_at = Some(u64::MAX / 2);
+    entry.tokens = Some(tokens);
+    store.save(&entry).map_err(|e| e.to_string())?;
+    let options = HttpOptions::new();
+    let client = OAuthClient::new(OAuthConfig::new(url), &options, Arc::new(store), None)
+        .map_err(|e| e.to_string())?;
+    let transport = StreamableHttpTransport::connect(url, options.authorizer(Arc::new(client)))
+        .await
+        .map_err(|e| format!("ours + auth: {e}"))?;
     Ours::over(transport).await
 }
 
