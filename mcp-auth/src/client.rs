@@ -41,8 +41,19 @@ use crate::token::{
 /// step-ups to more scopes): the spec's "no more than a few times".
 pub const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
 
-/// How long before expiry a token is refreshed.
+/// How long before expiry a token is refreshed (for a token that lives
+/// less than twice this, at half its remaining life instead).
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+
+/// When to refresh a token issued at `issued_at` that expires at
+/// `expires_at`: [`REFRESH_MARGIN`] before, or halfway through a short
+/// life (a 30 s token is used for 15 s, not refreshed before every request).
+fn refresh_at(expires_at: Option<u64>, issued_at: u64) -> Option<u64> {
+    let at = expires_at?;
+    let lifetime = at.saturating_sub(issued_at);
+    let margin = REFRESH_MARGIN.as_secs().min(lifetime / 2);
+    Some(at.saturating_sub(margin))
+}
 
 /// Which grant obtains tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -219,7 +230,8 @@ struct Inner {
 struct Current {
     header: Option<HeaderValue>,
     generation: u64,
-    expires_at: Option<u64>,
+    /// When to refresh it ([`refresh_at`]).
+    refresh_at: Option<u64>,
     refreshable: bool,
     /// For a DPoP-bound token: its key, the token (for `ath`), and the MCP
     /// server's latest nonce.
@@ -1030,13 +1042,14 @@ impl OAuthClient {
         let bearer = BearerChallenge::from_headers(&values);
         if challenge.retries >= MAX_AUTHORIZATIONS_PER_REQUEST {
             return Err(AuthError::LoginRequired(format!(
-                "the server still refuses after {} authorizations{}",
-                MAX_AUTHORIZATIONS_PER_REQUEST,
+                "the server still refuses the request after {} fresh credentials{}; {}",
+                challenge.retries,
                 bearer
                     .as_ref()
                     .and_then(|b| b.scope.as_ref())
                     .map(|s| format!(" (it asks for the scopes {})", s.join(" ")))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                self.inner.config.login_hint
             )));
         }
         // A DPoP nonce challenge (RFC 9449 §9): the same token, a proof
@@ -1082,10 +1095,36 @@ impl OAuthClient {
                 Err(e) => tracing::debug!(error = %e, "refresh failed; authorizing again"),
             }
         }
+        // A login stored since (`mcp login` while an agent runs, another
+        // process): use it before authorizing anew.
+        if let Some(entry) = self.stored_login_other_than_current()? {
+            tracing::debug!("using a login stored since this client last looked");
+            self.adopt(&mut flow, entry);
+            return Ok(AuthDecision::Retry);
+        }
         flow.discovered = None;
         self.authorize(&mut flow, metadata_url.as_deref(), scopes, None)
             .await?;
         Ok(AuthDecision::Retry)
+    }
+
+    /// The newest stored entry of this server with a token other than the
+    /// one in use (the one just refused), if there is one.
+    fn stored_login_other_than_current(&self) -> Result<Option<StoredAuth>, AuthError> {
+        let held = self.read_current().header;
+        let entries = self
+            .inner
+            .store
+            .load(&self.inner.key)
+            .map_err(|e| AuthError::Store(e.to_string()))?;
+        let newest = entries
+            .into_iter()
+            .filter(|e| e.tokens.is_some())
+            .max_by_key(|e| e.updated_at);
+        Ok(newest.filter(|e| {
+            let candidate = current_of(e, 0).header;
+            candidate.is_some() && candidate != held
+        }))
     }
 
     async fn credentials_now(
@@ -1096,9 +1135,7 @@ impl OAuthClient {
         let Some(header) = current.header.clone() else {
             return Ok(None);
         };
-        let expiring = current
-            .expires_at
-            .is_some_and(|at| at <= now_unix() + REFRESH_MARGIN.as_secs());
+        let expiring = current.refresh_at.is_some_and(|at| now_unix() >= at);
         if expiring && current.refreshable {
             let mut flow = self.inner.flow.lock().await;
             // Still the same token after the wait: refresh it (failures
@@ -1235,7 +1272,8 @@ fn current_of(entry: &StoredAuth, generation: u64) -> Current {
     Current {
         header,
         generation,
-        expires_at: tokens.expires_at,
+        // The entry was written when its tokens arrived.
+        refresh_at: refresh_at(tokens.expires_at, entry.updated_at),
         refreshable: tokens.refresh_token.is_some(),
         access: dpop.as_ref().map(|_| tokens.access_token.clone()),
         dpop,
@@ -1275,5 +1313,24 @@ impl Authorizer for OAuthClient {
                 .await
                 .map_err(|e| transport_error(&challenge.target, e))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_refresh_a_minute_before_expiry_or_halfway_through_a_short_life() {
+        // An hour-long token: a minute before it expires.
+        assert_eq!(refresh_at(Some(10_000 + 3600), 10_000), Some(10_000 + 3540));
+        // A 30 s token: after 15 s, not at once.
+        assert_eq!(refresh_at(Some(1030), 1000), Some(1015));
+        // Issued an hour ago with 5 s left: now-ish (the margin applies).
+        assert_eq!(refresh_at(Some(5005), 1405), Some(4945));
+        // No expiry: never before a 401.
+        assert_eq!(refresh_at(None, 1000), None);
+        // An entry of unknown age (updated_at 0): the full margin.
+        assert_eq!(refresh_at(Some(500_000), 0), Some(499_940));
     }
 }

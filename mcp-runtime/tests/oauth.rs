@@ -128,10 +128,6 @@ async fn without_a_login_the_server_fails_with_the_hint_and_with_one_it_starts()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug in mcp-auth/src/client.rs: an OAuthClient reads stored tokens only in new(); \
-            holding none, a 401 goes to authorize(), which without a user agent fails with \
-            LoginRequired without looking at the store again, and StoredLogins keeps that \
-            client per server and fingerprint: a running runtime never sees `mcp login`"]
 async fn a_login_stored_after_a_failed_start_is_used_by_the_next_acquire() {
     let server = oauth_server().await;
     let url = server.url();
