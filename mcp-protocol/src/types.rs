@@ -11,8 +11,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod elicitation;
+mod resources;
 
 pub use elicitation::{ElicitRequestParams, ElicitResult};
+pub use resources::{
+    BlobResourceContents, CompleteParams, CompleteResult, Completion, CompletionArgument,
+    CompletionContext, CompletionReference, GetPromptParams, GetPromptResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Prompt,
+    PromptArgument, PromptMessage, Resource, ResourceContents, ResourceParams,
+    ResourceTemplate, ResourceUpdatedParams, TextResourceContents,
+};
 
 /// Fields a type does not name, kept as they came.
 pub type Extra = Map<String, Value>;
@@ -86,10 +94,10 @@ pub struct ServerCapabilities {
     pub tools: Option<ToolsCapability>,
     /// Resources, when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<Value>,
+    pub resources: Option<ResourcesCapability>,
     /// Prompts, when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompts: Option<Value>,
+    pub prompts: Option<PromptsCapability>,
     /// Log messages, when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logging: Option<Value>,
@@ -97,6 +105,34 @@ pub struct ServerCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions: Option<Value>,
     /// Other capabilities.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The server's `resources` capability.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesCapability {
+    /// The server takes `resources/subscribe` and sends
+    /// `notifications/resources/updated`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscribe: Option<bool>,
+    /// The server sends `notifications/resources/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// The server's `prompts` capability.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptsCapability {
+    /// The server sends `notifications/prompts/list_changed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Other fields.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -224,8 +260,10 @@ pub struct ListToolsResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadResourceResult {
-    /// The contents (text or blob entries, each with its `uri`), as sent.
-    pub contents: Vec<Value>,
+    /// The contents: text or blob entries, each with its `uri` (an entry of
+    /// a shape this client does not know is kept as it came).
+    #[serde(default)]
+    pub contents: Vec<ResourceContents>,
     /// Other fields.
     #[serde(flatten)]
     pub extra: Extra,

@@ -752,7 +752,7 @@ async fn resource_not_found_is_recognised_under_both_codes() {
         .await
         .unwrap();
     let ok = s.read_resource("file:///ok").await.unwrap();
-    assert_eq!(ok.contents[0]["text"], "hello");
+    assert_eq!(ok.contents[0].as_text(), Some("hello"));
     for uri in ["file:///new", "file:///old"] {
         let err = s.read_resource(uri).await.unwrap_err();
         assert!(
