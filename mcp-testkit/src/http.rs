@@ -104,7 +104,14 @@
 //! advertised, a missing or wrong `iss`, tokens expired from the start,
 //! refused refreshes, a wrong `resource`).
 //!
-//! Tokens are random opaque strings. The server's clock can be moved
+//! With [`OAuthOptions::external_authorization_server`] the listener is a
+//! resource server only: the protected resource metadata names an
+//! authorization server the testkit does not run, and the endpoint accepts
+//! the RS256 JWT access tokens that server signs for it (checked against
+//! its JWKS: signature, `iss`, `exp`, `nbf`, `aud`; see
+//! [`ExternalAuthorizationServer`]).
+//!
+//! The testkit's own tokens are random opaque strings. The server's clock can be moved
 //! forward ([`HttpServer::advance_clock`])
 //! and every token revoked ([`HttpServer::revoke_tokens`]),
 //! so expiry is tested without waiting. What the client did is counted in
@@ -184,7 +191,10 @@ mod sse;
 mod stats;
 mod streamable;
 
-pub use oauth::{AuthServerMetadata, OAuthMisbehaviour, OAuthOptions, ResourceMetadataAt};
+pub use oauth::{
+    AuthServerMetadata, ExternalAuthorizationServer, OAuthMisbehaviour, OAuthOptions,
+    ResourceMetadataAt,
+};
 pub use options::{HttpMisbehaviour, HttpMode, HttpServerOptions};
 pub use stats::{HttpStats, OAuthStats};
 

@@ -904,3 +904,94 @@ async fn the_binary_serves_oauth() {
         assert!(help.contains(flag), "{flag} is not in --help");
     }
 }
+
+/// A resource server for an authorization server the testkit does not run:
+/// tokens signed with a test key, checked against its JWKS.
+#[tokio::test]
+async fn an_external_authorization_server() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use mcp_testkit::http::ExternalAuthorizationServer;
+    use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair, RsaPublicKeyComponents};
+
+    const ISSUER: &str = "http://127.0.0.1:9/realm";
+    let der = STANDARD
+        .decode(include_str!("../src/http/oauth/external_test_key.b64").trim())
+        .unwrap();
+    let key = RsaKeyPair::from_pkcs8(&der).unwrap();
+    let public: RsaPublicKeyComponents<Vec<u8>> = key.public().into();
+    let jwks = json!({"keys": [{"kty": "RSA", "kid": "k", "use": "sig",
+        "n": URL_SAFE_NO_PAD.encode(&public.n), "e": URL_SAFE_NO_PAD.encode(&public.e)}]});
+    let sign = |claims: Value| {
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(json!({"alg": "RS256", "kid": "k"}).to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let mut signature = vec![0; key.public().modulus_len()];
+        key.sign(
+            &RSA_PKCS1_SHA256,
+            &ring::rand::SystemRandom::new(),
+            input.as_bytes(),
+            &mut signature,
+        )
+        .unwrap();
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature))
+    };
+    let external = ExternalAuthorizationServer::new(ISSUER, &jwks).unwrap();
+    let s = start(OAuthOptions::new().external_authorization_server(external)).await;
+    let addr = s.addr();
+    assert_eq!(s.issuer().as_deref(), Some(ISSUER));
+
+    // The metadata names the external issuer; no authorization server here.
+    let prm = get(addr, "/.well-known/oauth-protected-resource/mcp").await;
+    assert_eq!(prm.json()["authorization_servers"], json!([ISSUER]));
+    assert_eq!(prm.json()["resource"], s.url());
+    for path in [
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ] {
+        assert_eq!(
+            get(addr, path).await.status,
+            StatusCode::NOT_FOUND,
+            "{path}"
+        );
+    }
+    let r = token_request(addr, &[("grant_type", "client_credentials")], &[]).await;
+    assert_ne!(r.status, StatusCode::OK);
+
+    // No token: the challenge points at the metadata.
+    let r = mcp(addr, None, &initialize()).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.header("www-authenticate").contains("resource_metadata="));
+
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let claims = |aud: &str, scope: &str| json!({"iss": ISSUER, "aud": aud, "scope": scope, "exp": now + 600, "iat": now});
+    let good = sign(claims(&s.url(), "mcp"));
+    assert_eq!(
+        mcp(addr, Some(&good), &initialize()).await.status,
+        StatusCode::OK
+    );
+    // Without the scope: 403; for another resource, or unsigned: 401.
+    let r = mcp(addr, Some(&sign(claims(&s.url(), "other"))), &initialize()).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = mcp(
+        addr,
+        Some(&sign(claims("http://127.0.0.1:1/mcp", "mcp"))),
+        &initialize(),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.header("www-authenticate").contains("another resource"));
+    let unsigned = format!("{}.", good.rsplit_once('.').unwrap().0);
+    let r = mcp(addr, Some(&unsigned), &initialize()).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    // The server's clock decides expiry.
+    s.advance_clock(Duration::from_secs(601));
+    let r = mcp(addr, Some(&good), &initialize()).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.header("www-authenticate").contains("expired"));
+}

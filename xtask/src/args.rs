@@ -28,7 +28,9 @@ pub(crate) enum Task {
     /// client, and our stack against the reference servers.
     ///
     /// The pinned release of the suite, then the alpha line's draft scenarios
-    /// at 2026-07-28 (`--only draft` runs those alone). Prepares Node 22, the
+    /// at 2026-07-28 (`--only draft` runs those alone); then the reference
+    /// servers and the interop rows with an authorization server from npm
+    /// (`--only servers`, or `--only interop` for the latter). Prepares Node 22, the
     /// pinned npm packages and a Python virtualenv under
     /// target/conformance/cache; writes target/conformance/report.md.
     Conformance(ConformanceArgs),
@@ -153,7 +155,7 @@ pub(crate) struct RuntimeArgs {
 /// `conformance`.
 #[derive(Debug, Args)]
 pub(crate) struct ConformanceArgs {
-    /// Run one part only: suite, draft or servers.
+    /// Run one part only: suite, draft, servers (with interop) or interop.
     #[arg(long, value_name = "PART")]
     pub(crate) only: Option<String>,
     /// Give up on the whole run after this many seconds.

@@ -10,7 +10,9 @@
 //!    the suite's alpha line that apply at protocol revision 2026-07-28
 //!    (`auth/` aside), run at that revision's wire (rows `draft/…`).
 //! 3. Part 2 ([`servers`]): our stack against the reference servers and a
-//!    Python SDK server.
+//!    Python SDK server; then ([`interop`]) our OAuth client against an
+//!    authorization server from npm that this project did not write
+//!    (rows `interop/oauth/…`).
 //! 4. The report ([`report`]): a table of checks, judged against
 //!    `xtask/conformance/expected-failures.toml`, printed and written to
 //!    `<target>/conformance/report.md`. The run fails on a new failure and on
@@ -23,6 +25,7 @@
 pub(crate) mod client;
 mod fill;
 mod http;
+mod interop;
 mod process;
 mod report;
 mod servers;
@@ -90,7 +93,10 @@ enum Only {
     Suite,
     /// Only the draft scenarios of part 1.
     Draft,
+    /// Part 2: the reference servers and the interop rows.
     Servers,
+    /// Only the interop rows of part 2.
+    Interop,
 }
 
 impl Only {
@@ -105,6 +111,10 @@ impl Only {
     fn servers(self) -> bool {
         matches!(self, Only::All | Only::Servers)
     }
+
+    fn interop(self) -> bool {
+        matches!(self, Only::All | Only::Servers | Only::Interop)
+    }
 }
 
 /// Runs `conformance [--only suite|draft|servers] [--timeout SECS]`.
@@ -114,9 +124,10 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<(), String> {
         "suite" => Only::Suite,
         "draft" => Only::Draft,
         "servers" => Only::Servers,
+        "interop" => Only::Interop,
         other => {
             return Err(format!(
-                "--only: `{other}` is not `suite`, `draft` or `servers`"
+                "--only: `{other}` is not `suite`, `draft`, `servers` or `interop`"
             ));
         }
     };
@@ -154,7 +165,13 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<(), String> {
         ran.extend(["draft/", "alpha/"]);
     }
     if only.servers() {
-        ran.extend(["everything/", "filesystem/", "memory/", "python/"]);
+        ran.extend([
+            "everything/",
+            "filesystem/",
+            "memory/",
+            "python/",
+            "interop/",
+        ]);
     }
     let report = Report::judge(rows, &expected, &ran);
     let header = format!(
@@ -213,6 +230,11 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
                 setup::DRAFT_SUITE.0,
                 setup::DRAFT_SUITE.1,
                 suite::DRAFT_VERSION
+            ),
+            format!(
+                "`{}@{}` (interop authorization server)",
+                setup::INTEROP_AS.0,
+                setup::INTEROP_AS.1
             ),
             format!("`mcp=={}` (PyPI)", setup::PYPI_MCP),
         ])
@@ -282,6 +304,14 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
     if only.servers() {
         println!("== part 2: reference servers");
         rows.extend(servers::run(&tools, &scratch, &logs).await);
+    }
+    if only.interop() {
+        println!(
+            "== part 2b: our OAuth client against {}@{} (an authorization server we did not write)",
+            setup::INTEROP_AS.0,
+            setup::INTEROP_AS.1
+        );
+        rows.extend(interop::run(&tools, &logs).await);
     }
     Ok((header, rows))
 }

@@ -14,11 +14,13 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
 mod authz;
+mod external;
 mod guard;
 mod options;
 mod store;
 mod wire;
 
+pub use external::ExternalAuthorizationServer;
 pub use options::{AuthServerMetadata, OAuthMisbehaviour, OAuthOptions, ResourceMetadataAt};
 
 use super::response::{Body, full};
@@ -50,7 +52,10 @@ pub(super) struct OAuth {
 impl OAuth {
     pub(super) fn new(options: OAuthOptions, addr: SocketAddr, mode: HttpMode) -> Self {
         let origin = format!("http://{addr}");
-        let issuer = format!("{origin}{}", options.issuer_path);
+        let issuer = match &options.external {
+            Some(external) => external.issuer.clone(),
+            None => format!("{origin}{}", options.issuer_path),
+        };
         let mut store = Store::new();
         for c in &options.preregistered {
             let client = Client {
@@ -131,6 +136,9 @@ impl OAuth {
     /// Which endpoint a path is: under the issuer's path, and at the root
     /// too when no metadata tells a client where they are.
     fn endpoint_named<'a>(&self, path: &'a str) -> Option<&'a str> {
+        if self.options.external.is_some() {
+            return None;
+        }
         let under = |prefix: &str| path.strip_prefix(prefix)?.strip_prefix('/');
         let name = under(&self.options.issuer_path).or_else(|| {
             (self.options.metadata == AuthServerMetadata::None)
@@ -195,6 +203,9 @@ impl OAuth {
 
     /// The authorization server metadata served at `path`, if any.
     fn server_metadata(&self, path: &str) -> Option<Value> {
+        if self.options.external.is_some() {
+            return None;
+        }
         let tenant = &self.options.issuer_path;
         let oauth = matches!(
             self.options.metadata,
@@ -255,7 +266,8 @@ impl OAuth {
         lock(&self.store).advance(by);
     }
 
-    /// An access token for the endpoint, issued to no client.
+    /// An access token for the endpoint, issued to no client (not accepted
+    /// with an external authorization server).
     pub(super) fn mint(&self, scopes: &[String]) -> String {
         let resource = self.resource_for(self.endpoint_path()).unwrap_or_default();
         let lifetime = Duration::from_secs(self.options.access_token_lifetime);

@@ -1,5 +1,6 @@
 //! The cache folder: Node 22 (when the machine's Node is older), the pinned
-//! npm packages, and a Python virtualenv with the pinned `mcp` package.
+//! npm packages, an authorization server from npm for the interop rows, and
+//! a Python virtualenv with the pinned `mcp` package.
 //! Nothing is installed globally; what is already there at the pinned
 //! version is reused without touching the network.
 
@@ -28,6 +29,11 @@ pub(crate) const NPM_PACKAGES: &[(&str, &str)] = &[
 pub(crate) const DRAFT_SUITE: (&str, &str) =
     ("@modelcontextprotocol/conformance", "0.2.0-alpha.12");
 
+/// The authorization server of the interop rows (`interop/oauth/…`): an
+/// OAuth 2 / OpenID Connect server this project did not write. Installed in
+/// a folder of its own, so that a failed install costs only those rows.
+pub(crate) const INTEROP_AS: (&str, &str) = ("oauth2-mock-server", "9.3.0");
+
 /// The `mcp` package from PyPI (the official Python SDK), pinned.
 pub(crate) const PYPI_MCP: &str = "2.3.0";
 
@@ -36,6 +42,9 @@ const INSTALL_TIMEOUT: Duration = Duration::from_secs(420);
 
 /// Our test server on the Python SDK (written into the cache at run time).
 const PYTHON_SERVER: &str = include_str!("../../conformance/python_server.py");
+
+/// Starts [`INTEROP_AS`] on 127.0.0.1 (written into the cache at run time).
+const OAUTH_AS_SCRIPT: &str = include_str!("../../conformance/oauth_as.mjs");
 
 /// A preload for Node servers that listen on all interfaces: binds them to
 /// 127.0.0.1 instead.
@@ -51,6 +60,10 @@ pub(crate) struct Tools {
     /// `node_modules` with the draft suite ([`DRAFT_SUITE`]), or why there
     /// is none (the rest of the run goes on without it).
     pub(crate) draft_node_modules: Result<PathBuf, String>,
+    /// `node_modules` with [`INTEROP_AS`], or why there is none.
+    pub(crate) interop_node_modules: Result<PathBuf, String>,
+    /// The script that starts it.
+    pub(crate) oauth_as_script: PathBuf,
     /// `--import` this into Node servers to keep them on 127.0.0.1.
     pub(crate) loopback: PathBuf,
     /// The virtualenv's Python with `mcp`, or why there is none.
@@ -74,6 +87,8 @@ pub(crate) async fn prepare(cache: &Path) -> Result<Tools, String> {
     write_if_changed(&loopback, LOOPBACK_PRELOAD)?;
     let python_server = cache.join("python_server.py");
     write_if_changed(&python_server, PYTHON_SERVER)?;
+    let oauth_as_script = cache.join("oauth_as.mjs");
+    write_if_changed(&oauth_as_script, OAUTH_AS_SCRIPT)?;
 
     let node = node(cache).await?;
     let node_modules = npm_packages(&cache.join("npm"), "npm packages", NPM_PACKAGES).await?;
@@ -81,6 +96,15 @@ pub(crate) async fn prepare(cache: &Path) -> Result<Tools, String> {
         npm_packages(&cache.join("npm-draft"), "draft suite", &[DRAFT_SUITE]).await;
     if let Err(e) = &draft_node_modules {
         println!("   draft suite: {e}");
+    }
+    let interop_node_modules = npm_packages(
+        &cache.join("npm-interop"),
+        "interop authorization server",
+        &[INTEROP_AS],
+    )
+    .await;
+    if let Err(e) = &interop_node_modules {
+        println!("   interop authorization server: {e}");
     }
     let python = python(cache).await;
     if let Err(e) = &python {
@@ -90,6 +114,8 @@ pub(crate) async fn prepare(cache: &Path) -> Result<Tools, String> {
         node,
         node_modules,
         draft_node_modules,
+        interop_node_modules,
+        oauth_as_script,
         loopback,
         python,
         python_server,
@@ -287,5 +313,7 @@ mod tests {
         }
         let v: serde_json::Value = serde_json::from_str(&npm_manifest(&[DRAFT_SUITE])).unwrap();
         assert_eq!(v["dependencies"][DRAFT_SUITE.0], DRAFT_SUITE.1);
+        let v: serde_json::Value = serde_json::from_str(&npm_manifest(&[INTEROP_AS])).unwrap();
+        assert_eq!(v["dependencies"][INTEROP_AS.0], INTEROP_AS.1);
     }
 }

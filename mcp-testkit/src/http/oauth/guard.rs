@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::super::response::Body;
 use super::super::{Shared, lock};
-use super::OAuth;
 use super::store::TokenProblem;
 use super::wire::{bearer, challenge, error};
+use super::{OAuth, external};
 
 /// Why a request is refused.
 enum Refusal<'a> {
@@ -80,6 +80,12 @@ impl OAuth {
         let Some(token) = bearer(headers) else {
             return Err(Refusal::NoToken);
         };
+        if let Some(external) = &self.options.external {
+            let now = external::unix_now(lock(&self.store).offset());
+            return external
+                .verify(token, resource, now)
+                .map_err(|p| Refusal::Invalid(p.describe()));
+        }
         match lock(&self.store).check_access(token, resource) {
             Ok(scopes) => Ok(scopes.to_vec()),
             Err(TokenProblem::Unknown) => Err(Refusal::Invalid("the access token is not valid")),

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::external::ExternalAuthorizationServer;
+
 /// Where the protected resource metadata (RFC 9728) is served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -144,6 +146,7 @@ pub struct OAuthOptions {
     pub(crate) misbehaviours: Vec<OAuthMisbehaviour>,
     pub(crate) preregistered: Vec<Preregistered>,
     pub(crate) metadata_documents: BTreeMap<String, serde_json::Value>,
+    pub(crate) external: Option<ExternalAuthorizationServer>,
 }
 
 impl Default for OAuthOptions {
@@ -165,6 +168,7 @@ impl Default for OAuthOptions {
             misbehaviours: Vec::new(),
             preregistered: Vec::new(),
             metadata_documents: BTreeMap::new(),
+            external: None,
         }
     }
 }
@@ -199,6 +203,7 @@ impl fmt::Debug for OAuthOptions {
                 "metadata_documents",
                 &self.metadata_documents.keys().collect::<Vec<_>>(),
             )
+            .field("external", &self.external)
             .finish()
     }
 }
@@ -351,6 +356,21 @@ impl OAuthOptions {
         document: serde_json::Value,
     ) -> Self {
         self.metadata_documents.insert(client_id.into(), document);
+        self
+    }
+
+    /// Delegates authorization to a server the testkit does not run: the
+    /// protected resource metadata names `server`'s issuer in
+    /// `authorization_servers`, no authorization server is served here
+    /// (no metadata, `/authorize`, `/token` or `/register`; the
+    /// authorization server knobs, misbehaviours and clients above do not
+    /// apply), and the MCP endpoint accepts the JWT access tokens `server`
+    /// signs for it, checked against its keys as
+    /// [`ExternalAuthorizationServer`] describes. The scopes still apply,
+    /// read from the token's `scope` claim; [`HttpServer::advance_clock`](super::super::HttpServer::advance_clock)
+    /// moves the clock its `exp` is compared with.
+    pub fn external_authorization_server(mut self, server: ExternalAuthorizationServer) -> Self {
+        self.external = Some(server);
         self
     }
 

@@ -171,6 +171,11 @@ impl Store {
         now.checked_add(self.offset).unwrap_or(now)
     }
 
+    /// How far the clock was moved forward.
+    pub(super) fn offset(&self) -> Duration {
+        self.offset
+    }
+
     /// Moves the clock forward.
     pub(super) fn advance(&mut self, by: Duration) {
         self.offset = self.offset.saturating_add(by);
