@@ -16,10 +16,10 @@ mod resources;
 pub use elicitation::{ElicitRequestParams, ElicitResult};
 pub use resources::{
     BlobResourceContents, CompleteParams, CompleteResult, Completion, CompletionArgument,
-    CompletionContext, CompletionReference, GetPromptParams, GetPromptResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, Prompt,
-    PromptArgument, PromptMessage, Resource, ResourceContents, ResourceParams,
-    ResourceTemplate, ResourceUpdatedParams, TextResourceContents,
+    CompletionContext, CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, Prompt, PromptArgument, PromptMessage,
+    Resource, ResourceContents, ResourceParams, ResourceTemplate, ResourceUpdatedParams,
+    TextResourceContents,
 };
 
 /// Fields a type does not name, kept as they came.

@@ -53,6 +53,13 @@ pub enum ServerNotification {
     Progress(ProgressParams),
     /// The tool list changed; the catalog is marked stale.
     ToolsListChanged,
+    /// The resource list changed; the cached resources and templates are
+    /// marked stale.
+    ResourcesListChanged,
+    /// The prompt list changed; the cached prompts are marked stale.
+    PromptsListChanged,
+    /// A subscribed resource changed (read it again to see how).
+    ResourceUpdated(mcp_protocol::types::ResourceUpdatedParams),
     /// A log message.
     Log(LoggingMessageParams),
     /// The server cancelled a request it had sent us.

@@ -221,6 +221,7 @@ impl Session {
             closed_error: Mutex::new(None),
             invalid: Mutex::default(),
             catalog_stale: AtomicBool::new(false),
+            stale: crate::features::Staleness::default(),
             handler: config.handler.clone(),
             on_notification: config.on_notification.clone(),
             notifications_seen: AtomicU64::new(0),
@@ -253,6 +254,7 @@ impl Session {
             },
             catalog: tokio::sync::Mutex::new(None),
             call_gate: tokio::sync::Mutex::new(()),
+            features: crate::features::FeatureCaches::default(),
             config,
         };
         if let Err(e) = inner.run_lifecycle(&capabilities).await {

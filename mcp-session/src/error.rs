@@ -125,6 +125,15 @@ pub enum SessionError {
         /// Why.
         reason: String,
     },
+    /// Prompt arguments that do not match the prompt's declared ones; nothing
+    /// was sent.
+    #[error("invalid arguments for prompt `{prompt}`: {problems}")]
+    InvalidPromptArguments {
+        /// The prompt.
+        prompt: String,
+        /// What is wrong, and the arguments it takes.
+        problems: String,
+    },
     /// The server does not offer this feature (it did not declare the capability).
     #[error("the server does not support {0} (capability not declared)")]
     NotSupported(&'static str),

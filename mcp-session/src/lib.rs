@@ -59,6 +59,7 @@
 mod config;
 mod connect;
 mod error;
+mod features;
 pub mod handlers;
 mod lifecycle;
 mod pending;

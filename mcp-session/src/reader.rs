@@ -12,7 +12,9 @@ use mcp_transport::{InvalidFrame, Received, SendContext, Transport, TransportErr
 use serde_json::{Value, json};
 use tokio::task::{AbortHandle, JoinSet};
 
-use mcp_protocol::types::{CancelledParams, LoggingMessageParams, ProgressParams};
+use mcp_protocol::types::{
+    CancelledParams, LoggingMessageParams, ProgressParams, ResourceUpdatedParams,
+};
 use mcp_protocol::{ProtocolVersion, methods};
 
 use crate::config::{ClientHandler, NotificationListener, ServerNotification};
@@ -69,6 +71,8 @@ pub(crate) struct Shared {
     pub(crate) closed_error: Mutex<Option<ClosedInfo>>,
     pub(crate) invalid: Mutex<InvalidFrames>,
     pub(crate) catalog_stale: AtomicBool,
+    /// The lists beside tools that the server said changed.
+    pub(crate) stale: crate::features::Staleness,
     pub(crate) handler: Option<Arc<dyn ClientHandler>>,
     pub(crate) on_notification: Option<NotificationListener>,
     pub(crate) notifications_seen: AtomicU64,
@@ -370,6 +374,22 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
         methods::TOOLS_LIST_CHANGED => {
             shared.catalog_stale.store(true, Ordering::Release);
             ServerNotification::ToolsListChanged
+        }
+        methods::RESOURCES_LIST_CHANGED => {
+            shared.stale.resources_changed();
+            ServerNotification::ResourcesListChanged
+        }
+        methods::PROMPTS_LIST_CHANGED => {
+            shared.stale.prompts.store(true, Ordering::Release);
+            ServerNotification::PromptsListChanged
+        }
+        methods::RESOURCES_UPDATED => {
+            match parse("resource update")
+                .and_then(|v| serde_json::from_value::<ResourceUpdatedParams>(v).ok())
+            {
+                Some(u) => ServerNotification::ResourceUpdated(u),
+                None => return,
+            }
         }
         methods::MESSAGE => {
             match parse("log").and_then(|v| serde_json::from_value::<LoggingMessageParams>(v).ok())

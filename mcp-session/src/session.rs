@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::modern::{CacheHints, InputRequest, InputRequiredResult};
+use mcp_protocol::modern::{InputRequest, InputRequiredResult};
 use mcp_protocol::types::{
     CallToolResult, InitializeResult, ListToolsResult, ReadResourceResult, Tool,
 };
@@ -49,6 +49,8 @@ pub(crate) struct Inner {
     pub(crate) meta: Option<RequestMeta>,
     pub(crate) catalog: tokio::sync::Mutex<Option<CachedCatalog>>,
     pub(crate) call_gate: tokio::sync::Mutex<()>,
+    /// The cached lists beside tools.
+    pub(crate) features: crate::features::FeatureCaches,
 }
 
 impl Drop for Inner {
@@ -360,60 +362,17 @@ impl Session {
     pub(crate) async fn fetch_tools(
         &self,
     ) -> Result<(ToolCatalog, Option<Duration>), SessionError> {
-        let modern = self.inner.version.is_modern();
         if self.inner.init.capabilities.tools.is_none() {
             let why = "tools/list is empty: the server did not declare the `tools` capability, so it offers no tools";
             return Ok((ToolCatalog::new(Vec::new(), vec![why.to_string()]), None));
         }
-        let method = methods::TOOLS_LIST;
-        let mut tools = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        let mut cursor: Option<String> = None;
-        let mut ttl: Option<Duration> = None;
-        let timeout = self.inner.config.request_timeout;
-        for _ in 0..self.inner.config.max_list_pages {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page: ListToolsResult = self
-                .inner
-                .request(method, &params, timeout, &self.inner.context())
-                .await?;
-            if modern {
-                let page_ttl = CacheHints::of_map(&page.extra).ttl;
-                ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
-            }
-            tools.extend(page.tools);
-            match page.next_cursor {
-                None => {
-                    let diagnostics = if self.inner.mirrors_headers() {
-                        drop_invalid_header_tools(&self.inner.config.server_name, &mut tools)
-                    } else {
-                        Vec::new()
-                    };
-                    return Ok((ToolCatalog::new(tools, diagnostics), ttl));
-                }
-                Some(next) => {
-                    if !seen.insert(next.clone()) {
-                        return Err(SessionError::InvalidResponse {
-                            method: method.into(),
-                            reason: format!(
-                                "the server repeated the cursor {next:?}; stopped paging"
-                            ),
-                        });
-                    }
-                    cursor = Some(next);
-                }
-            }
-        }
-        Err(SessionError::InvalidResponse {
-            method: method.into(),
-            reason: format!(
-                "more than {} pages; stopped paging",
-                self.inner.config.max_list_pages
-            ),
-        })
+        let (mut tools, ttl) = self.pages::<ListToolsResult>(methods::TOOLS_LIST).await?;
+        let diagnostics = if self.inner.mirrors_headers() {
+            drop_invalid_header_tools(&self.inner.config.server_name, &mut tools)
+        } else {
+            Vec::new()
+        };
+        Ok((ToolCatalog::new(tools, diagnostics), ttl))
     }
 
     /// Calls a tool with the session's defaults.

@@ -863,8 +863,8 @@ async fn a_subscriber_that_falls_behind_keeps_the_newest_and_the_loss_is_counted
     }
     let mut kept = Vec::new();
     while let Some(event) = sub.next().await.unwrap() {
-        if let mcp_session::ServerNotification::Other { params, .. } = event {
-            kept.push(params.unwrap()["uri"].as_str().unwrap().to_owned());
+        if let mcp_session::ServerNotification::ResourceUpdated(update) = event {
+            kept.push(update.uri);
         }
     }
     // 256 items in all: the newest 255 notifications and the end, which is

@@ -569,7 +569,9 @@ mod tests {
         let c: Vec<ResourceContents> = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(c[0].as_text(), Some("hi"));
         assert_eq!(c[0].mime_type(), Some("text/plain"));
-        let ResourceContents::Blob(b) = &c[1] else { panic!() };
+        let ResourceContents::Blob(b) = &c[1] else {
+            panic!()
+        };
         assert_eq!(b.bytes().unwrap(), [0, 1, 2]);
         assert_eq!(b.decoded_len(), 3);
         assert!(matches!(c[2], ResourceContents::Unknown(_)));
@@ -583,18 +585,23 @@ mod tests {
             extra: Extra::new(),
         };
         assert!(bad.bytes().is_err());
-        assert_eq!(
-            ResourceContents::blob("u", b"hello").uri(),
-            Some("u")
-        );
+        assert_eq!(ResourceContents::blob("u", b"hello").uri(), Some("u"));
     }
 
     #[test]
     fn template_variables() {
         let t = ResourceTemplate::new("file:///{+path}{?a,b*}/x/{id:3}", "t");
         assert_eq!(t.variables(), ["path", "a", "b", "id"]);
-        assert!(ResourceTemplate::new("plain://x", "t").variables().is_empty());
-        assert!(ResourceTemplate::new("broken://{x", "t").variables().is_empty());
+        assert!(
+            ResourceTemplate::new("plain://x", "t")
+                .variables()
+                .is_empty()
+        );
+        assert!(
+            ResourceTemplate::new("broken://{x", "t")
+                .variables()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -611,11 +618,17 @@ mod tests {
                 .collect()
         };
         assert!(p.check_arguments(&args(&[("code", "x")])).is_ok());
-        let e = p.check_arguments(&args(&[("style", "x"), ("colour", "y")])).unwrap_err();
+        let e = p
+            .check_arguments(&args(&[("style", "x"), ("colour", "y")]))
+            .unwrap_err();
         assert!(e.contains("`code` is required"), "{e}");
         assert!(e.contains("`colour` is not an argument"), "{e}");
         assert!(e.contains("it takes code (required), style"), "{e}");
-        assert!(Prompt::new("bare").check_arguments(&args(&[("x", "1")])).is_err());
+        assert!(
+            Prompt::new("bare")
+                .check_arguments(&args(&[("x", "1")]))
+                .is_err()
+        );
     }
 
     #[test]

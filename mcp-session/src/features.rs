@@ -1,0 +1,367 @@
+//! Resources, prompts and completion: what a server offers beside tools.
+//!
+//! Lists are fetched page by page with the same guards as `tools/list` (a
+//! repeated cursor or too many pages stop the paging with an error), cached
+//! until the server says the list changed (`notifications/…/list_changed`)
+//! or, on 2026-07-28, until its `ttlMs` runs out. A request for a feature
+//! the server did not declare fails at once with
+//! [`SessionError::NotSupported`], without going out.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_protocol::methods;
+use mcp_protocol::modern::CacheHints;
+use mcp_protocol::types::{
+    CompleteParams, CompleteResult, Completion, CompletionArgument, CompletionContext,
+    CompletionReference, Extra, GetPromptParams, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt, Resource,
+    ResourceTemplate, Tool,
+};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::{Session, SessionError};
+
+/// One page of a paginated list.
+pub(crate) trait Page: DeserializeOwned {
+    /// What the list holds.
+    type Item;
+    /// The items, the next cursor, the other fields.
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>, Extra);
+}
+
+impl Page for ListToolsResult {
+    type Item = Tool;
+    fn into_parts(self) -> (Vec<Tool>, Option<String>, Extra) {
+        (self.tools, self.next_cursor, self.extra)
+    }
+}
+
+impl Page for ListResourcesResult {
+    type Item = Resource;
+    fn into_parts(self) -> (Vec<Resource>, Option<String>, Extra) {
+        (self.resources, self.next_cursor, self.extra)
+    }
+}
+
+impl Page for ListResourceTemplatesResult {
+    type Item = ResourceTemplate;
+    fn into_parts(self) -> (Vec<ResourceTemplate>, Option<String>, Extra) {
+        (self.resource_templates, self.next_cursor, self.extra)
+    }
+}
+
+impl Page for ListPromptsResult {
+    type Item = Prompt;
+    fn into_parts(self) -> (Vec<Prompt>, Option<String>, Extra) {
+        (self.prompts, self.next_cursor, self.extra)
+    }
+}
+
+/// A cached list: the items, and until when they are fresh.
+#[derive(Debug)]
+pub(crate) struct Cached<T> {
+    items: Arc<Vec<T>>,
+    /// `None`: until the server says the list changed; `Some`: a modern
+    /// server's `ttlMs`.
+    fresh_until: Option<Instant>,
+}
+
+/// The cache of one list, with the flag `list_changed` sets.
+#[derive(Debug)]
+pub(crate) struct ListCache<T> {
+    slot: tokio::sync::Mutex<Option<Cached<T>>>,
+}
+
+impl<T> Default for ListCache<T> {
+    fn default() -> Self {
+        ListCache {
+            slot: tokio::sync::Mutex::new(None),
+        }
+    }
+}
+
+/// The caches of the lists beside tools.
+#[derive(Debug, Default)]
+pub(crate) struct FeatureCaches {
+    pub(crate) resources: ListCache<Resource>,
+    pub(crate) templates: ListCache<ResourceTemplate>,
+    pub(crate) prompts: ListCache<Prompt>,
+}
+
+/// Which lists the server said changed (set by the reader task).
+#[derive(Debug, Default)]
+pub(crate) struct Staleness {
+    pub(crate) resources: AtomicBool,
+    pub(crate) templates: AtomicBool,
+    pub(crate) prompts: AtomicBool,
+}
+
+impl Staleness {
+    /// `notifications/resources/list_changed`: resources and templates.
+    pub(crate) fn resources_changed(&self) {
+        self.resources.store(true, Ordering::Release);
+        self.templates.store(true, Ordering::Release);
+    }
+}
+
+impl Session {
+    /// Every page of a list, and (for a modern server) how long the result
+    /// stays fresh: the shortest `ttlMs` of its pages, 0 when absent.
+    pub(crate) async fn pages<P: Page>(
+        &self,
+        method: &'static str,
+    ) -> Result<(Vec<P::Item>, Option<Duration>), SessionError> {
+        let modern = self.inner.version.is_modern();
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        let mut ttl: Option<Duration> = None;
+        let timeout = self.inner.config.request_timeout;
+        for _ in 0..self.inner.config.max_list_pages {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page: P = self
+                .inner
+                .request(method, &params, timeout, &self.inner.context())
+                .await?;
+            let (page_items, next, extra) = page.into_parts();
+            if modern {
+                let page_ttl = CacheHints::of_map(&extra).ttl;
+                ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
+            }
+            items.extend(page_items);
+            match next {
+                None => return Ok((items, ttl)),
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(SessionError::InvalidResponse {
+                            method: method.into(),
+                            reason: format!(
+                                "the server repeated the cursor {next:?}; stopped paging"
+                            ),
+                        });
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(SessionError::InvalidResponse {
+            method: method.into(),
+            reason: format!(
+                "more than {} pages; stopped paging",
+                self.inner.config.max_list_pages
+            ),
+        })
+    }
+
+    /// A list from its cache, or fetched (every page) when missing, marked
+    /// stale, or past a modern server's TTL.
+    async fn cached_list<P: Page>(
+        &self,
+        method: &'static str,
+        cache: &ListCache<P::Item>,
+        stale: &AtomicBool,
+    ) -> Result<Arc<Vec<P::Item>>, SessionError> {
+        let mut slot = cache.slot.lock().await;
+        let invalidated = stale.swap(false, Ordering::AcqRel);
+        if let Some(c) = slot.as_ref() {
+            let expired = c.fresh_until.is_some_and(|t| Instant::now() >= t);
+            if !invalidated && !expired {
+                return Ok(Arc::clone(&c.items));
+            }
+        }
+        let (items, ttl) = self.pages::<P>(method).await?;
+        let items = Arc::new(items);
+        *slot = Some(Cached {
+            items: Arc::clone(&items),
+            fresh_until: ttl.map(|ttl| Instant::now() + ttl),
+        });
+        Ok(items)
+    }
+
+    fn require(&self, declared: bool, capability: &'static str) -> Result<(), SessionError> {
+        if declared {
+            Ok(())
+        } else {
+            Err(SessionError::NotSupported(capability))
+        }
+    }
+
+    fn has_resources(&self) -> Result<(), SessionError> {
+        self.require(
+            self.inner.init.capabilities.resources.is_some(),
+            "resources",
+        )
+    }
+
+    fn has_prompts(&self) -> Result<(), SessionError> {
+        self.require(self.inner.init.capabilities.prompts.is_some(), "prompts")
+    }
+
+    /// The server's resources: every page, cached until
+    /// `notifications/resources/list_changed` (or a modern server's TTL).
+    pub async fn list_resources(&self) -> Result<Arc<Vec<Resource>>, SessionError> {
+        self.has_resources()?;
+        let f = &self.inner.features;
+        self.cached_list::<ListResourcesResult>(
+            methods::RESOURCES_LIST,
+            &f.resources,
+            &self.inner.shared.stale.resources,
+        )
+        .await
+    }
+
+    /// The server's resource templates, cached like the resources.
+    pub async fn list_resource_templates(
+        &self,
+    ) -> Result<Arc<Vec<ResourceTemplate>>, SessionError> {
+        self.has_resources()?;
+        let f = &self.inner.features;
+        self.cached_list::<ListResourceTemplatesResult>(
+            methods::RESOURCES_TEMPLATES_LIST,
+            &f.templates,
+            &self.inner.shared.stale.templates,
+        )
+        .await
+    }
+
+    /// Asks for `notifications/resources/updated` about `uri` (revisions
+    /// before 2026-07-28, whose servers declare `resources.subscribe`; on
+    /// 2026-07-28 use [`listen`](Self::listen) with a resource filter). The
+    /// updates arrive through the notification listener.
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
+        self.resource_subscription(methods::RESOURCES_SUBSCRIBE, uri)
+            .await
+    }
+
+    /// Stops the updates [`subscribe_resource`](Self::subscribe_resource) asked for.
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
+        self.resource_subscription(methods::RESOURCES_UNSUBSCRIBE, uri)
+            .await
+    }
+
+    async fn resource_subscription(
+        &self,
+        method: &'static str,
+        uri: &str,
+    ) -> Result<(), SessionError> {
+        let subscribe = self
+            .inner
+            .init
+            .capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe)
+            == Some(true);
+        self.require(subscribe, "resources.subscribe")?;
+        if self.inner.version.is_modern() {
+            return Err(SessionError::NotSupported(
+                "resources/subscribe on 2026-07-28 (use listen with a resource filter)",
+            ));
+        }
+        let timeout = self.inner.config.request_timeout;
+        let _: serde_json::Value = self
+            .inner
+            .request(
+                method,
+                &json!({ "uri": uri }),
+                timeout,
+                &self.inner.named_context(uri),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The server's prompts: every page, cached until
+    /// `notifications/prompts/list_changed` (or a modern server's TTL).
+    pub async fn list_prompts(&self) -> Result<Arc<Vec<Prompt>>, SessionError> {
+        self.has_prompts()?;
+        let f = &self.inner.features;
+        self.cached_list::<ListPromptsResult>(
+            methods::PROMPTS_LIST,
+            &f.prompts,
+            &self.inner.shared.stale.prompts,
+        )
+        .await
+    }
+
+    /// Gets a prompt with these arguments. When the prompt is in the list,
+    /// the arguments are checked against its declared ones first (required
+    /// ones present, none undeclared): a mistake is
+    /// [`SessionError::InvalidPromptArguments`] and nothing is sent. A
+    /// prompt the list does not hold is sent as asked (the server decides).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, SessionError> {
+        let prompts = self.list_prompts().await?;
+        if let Some(prompt) = prompts.iter().find(|p| p.name == name) {
+            prompt.check_arguments(&arguments).map_err(|problems| {
+                SessionError::InvalidPromptArguments {
+                    prompt: name.to_owned(),
+                    problems,
+                }
+            })?;
+        }
+        let params = GetPromptParams {
+            name: name.to_owned(),
+            arguments: (!arguments.is_empty()).then_some(arguments),
+            meta: None,
+            extra: Extra::new(),
+        };
+        let timeout = self.inner.config.request_timeout;
+        self.inner
+            .request(
+                methods::PROMPTS_GET,
+                &params,
+                timeout,
+                &self.inner.named_context(name),
+            )
+            .await
+    }
+
+    /// Suggestions for an argument of a prompt or a variable of a resource
+    /// template, given what was typed (`value`) and the arguments already
+    /// chosen (`context`, 2025-06-18 and later).
+    pub async fn complete(
+        &self,
+        reference: CompletionReference,
+        argument: &str,
+        value: &str,
+        context: BTreeMap<String, String>,
+    ) -> Result<Completion, SessionError> {
+        self.require(
+            self.inner.init.capabilities.completions.is_some(),
+            "completions",
+        )?;
+        let params = CompleteParams {
+            reference,
+            argument: CompletionArgument {
+                name: argument.to_owned(),
+                value: value.to_owned(),
+            },
+            context: (!context.is_empty()).then_some(CompletionContext {
+                arguments: Some(context),
+            }),
+            meta: None,
+        };
+        let timeout = self.inner.config.request_timeout;
+        let result: CompleteResult = self
+            .inner
+            .request(
+                methods::COMPLETION_COMPLETE,
+                &params,
+                timeout,
+                &self.inner.context(),
+            )
+            .await?;
+        Ok(result.completion)
+    }
+}
