@@ -16,7 +16,7 @@ use crate::target::targets;
 use crate::{ShowArgs, TargetArgs};
 
 /// Connects to the one target the options name, or explains why not.
-async fn connect_one(
+pub(crate) async fn connect_one(
     args: &TargetArgs,
     show: ShowArgs,
     style: Style,

@@ -21,6 +21,7 @@ mod auth;
 mod config;
 mod diagnosis;
 mod direct;
+mod features;
 mod output;
 mod probe;
 mod report;
@@ -51,6 +52,18 @@ enum Command {
     Tools(ToolsArgs),
     /// Call one tool (with --config: by its SERVER__TOOL name).
     Call(CallArgs),
+    /// List a server's resources and resource templates (with --config: one
+    /// server, --server NAME).
+    Resources(ToolsArgs),
+    /// Read a resource (text printed; binary contents summarized, or
+    /// written with --out FILE).
+    Read(features::ReadArgs),
+    /// List a server's prompts and their arguments.
+    Prompts(ToolsArgs),
+    /// Get a prompt with arguments (checked against the prompt's own first).
+    Prompt(features::PromptArgs),
+    /// Suggest values for a prompt argument or a resource template variable.
+    Complete(features::CompleteArgs),
     /// Check or show a config file.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -208,6 +221,11 @@ fn main() -> ExitCode {
         )),
         Command::Tools(a) => run_async(direct::tools(a.target, a.show, style)),
         Command::Call(a) => run_async(direct::call(a.target, a.show, style, a.tool, a.args)),
+        Command::Resources(a) => run_async(features::resources(a.target, a.show, style)),
+        Command::Read(a) => run_async(features::read(a, style)),
+        Command::Prompts(a) => run_async(features::prompts(a.target, a.show, style)),
+        Command::Prompt(a) => run_async(features::prompt(a, style)),
+        Command::Complete(a) => run_async(features::complete(a, style)),
         Command::Config(c) => config::run(c, style),
         Command::Login(a) => run_async(auth::login(a, style)),
         Command::Logout(a) => auth::logout(&a, style),

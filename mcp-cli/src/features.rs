@@ -1,0 +1,343 @@
+//! `mcp resources`, `mcp read`, `mcp prompts`, `mcp prompt` and
+//! `mcp complete`: what a server offers beside tools, on one server
+//! (`--stdio`, `--url`, or `--config` with `--server`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use mcp_session::types::{CompletionReference, Content, ResourceContents};
+use mcp_session::{Session, SessionError};
+use serde_json::{Value, json};
+
+use crate::direct::connect_one;
+use crate::output::{Style, printable, summarize, usage_error};
+use crate::{ShowArgs, TargetArgs};
+
+/// `mcp read`.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    #[command(flatten)]
+    pub(crate) show: ShowArgs,
+    /// The resource's URI.
+    pub(crate) uri: String,
+    /// Write the contents to this file (binary contents as bytes) instead
+    /// of printing them.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) out: Option<PathBuf>,
+}
+
+/// `mcp prompt`.
+#[derive(Debug, Args)]
+pub(crate) struct PromptArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    #[command(flatten)]
+    pub(crate) show: ShowArgs,
+    /// The prompt's name.
+    pub(crate) name: String,
+    /// Its arguments, a JSON object of strings.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub(crate) args: String,
+}
+
+/// `mcp complete`.
+#[derive(Debug, Args)]
+pub(crate) struct CompleteArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    #[command(flatten)]
+    pub(crate) show: ShowArgs,
+    /// Complete an argument of this prompt.
+    #[arg(
+        long,
+        value_name = "NAME",
+        conflicts_with = "resource",
+        required_unless_present = "resource"
+    )]
+    pub(crate) prompt: Option<String>,
+    /// Complete a variable of this resource template (`test://{id}`).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub(crate) resource: Option<String>,
+    /// The argument or variable.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) arg: String,
+    /// What has been typed so far.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub(crate) value: String,
+    /// Arguments already chosen, a JSON object of strings.
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub(crate) context: String,
+}
+
+/// A JSON object of strings (`--args`, `--context`).
+fn string_map(flag: &str, text: &str) -> Result<BTreeMap<String, String>, String> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("{flag} is not JSON: {e}"))?;
+    let Value::Object(map) = value else {
+        return Err(format!("{flag} must be a JSON object of strings"));
+    };
+    map.into_iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k, s)),
+            other => Err(format!(
+                "{flag}: `{k}` must be a string (prompt arguments are strings), not {other}"
+            )),
+        })
+        .collect()
+}
+
+async fn session(target: &TargetArgs, show: ShowArgs, style: Style) -> Result<Session, ExitCode> {
+    connect_one(target, show, style).await.map(|(s, _)| s)
+}
+
+fn failed(style: Style, what: &str, e: &SessionError) -> ExitCode {
+    eprintln!("{} {what}: {e}", style.fail("✗"));
+    ExitCode::FAILURE
+}
+
+fn print_json(value: Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    );
+}
+
+/// `mcp resources`: the resources and the resource templates.
+pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let s = match session(&target, show, style).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let listed = s.list_resources().await;
+    let templates = s.list_resource_templates().await;
+    s.close().await;
+    let resources = match listed {
+        Ok(r) => r,
+        Err(e) => return failed(style, "resources/list", &e),
+    };
+    // A server may list resources and refuse templates (older ones).
+    let templates = templates.unwrap_or_default();
+    if show.json {
+        print_json(json!({"resources": &*resources, "resourceTemplates": &*templates}));
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "{} resources, {} templates",
+        resources.len(),
+        templates.len()
+    );
+    for r in resources.iter() {
+        let mut facts = Vec::new();
+        if let Some(m) = &r.mime_type {
+            facts.push(m.clone());
+        }
+        if let Some(n) = r.size {
+            facts.push(format!("{n} bytes"));
+        }
+        let name = r.title.as_deref().unwrap_or(&r.name);
+        println!(
+            "{}  {}{}",
+            style.bold(&printable(&r.uri)),
+            printable(&summarize(name, 80, show.full)),
+            if facts.is_empty() {
+                String::new()
+            } else {
+                style.dim(&format!("  [{}]", facts.join(", ")))
+            }
+        );
+    }
+    for t in templates.iter() {
+        println!(
+            "{}  {}  {}",
+            style.bold(&printable(&t.uri_template)),
+            printable(&t.name),
+            style.dim(&format!("(template: {})", t.variables().join(", ")))
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mcp read URI`.
+pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
+    let s = match session(&a.target, a.show, style).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let result = s.read_resource(&a.uri).await;
+    s.close().await;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return failed(style, "resources/read", &e),
+    };
+    if let Some(path) = &a.out {
+        let mut bytes = Vec::new();
+        for c in &result.contents {
+            match c {
+                ResourceContents::Text(t) => bytes.extend_from_slice(t.text.as_bytes()),
+                ResourceContents::Blob(b) => match b.bytes() {
+                    Ok(data) => bytes.extend(data),
+                    Err(e) => {
+                        eprintln!(
+                            "{} {}: the blob is not base64 ({e})",
+                            style.fail("✗"),
+                            b.uri
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                },
+                _ => {}
+            }
+        }
+        return match std::fs::write(path, &bytes) {
+            Ok(()) => {
+                eprintln!("wrote {} bytes to {}", bytes.len(), path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{} cannot write {}: {e}", style.fail("✗"), path.display());
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if a.show.json {
+        print_json(serde_json::to_value(&result).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    for c in &result.contents {
+        match c {
+            ResourceContents::Text(t) => {
+                println!("{}", printable(&summarize(&t.text, 4000, a.show.full)))
+            }
+            ResourceContents::Blob(b) => println!(
+                "[{} bytes of {} from {}; --out FILE writes them]",
+                b.decoded_len(),
+                b.mime_type.as_deref().unwrap_or("binary data"),
+                printable(&b.uri)
+            ),
+            other => println!("[contents of an unknown kind from {:?}]", other.uri()),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mcp prompts`.
+pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let s = match session(&target, show, style).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let listed = s.list_prompts().await;
+    s.close().await;
+    let prompts = match listed {
+        Ok(p) => p,
+        Err(e) => return failed(style, "prompts/list", &e),
+    };
+    if show.json {
+        print_json(serde_json::to_value(&*prompts).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    for p in prompts.iter() {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .flatten()
+            .map(|a| match a.required {
+                Some(true) => a.name.clone(),
+                _ => format!("[{}]", a.name),
+            })
+            .collect();
+        let description = p
+            .description
+            .as_deref()
+            .and_then(|d| d.lines().next())
+            .unwrap_or_default();
+        println!(
+            "{}({})  {}",
+            style.bold(&printable(&p.name)),
+            printable(&args.join(", ")),
+            printable(&summarize(description, 100, show.full))
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mcp prompt NAME --args '{…}'`.
+pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
+    let arguments = match string_map("--args", &a.args) {
+        Ok(m) => m,
+        Err(e) => return usage_error(&e),
+    };
+    let s = match session(&a.target, a.show, style).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let result = s.get_prompt(&a.name, arguments).await;
+    s.close().await;
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => return failed(style, "prompts/get", &e),
+    };
+    if a.show.json {
+        print_json(serde_json::to_value(&result).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    if let Some(d) = &result.description {
+        println!("{}", style.dim(&printable(d)));
+    }
+    for m in &result.messages {
+        let text = match &m.content {
+            Content::Text(t) => printable(&summarize(&t.text, 4000, a.show.full)),
+            other => format!("[{} content]", other.kind()),
+        };
+        println!("{}: {text}", style.bold(&printable(&m.role)));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mcp complete`.
+pub(crate) async fn complete(a: CompleteArgs, style: Style) -> ExitCode {
+    let context = match string_map("--context", &a.context) {
+        Ok(m) => m,
+        Err(e) => return usage_error(&e),
+    };
+    let reference = match (&a.prompt, &a.resource) {
+        (Some(name), None) => CompletionReference::Prompt { name: name.clone() },
+        (None, Some(uri)) => CompletionReference::Resource { uri: uri.clone() },
+        _ => return usage_error("give --prompt NAME or --resource TEMPLATE"),
+    };
+    let s = match session(&a.target, a.show, style).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let result = s.complete(reference, &a.arg, &a.value, context).await;
+    s.close().await;
+    let completion = match result {
+        Ok(c) => c,
+        Err(e) => return failed(style, "completion/complete", &e),
+    };
+    if a.show.json {
+        print_json(serde_json::to_value(&completion).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    for v in &completion.values {
+        println!("{}", printable(v));
+    }
+    if completion.has_more == Some(true) {
+        let total = completion
+            .total
+            .map(|t| format!(" of {t}"))
+            .unwrap_or_default();
+        eprintln!(
+            "{}",
+            style.dim(&format!(
+                "({} shown{total}; type more to narrow)",
+                completion.values.len()
+            ))
+        );
+    }
+    ExitCode::SUCCESS
+}
