@@ -161,18 +161,14 @@ async fn run(
 async fn browse(session: &Session) {
     let caps = &session.server().capabilities;
     if caps.resources.is_some() {
-        match session.request("resources/list", None, None).await {
-            Ok(raw) => {
-                let list: Value = serde_json::from_str(raw.get()).unwrap_or_default();
-                let first = list
-                    .get("resources")
-                    .and_then(|r| r.get(0))
-                    .and_then(|r| r.get("uri"))
-                    .and_then(Value::as_str);
-                if let Some(uri) = first {
-                    match session.read_resource(uri).await {
-                        Ok(r) => eprintln!("read {uri}: {} content item(s)", r.contents.len()),
-                        Err(e) => eprintln!("read {uri}: {e}"),
+        match session.list_resources().await {
+            Ok(resources) => {
+                if let Some(first) = resources.first() {
+                    match session.read_resource(&first.uri).await {
+                        Ok(r) => {
+                            eprintln!("read {}: {} content item(s)", first.uri, r.contents.len())
+                        }
+                        Err(e) => eprintln!("read {}: {e}", first.uri),
                     }
                 }
             }
@@ -180,25 +176,20 @@ async fn browse(session: &Session) {
         }
     }
     if caps.prompts.is_some() {
-        match session.request("prompts/list", None, None).await {
-            Ok(raw) => {
-                let list: Value = serde_json::from_str(raw.get()).unwrap_or_default();
-                if let Some(prompt) = list.get("prompts").and_then(|p| p.get(0)) {
-                    let name = prompt.get("name").and_then(Value::as_str).unwrap_or("");
+        match session.list_prompts().await {
+            Ok(prompts) => {
+                if let Some(prompt) = prompts.first() {
                     // Required arguments get a placeholder value.
-                    let arguments: serde_json::Map<String, Value> = prompt
-                        .get("arguments")
-                        .and_then(Value::as_array)
-                        .into_iter()
+                    let arguments = prompt
+                        .arguments
+                        .iter()
                         .flatten()
-                        .filter(|a| a.get("required").and_then(Value::as_bool) == Some(true))
-                        .filter_map(|a| a.get("name").and_then(Value::as_str))
-                        .map(|n| (n.to_string(), Value::from("example")))
+                        .filter(|a| a.required == Some(true))
+                        .map(|a| (a.name.clone(), "example".to_owned()))
                         .collect();
-                    let params = serde_json::json!({"name": name, "arguments": arguments});
-                    match session.request("prompts/get", Some(params), None).await {
-                        Ok(_) => eprintln!("got prompt {name}"),
-                        Err(e) => eprintln!("prompts/get {name}: {e}"),
+                    match session.get_prompt(&prompt.name, arguments).await {
+                        Ok(_) => eprintln!("got prompt {}", prompt.name),
+                        Err(e) => eprintln!("prompts/get {}: {e}", prompt.name),
                     }
                 }
             }

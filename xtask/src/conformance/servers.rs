@@ -56,7 +56,9 @@ struct Target {
     /// `everything/stdio` …
     id: String,
     start: Start,
-    /// Arguments for tools whose schema alone does not say enough (paths).
+    /// Arguments for tools whose schema alone does not say enough (paths),
+    /// and (named `prompt:NAME`) for prompts whose required arguments the
+    /// server offers no completion for.
     arguments: Vec<(&'static str, Value)>,
     /// Calls made first, so that the safe calls find something (not checked
     /// as rows of their own).
@@ -158,6 +160,11 @@ fn everything_arguments() -> Vec<(&'static str, Value)> {
         ("echo", json!({"message": "hello from mcp-client-rs"})),
         ("get-sum", json!({"a": 2, "b": 3})),
         ("get-structured-content", json!({"location": "Chicago"})),
+        // Documented: a positive integer (the template's id), no completion.
+        (
+            "prompt:resource-prompt",
+            json!({"resourceType": "Text", "resourceId": "1"}),
+        ),
     ]
 }
 
@@ -465,11 +472,121 @@ async fn check(target: Target, logs: &Path) -> Vec<Row> {
         invalid_arguments(&session, &tools).await,
     ));
 
+    // Beside tools: what the server declares, each checked.
+    let caps = session.server().capabilities.clone();
+    if caps.resources.is_some() {
+        rows.push(Row::from_result(
+            row("resources"),
+            resources(&session).await,
+        ));
+    }
+    if caps.prompts.is_some() {
+        rows.push(Row::from_result(
+            row("prompts"),
+            prompts(&session, &target.arguments).await,
+        ));
+    }
+
     rows.push(Row::from_result(
         row("shutdown"),
         shutdown(session, running).await,
     ));
     rows
+}
+
+/// Lists every resource and template and reads every resource (text and
+/// blob contents checked to be what they claim).
+async fn resources(session: &Session) -> Result<String, String> {
+    use mcp_session::types::ResourceContents;
+    let listed = session
+        .list_resources()
+        .await
+        .map_err(|e| format!("resources/list: {e}"))?;
+    let templates = session
+        .list_resource_templates()
+        .await
+        .map_err(|e| format!("resources/templates/list: {e}"))?;
+    let (mut texts, mut blobs) = (0usize, 0usize);
+    for r in listed.iter() {
+        let read = session
+            .read_resource(&r.uri)
+            .await
+            .map_err(|e| format!("resources/read {}: {e}", r.uri))?;
+        if read.contents.is_empty() {
+            return Err(format!("resources/read {}: no contents", r.uri));
+        }
+        for c in &read.contents {
+            match c {
+                ResourceContents::Text(_) => texts += 1,
+                ResourceContents::Blob(b) => {
+                    b.bytes()
+                        .map_err(|e| format!("{}: a blob that is not base64 ({e})", r.uri))?;
+                    blobs += 1;
+                }
+                other => return Err(format!("{}: contents of an unknown kind: {other:?}", r.uri)),
+            }
+        }
+    }
+    Ok(format!(
+        "{} resources read ({texts} text, {blobs} blob contents), {} templates",
+        listed.len(),
+        templates.len()
+    ))
+}
+
+/// Lists every prompt and gets each, its required arguments filled with
+/// the target's documented values, else the server's own first completion
+/// (or a placeholder where it offers none).
+async fn prompts(session: &Session, given: &[(&str, Value)]) -> Result<String, String> {
+    use std::collections::BTreeMap;
+
+    use mcp_session::types::CompletionReference;
+    let listed = session
+        .list_prompts()
+        .await
+        .map_err(|e| format!("prompts/list: {e}"))?;
+    let completes = session.server().capabilities.completions.is_some();
+    let mut completed = 0usize;
+    for p in listed.iter() {
+        let mut arguments = BTreeMap::new();
+        let key = format!("prompt:{}", p.name);
+        let known = given.iter().find(|(n, _)| *n == key).map(|(_, v)| v);
+        for a in p.arguments.iter().flatten() {
+            if let Some(v) = known.and_then(|k| k.get(&a.name)).and_then(Value::as_str) {
+                arguments.insert(a.name.clone(), v.to_owned());
+                continue;
+            }
+            if a.required != Some(true) {
+                continue;
+            }
+            let mut value = "example".to_owned();
+            if completes {
+                let reference = CompletionReference::Prompt {
+                    name: p.name.clone(),
+                };
+                let c = session
+                    .complete(reference, &a.name, "", arguments.clone())
+                    .await
+                    .map_err(|e| format!("completion/complete {}.{}: {e}", p.name, a.name))?;
+                if let Some(first) = c.values.first() {
+                    value = first.clone();
+                    completed += 1;
+                }
+            }
+            arguments.insert(a.name.clone(), value);
+        }
+        let got = session
+            .get_prompt(&p.name, arguments)
+            .await
+            .map_err(|e| format!("prompts/get {}: {e}", p.name))?;
+        if got.messages.is_empty() {
+            return Err(format!("prompts/get {}: no messages", p.name));
+        }
+    }
+    Ok(format!(
+        "{} prompts got; {completed} required arguments filled from the server's completions",
+        listed.len()
+    ))
 }
 
 /// Walks every page of tools/list by hand, then lets the session do it, and
