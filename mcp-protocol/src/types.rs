@@ -137,6 +137,38 @@ pub struct PromptsCapability {
     pub extra: Extra,
 }
 
+/// A root the client exposes to servers (`roots/list`): a folder or file
+/// they may work in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Root {
+    /// Its URI (`file:///home/me/project`).
+    pub uri: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Root {
+    /// A root at this URI, with a name.
+    pub fn new(uri: impl Into<String>, name: Option<String>) -> Self {
+        Root {
+            uri: uri.into(),
+            name,
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// `roots/list` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListRootsResult {
+    /// The roots.
+    pub roots: Vec<Root>,
+}
+
 /// `initialize` parameters.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -60,6 +60,12 @@ pub enum ServerNotification {
     PromptsListChanged,
     /// A subscribed resource changed (read it again to see how).
     ResourceUpdated(mcp_protocol::types::ResourceUpdatedParams),
+    /// A URL-mode elicitation finished (`notifications/elicitation/complete`,
+    /// 2025-11-25): the user did what the page asked.
+    ElicitationComplete {
+        /// The elicitation's id.
+        elicitation_id: String,
+    },
     /// A log message.
     Log(LoggingMessageParams),
     /// The server cancelled a request it had sent us.

@@ -327,6 +327,35 @@ impl Session {
             .await
     }
 
+    /// Tells the server the roots changed
+    /// (`notifications/roots/list_changed`); it asks for them again.
+    pub async fn roots_changed(&self) -> Result<(), SessionError> {
+        self.notify(methods::ROOTS_LIST_CHANGED, None).await
+    }
+
+    /// Sets the level of the log messages the server sends
+    /// (`logging/setLevel`; deprecated in 2026-07-28, whose servers log
+    /// through other means). The messages reach `tracing` (`server log`
+    /// events at their level, with the server's name) and the
+    /// notification listener.
+    pub async fn set_log_level(
+        &self,
+        level: mcp_protocol::types::LoggingLevel,
+    ) -> Result<(), SessionError> {
+        self.require(self.inner.init.capabilities.logging.is_some(), "logging")?;
+        let timeout = self.inner.config.request_timeout;
+        let _: serde_json::Value = self
+            .inner
+            .request(
+                methods::LOGGING_SET_LEVEL,
+                &json!({ "level": level }),
+                timeout,
+                &self.inner.context(),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// Suggestions for an argument of a prompt or a variable of a resource
     /// template, given what was typed (`value`) and the arguments already
     /// chosen (`context`, 2025-06-18 and later).

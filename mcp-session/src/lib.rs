@@ -56,6 +56,7 @@
 //!
 //! See the crate's tests for complete exchanges.
 
+mod client_handlers;
 mod config;
 mod connect;
 mod error;
@@ -75,6 +76,7 @@ mod tools;
 pub use mcp_protocol as protocol;
 pub use mcp_protocol::types;
 
+pub use client_handlers::{ClientHandlers, Elicitor, RootsProvider, Sampler};
 pub use config::{
     CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
     ServerNotification, SessionConfig,

@@ -383,6 +383,16 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
             shared.stale.prompts.store(true, Ordering::Release);
             ServerNotification::PromptsListChanged
         }
+        methods::ELICITATION_COMPLETE => {
+            match parse("elicitation completion").and_then(|v| {
+                v.get("elicitationId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            }) {
+                Some(elicitation_id) => ServerNotification::ElicitationComplete { elicitation_id },
+                None => return,
+            }
+        }
         methods::RESOURCES_UPDATED => {
             match parse("resource update")
                 .and_then(|v| serde_json::from_value::<ResourceUpdatedParams>(v).ok())

@@ -152,6 +152,12 @@ fn check(compiled: &Compiled, value: &Value) -> Checked {
     }
 }
 
+/// Checks one value against a schema, compiled for this check alone (an
+/// elicitation answer against its requested schema).
+pub(crate) fn check_once(schema: &Value, value: &Value) -> Checked {
+    check(&compile(schema), value)
+}
+
 impl CatalogTool {
     fn new(tool: Tool) -> Self {
         CatalogTool {
