@@ -384,7 +384,76 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
             }
         }
     }
+    probe_features(&session, &mut report).await;
     finish(report, &session, &probed).await
+}
+
+/// What the server offers beside tools, when it declares any: the counts
+/// of resources, templates and prompts, and one safe probe of each (the
+/// first resource read; the first prompt that needs no argument got).
+async fn probe_features(session: &Session, report: &mut Report) {
+    let caps = &session.server().capabilities;
+    if caps.resources.is_none() && caps.prompts.is_none() {
+        return;
+    }
+    let t0 = Instant::now();
+    let mut facts = Vec::new();
+    let mut problems = Vec::new();
+    if caps.resources.is_some() {
+        match session.list_resources().await {
+            Ok(resources) => {
+                facts.push(format!("{} resources", resources.len()));
+                if let Some(first) = resources.first() {
+                    match session.read_resource(&first.uri).await {
+                        Ok(r) => facts.push(format!(
+                            "read {} ({} content item(s))",
+                            printable(&first.uri),
+                            r.contents.len()
+                        )),
+                        Err(e) => problems.push(format!("resources/read {}: {e}", first.uri)),
+                    }
+                }
+            }
+            Err(e) => problems.push(format!("resources/list: {e}")),
+        }
+        match session.list_resource_templates().await {
+            Ok(t) => facts.push(format!("{} templates", t.len())),
+            Err(e) => problems.push(format!("resources/templates/list: {e}")),
+        }
+    }
+    if caps.prompts.is_some() {
+        match session.list_prompts().await {
+            Ok(prompts) => {
+                facts.push(format!("{} prompts", prompts.len()));
+                let free = prompts.iter().find(|p| {
+                    !p.arguments
+                        .iter()
+                        .flatten()
+                        .any(|a| a.required == Some(true))
+                });
+                if let Some(p) = free {
+                    match session.get_prompt(&p.name, Default::default()).await {
+                        Ok(got) => facts.push(format!(
+                            "got {} ({} message(s))",
+                            printable(&p.name),
+                            got.messages.len()
+                        )),
+                        Err(e) => problems.push(format!("prompts/get {}: {e}", p.name)),
+                    }
+                }
+            }
+            Err(e) => problems.push(format!("prompts/list: {e}")),
+        }
+    }
+    let (status, mut detail) = if problems.is_empty() {
+        (Status::Pass, facts.join(" · "))
+    } else {
+        (Status::Warn, problems.join("; "))
+    };
+    if status == Status::Warn && !facts.is_empty() {
+        detail = format!("{detail} ({})", facts.join(" · "));
+    }
+    report.step("resources/prompts", status, Some(t0.elapsed()), detail);
 }
 
 /// Closes the session, reporting how the server ended.
