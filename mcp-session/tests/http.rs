@@ -150,7 +150,7 @@ async fn a_subscription_over_http_is_acknowledged_and_dropping_it_closes_its_str
         )
         .await
         .unwrap();
-    // The testkit can only promise tool list changes.
+    // The testkit has no file:///x: it promises tool list changes only.
     assert_eq!(
         subscription.acknowledged(),
         &SubscriptionFilter::new().tools_list_changed()

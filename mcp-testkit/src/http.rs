@@ -223,6 +223,9 @@ struct Shared {
     connections: Mutex<JoinSet<()>>,
     /// The OAuth side, when [`HttpServerOptions::oauth`] is set.
     oauth: Option<oauth::OAuth>,
+    /// The resources every session and request instance shares: a change
+    /// one makes is announced to the subscribers of the others.
+    world: Arc<crate::resources::World>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -230,11 +233,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// The resources shared by the instances.
+    fn world(&self) -> Option<Arc<crate::resources::World>> {
+        Some(Arc::clone(&self.world))
+    }
+
     /// A new session with an id of its own, registered.
     fn new_session(&self, kind: SessionKind) -> Arc<Session> {
         let n = self.next_session.fetch_add(1, Ordering::Relaxed) + 1;
         let id = format!("testkit-session-{n}-{:x}", std::process::id());
-        let session = Session::start(id.clone(), kind, self.options.server.clone());
+        let session = Session::start(id.clone(), kind, self.options.server.clone(), self.world());
         lock(&self.sessions).insert(id, Arc::clone(&session));
         session
     }
@@ -301,6 +309,7 @@ impl HttpServer {
             .oauth
             .clone()
             .map(|o| oauth::OAuth::new(o, addr, options.mode));
+        let world = Arc::new(crate::resources::World::new(&options.server));
         let shared = Arc::new(Shared {
             options,
             sessions: Mutex::default(),
@@ -309,6 +318,7 @@ impl HttpServer {
             expired_once: AtomicBool::new(false),
             stats: HttpStats::default(),
             connections: Mutex::new(JoinSet::new()),
+            world,
             oauth,
         });
         let accept_shared = Arc::clone(&shared);

@@ -12,7 +12,8 @@
 //!
 //! Well-behaved, it answers `initialize` (echoing a supported requested
 //! version, else `2025-11-25`), `ping`, `logging/setLevel`, `tools/list`
-//! (paginated with [`ServerOptions::page_size`]) and `tools/call`, handles
+//! (paginated with [`ServerOptions::page_size`]), `tools/call`, and the
+//! resource, prompt and completion methods below, handles
 //! `notifications/cancelled` (a cancelled call gets no response) and runs calls
 //! concurrently. Its tools:
 //!
@@ -26,12 +27,41 @@
 //! | `progress` | `steps`, `intervalMs?` | `notifications/progress` per step when the call has a progress token |
 //! | `get_env` | `name` | the variable's value, or `isError: true` when unset |
 //! | `bad_output` | — | `structuredContent` that violates its own `outputSchema` |
+//! | `touch_resource` | `uri` | a new revision of the resource; `notifications/resources/updated` to its subscribers |
+//! | `add_resource` | — | adds `test://added/N`; `notifications/resources/list_changed` |
 //! | `ask_name` (2026-07-28 only) | — | an `input_required` result asking for a name (elicitation), then `hello NAME` on the retry |
 //! | `route` (2026-07-28 only) | `query`, `region?`, `shard?` | where the query would run; `region` and `shard` carry `x-mcp-header` (`Mcp-Param-Region`, `Mcp-Param-Shard` over HTTP) |
 //! | `bad_header` (2026-07-28 only) | `weight?` | an invalid `x-mcp-header` (on a `number`): a conforming HTTP client drops the tool |
 //!
-//! So a legacy client sees the 8 tools of [`TOOL_NAMES`], a modern one the
-//! 11 of [`MODERN_TOOL_NAMES`] (10 after an HTTP client drops `bad_header`).
+//! So a legacy client sees the 10 tools of [`TOOL_NAMES`], a modern one the
+//! 13 of [`MODERN_TOOL_NAMES`] (12 after an HTTP client drops `bad_header`).
+//!
+//! It also serves resources, prompts and completion, in every era
+//! (capabilities `resources: {subscribe, listChanged}`, `prompts:
+//! {listChanged}`, `completions: {}`):
+//!
+//! - `resources/list` (paged like `tools/list`): `test://text/1` …
+//!   `test://text/N` (text; N is [`ServerOptions::resource_count`]),
+//!   `test://blob/1` (eight bytes that are not UTF-8), `test://blob/large`
+//!   ([`ServerOptions::blob_bytes`] bytes), then any `add_resource` added.
+//!   `resources/templates/list`: `test://text/{id}` and
+//!   `test://greeting/{name}`; `resources/read` reads any URI they match
+//!   (`test://greeting/bob` is `Hello, bob!`). An unknown URI is `-32002`
+//!   (`-32602` in 2026-07-28), `data: {"uri"}`.
+//! - Updates: before 2026-07-28 `resources/subscribe`/`unsubscribe`, and
+//!   every connection that sent `initialize` hears of list changes; in
+//!   2026-07-28 `subscriptions/listen` with `resourceSubscriptions` and
+//!   `resourcesListChanged` (notifications tagged with the subscription id).
+//!   An HTTP server's sessions and requests share one set of resources.
+//! - Prompts ([`PROMPT_NAMES`]): `greeting` (`name`), `review` (`code`,
+//!   `style?`; two messages), `scaffold` (`framework`, `language`); a missing
+//!   required argument or an unknown prompt is `-32602` naming it.
+//! - `completion/complete`: `review`'s `style` (concise, detailed,
+//!   friendly), `greeting`'s and `test://greeting/{name}`'s `name`,
+//!   `scaffold`'s `framework` and `language` (only the framework's languages
+//!   when `context.arguments.framework` names one), `test://text/{id}`'s
+//!   `id`; filtered by prefix ignoring case, at most 100 values, with
+//!   `total` and `hasMore`.
 //!
 //! Arguments that break a tool's input schema (missing, wrong type, out of
 //! range) and unknown tools get `-32602` with `data: {"field", "reason"}`;
@@ -88,15 +118,18 @@ use tokio::io::{AsyncRead, AsyncWrite};
 #[cfg(feature = "http")]
 pub mod http;
 mod options;
+mod prompts;
+mod resources;
 #[cfg(feature = "runtime")]
 mod runtime;
 mod server;
 mod tools;
 
 pub use options::{
-    ArgsError, DEFAULT_DRAIN_MS, DEFAULT_FLOOD_COUNT, DEFAULT_LATE_MS, DEFAULT_OVERSIZE_BYTES, Era,
-    HELP, Misbehaviour, ServerOptions,
+    ArgsError, DEFAULT_BLOB_BYTES, DEFAULT_DRAIN_MS, DEFAULT_FLOOD_COUNT, DEFAULT_LATE_MS,
+    DEFAULT_OVERSIZE_BYTES, DEFAULT_RESOURCE_COUNT, Era, HELP, Misbehaviour, ServerOptions,
 };
+pub use prompts::PROMPT_NAMES;
 pub use server::{BOGUS_PROTOCOL_VERSION, EXIT_IMMEDIATELY_MESSAGE, SERVER_NAME};
 pub use tools::{MODERN_TOOL_NAMES, TOOL_NAMES};
 
@@ -119,7 +152,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    server::serve_on(options, reader, writer, server::Host::InMemory).await
+    server::serve_on(options, None, reader, writer, server::Host::InMemory).await
 }
 
 /// Serves MCP over this process's stdin and stdout, logging to stderr.
@@ -132,6 +165,7 @@ where
 pub async fn serve_stdio(options: ServerOptions) -> io::Result<()> {
     server::serve_on(
         options,
+        None,
         tokio::io::stdin(),
         tokio::io::stdout(),
         server::Host::Process,

@@ -17,6 +17,10 @@ pub const DEFAULT_LATE_MS: u64 = 3000;
 pub const DEFAULT_FLOOD_COUNT: usize = 1000;
 /// How long calls still running when the input ends may finish, by default, in milliseconds.
 pub const DEFAULT_DRAIN_MS: u64 = 1000;
+/// How many text resources (`test://text/1` …) `resources/list` shows, by default.
+pub const DEFAULT_RESOURCE_COUNT: usize = 3;
+/// The size of the `test://blob/large` resource, by default: 1 KiB.
+pub const DEFAULT_BLOB_BYTES: usize = 1024;
 
 /// One way the server can misbehave. Select with `--misbehave NAME` (repeatable).
 ///
@@ -205,7 +209,9 @@ impl FromStr for Misbehaviour {
 pub struct ServerOptions {
     /// The misbehaviours to show (`--misbehave NAME`, repeatable or comma-separated).
     pub misbehaviours: Vec<Misbehaviour>,
-    /// Tools per `tools/list` page (`--page-size N`); `None`: all in one page.
+    /// Entries per page of `tools/list`, `resources/list`,
+    /// `resources/templates/list` and `prompts/list` (`--page-size N`);
+    /// `None`: all in one page.
     pub page_size: Option<NonZeroUsize>,
     /// The folder `read_file` is confined to (`--workspace DIR`); `None`: the
     /// current directory when serving starts.
@@ -226,6 +232,11 @@ pub struct ServerOptions {
     pub drain_ms: u64,
     /// Which protocol revisions the server speaks (`--era legacy|modern|dual`).
     pub era: Era,
+    /// How many text resources `resources/list` shows (`--resource-count N`):
+    /// `test://text/1` to `test://text/N`, before the two blobs.
+    pub resource_count: usize,
+    /// The size in bytes of the `test://blob/large` resource (`--blob-bytes N`).
+    pub blob_bytes: usize,
 }
 
 /// Which protocol revisions the server speaks.
@@ -267,6 +278,8 @@ impl Default for ServerOptions {
             flood_count: DEFAULT_FLOOD_COUNT,
             drain_ms: DEFAULT_DRAIN_MS,
             era: Era::Legacy,
+            resource_count: DEFAULT_RESOURCE_COUNT,
+            blob_bytes: DEFAULT_BLOB_BYTES,
         }
     }
 }
@@ -305,7 +318,8 @@ Usage: mcp-testkit [OPTIONS]
 Options:
   --misbehave NAME        misbehave in one way (repeatable, or comma-separated names)
   --list-misbehaviours    list the misbehaviours and exit
-  --page-size N           tools per tools/list page (default: all in one page)
+  --page-size N           entries per page of tools/list, resources/list, resources/templates/list
+                          and prompts/list (default: all in one page)
   --workspace DIR         the folder read_file is confined to (default: the current dir)
   --instance-log FILE     append `start <pid>` and `initialize <pid>` lines to FILE
   --oversize-bytes N      line length for oversized-line (default 17825792)
@@ -314,6 +328,8 @@ Options:
   --drain-ms N            when stdin ends, let running calls finish for N ms (default 1000)
   --era legacy|modern|dual  protocol revisions spoken: the initialize handshake (default),
                           2026-07-28 only (server/discover, _meta, multi-round-trip), or both
+  --resource-count N      text resources test://text/1..N in resources/list (default 3)
+  --blob-bytes N          size of the test://blob/large resource in bytes (default 1024)
   -h, --help              show this help and exit
 
 HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
@@ -347,8 +363,16 @@ HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
   GET and DELETE answer 405. With --era dual, requests with 2026-07-28 _meta are served that
   way and initialize starts a legacy session.
 
-Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output;
+Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output, touch_resource
+(notifies the resource's subscribers), add_resource (notifies resource list changes);
 2026-07-28 clients also get ask_name, route and bad_header.
+Resources: test://text/1..N (text), test://blob/1 (a few non-UTF-8 bytes),
+test://blob/large (--blob-bytes); templates test://text/{id} and test://greeting/{name}
+(\"Hello, NAME!\"); paged with --page-size. Subscriptions: resources/subscribe before
+2026-07-28, subscriptions/listen (resourceSubscriptions) in it.
+Prompts: greeting (name), review (code, style?), scaffold (framework, language).
+Completion: review's style, greeting's and test://greeting/{name}'s name, scaffold's
+framework and language (filtered by context.arguments.framework), test://text/{id}'s id.
 ";
 
 /// The flags [`ServerOptions::from_args`] reads, as clap parses them. `--help`
@@ -407,10 +431,26 @@ struct Flags {
     drain_ms: u64,
     #[arg(long, value_name = "ERA", allow_hyphen_values = true, value_parser = era)]
     era: Option<Era>,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<usize>,
+        default_value_t = DEFAULT_RESOURCE_COUNT,
+    )]
+    resource_count: usize,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<usize>,
+        default_value_t = DEFAULT_BLOB_BYTES,
+    )]
+    blob_bytes: usize,
 }
 
 /// The flags of [`Flags`], as [`ArgsError`] names them.
-const FLAGS: [&str; 9] = [
+const FLAGS: [&str; 11] = [
     "--misbehave",
     "--page-size",
     "--workspace",
@@ -420,6 +460,8 @@ const FLAGS: [&str; 9] = [
     "--flood-count",
     "--drain-ms",
     "--era",
+    "--resource-count",
+    "--blob-bytes",
 ];
 
 /// Why a flag's value was refused: the `reason` of [`ArgsError::InvalidValue`].
@@ -524,6 +566,8 @@ impl ServerOptions {
             flood_count: flags.flood_count,
             drain_ms: flags.drain_ms,
             era: flags.era.unwrap_or_default(),
+            resource_count: flags.resource_count,
+            blob_bytes: flags.blob_bytes,
         })
     }
 
@@ -564,6 +608,15 @@ impl ServerOptions {
         if self.era != Era::Legacy {
             args.extend(["--era".to_owned(), self.era.name().to_owned()]);
         }
+        if self.resource_count != DEFAULT_RESOURCE_COUNT {
+            args.extend([
+                "--resource-count".to_owned(),
+                self.resource_count.to_string(),
+            ]);
+        }
+        if self.blob_bytes != DEFAULT_BLOB_BYTES {
+            args.extend(["--blob-bytes".to_owned(), self.blob_bytes.to_string()]);
+        }
         args
     }
 }
@@ -599,6 +652,9 @@ mod tests {
             "--flood-count=5",
             "--drain-ms",
             "0",
+            "--resource-count=10000",
+            "--blob-bytes",
+            "5",
         ])
         .unwrap();
         assert_eq!(
@@ -609,6 +665,7 @@ mod tests {
         assert_eq!(o.workspace, Some(PathBuf::from("/tmp/w")));
         assert_eq!(o.flood_count, 5);
         assert_eq!(o.drain_ms, 0);
+        assert_eq!((o.resource_count, o.blob_bytes), (10_000, 5));
         assert_eq!(
             parse(&o.to_args().iter().map(String::as_str).collect::<Vec<_>>()),
             Ok(o)

@@ -5,8 +5,9 @@
 //! `mcp-protocol`'s types, `-32602` naming the field that does not fit),
 //! `lifecycle` (the handshake, `server/discover` and which revision a
 //! request speaks), `tools_list` (paging), `calls` (`tools/call` tasks,
-//! `ask_name`, `subscriptions/listen`) and `misbehave` (exits, crashes and
-//! the rest of the deliberate breakage). Well-behaved answers are built as
+//! `ask_name`, `subscriptions/listen`), `features` (resources, prompts,
+//! completion) and `misbehave` (exits, crashes and the rest of the
+//! deliberate breakage). Well-behaved answers are built as
 //! `mcp-protocol`'s types; only the misbehaviours write raw bytes.
 
 use std::collections::HashMap;
@@ -29,8 +30,10 @@ use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::codec::Decoder;
 
 use crate::options::{Misbehaviour, ServerOptions};
+use crate::resources::World;
 
 mod calls;
+mod features;
 pub(crate) mod lifecycle;
 mod misbehave;
 mod outbox;
@@ -67,10 +70,29 @@ struct Shared {
 /// (so a finished task only removes its own entry) and its handle.
 type InFlight = Arc<Mutex<HashMap<Id, (u64, AbortHandle)>>>;
 
+/// A connection's place in the [`World`]: when the server ends, it
+/// listens for resource changes no more.
+struct Connection {
+    world: Arc<World>,
+    key: u64,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.world.forget(self.key);
+    }
+}
+
 struct Server {
     host: Host,
     shared: Arc<Shared>,
     outbox: Outbox,
+    /// The resources and who listens for their changes (shared by the
+    /// instances of one HTTP server).
+    world: Arc<World>,
+    /// This connection's key in the world.
+    conn: u64,
+    _connection: Connection,
     workspace: PathBuf,
     initialized: AtomicBool,
     /// An `initialize` request arrived (for `strict-initialize`).
@@ -81,8 +103,10 @@ struct Server {
 }
 
 /// Serves until the reader ends (or forever, with [`Misbehaviour::IgnoreStdinClose`]).
+/// `world` is `None` for a server of its own, else the resources it shares.
 pub(crate) async fn serve_on<R, W>(
     options: ServerOptions,
+    world: Option<Arc<World>>,
     reader: R,
     writer: W,
     host: Host,
@@ -103,6 +127,8 @@ where
         misbehave::announce(&options, &workspace);
     }
     let (tx, rx) = mpsc::channel(64);
+    let world = world.unwrap_or_else(|| Arc::new(World::new(&options)));
+    let conn = world.next_key();
     let shared = Arc::new(Shared {
         options,
         unknown_ids: AtomicU64::new(0),
@@ -111,6 +137,12 @@ where
         host,
         outbox: Outbox::new(tx, Arc::clone(&shared)),
         shared,
+        _connection: Connection {
+            world: Arc::clone(&world),
+            key: conn,
+        },
+        world,
+        conn,
         workspace,
         initialized: AtomicBool::new(false),
         handshake_seen: false,
@@ -281,6 +313,8 @@ impl Server {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id);
+        // A `subscriptions/listen` stream hears no more at once.
+        self.world.unlisten(self.conn, id);
         if let Some((_, handle)) = entry {
             handle.abort();
             self.log(&format!("cancelled request {id}"));
@@ -316,7 +350,13 @@ impl Server {
             methods::SERVER_DISCOVER if modern => raw(&self.discover()),
             methods::PING | methods::INITIALIZE if modern => Err(lifecycle::not_modern(method)),
             methods::INITIALIZE => match self.initialize_request(params) {
-                Some(result) => result.and_then(|r| raw(&r)),
+                Some(result) => {
+                    if result.is_ok() {
+                        // A legacy client hears of resource list changes.
+                        self.world.register_legacy(self.conn, &self.outbox);
+                    }
+                    result.and_then(|r| raw(&r))
+                }
                 None => return Ok(()),
             },
             methods::PING => params.and_then(|_| raw(&EmptyResult::default())),
@@ -349,7 +389,10 @@ impl Server {
                     Err(e) => Err(e),
                 }
             }
-            _ => Err(ProtocolError::method_not_found(method, "")),
+            _ => match self.feature(method, params, modern).await {
+                Some(result) => result,
+                None => Err(ProtocolError::method_not_found(method, "")),
+            },
         };
         self.outbox.respond(id, result).await;
         Ok(())

@@ -21,6 +21,8 @@ pub const TOOL_NAMES: &[&str] = &[
     "progress",
     "get_env",
     "bad_output",
+    "touch_resource",
+    "add_resource",
 ];
 
 /// The names of the tools a modern (2026-07-28) client sees, in `tools/list`
@@ -37,6 +39,8 @@ pub const MODERN_TOOL_NAMES: &[&str] = &[
     "progress",
     "get_env",
     "bad_output",
+    "touch_resource",
+    "add_resource",
     "ask_name",
     "route",
     "bad_header",
@@ -56,7 +60,7 @@ const MAX_STEPS: u64 = 10_000;
 /// The longest interval between `progress` steps: one minute.
 const MAX_INTERVAL_MS: u64 = 60_000;
 
-/// The annotations of every tool here: each only reads.
+/// The annotations of a tool that only reads.
 fn read_only() -> ToolAnnotations {
     ToolAnnotations {
         read_only_hint: Some(true),
@@ -240,8 +244,42 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
                 json!({"type": "object", "properties": {}}),
             )
         },
+        Tool {
+            annotations: Some(changes()),
+            ..tool(
+                "touch_resource",
+                "Touch resource",
+                "Makes a new revision of a resource (its text says which) and sends \
+                    notifications/resources/updated to the clients subscribed to it.",
+                json!({
+                    "type": "object",
+                    "properties": {"uri": {"type": "string", "description": "The resource's URI."}},
+                    "required": ["uri"]
+                }),
+            )
+        },
+        Tool {
+            annotations: Some(changes()),
+            ..tool(
+                "add_resource",
+                "Add resource",
+                "Adds a text resource (test://added/N) and sends \
+                    notifications/resources/list_changed.",
+                json!({"type": "object", "properties": {}}),
+            )
+        },
     ]
 });
+
+/// The annotations of the tools that change the resources (each call
+/// changes them again).
+fn changes() -> ToolAnnotations {
+    ToolAnnotations {
+        read_only_hint: Some(false),
+        idempotent_hint: Some(false),
+        ..read_only()
+    }
+}
 
 /// What a tool needs besides its arguments.
 pub(crate) struct CallContext {
@@ -253,6 +291,8 @@ pub(crate) struct CallContext {
     pub(crate) progress_token: Option<Value>,
     /// Whether the call is a 2026-07-28 one (the modern-only tools exist).
     pub(crate) modern: bool,
+    /// The resources `touch_resource` and `add_resource` change.
+    pub(crate) world: std::sync::Arc<crate::resources::World>,
 }
 
 pub(crate) fn text_result(text: impl Into<String>) -> CallToolResult {
@@ -365,6 +405,14 @@ pub(crate) async fn call(
         }
         "progress" => progress(&args, &ctx).await,
         "get_env" => Ok(get_env(args.string("name")?)),
+        "touch_resource" => {
+            let uri = args.string("uri")?;
+            Ok(match ctx.world.touch(uri).await {
+                Some(revision) => text_result(format!("{uri} is now at revision {revision}")),
+                None => error_result(format!("no resource {uri:?}; resources/list shows them")),
+            })
+        }
+        "add_resource" => Ok(text_result(format!("added {}", ctx.world.add().await))),
         "route" if ctx.modern => {
             let query = args.string("query")?;
             let region = args.opt_string("region")?.unwrap_or("any");

@@ -214,9 +214,10 @@ async fn initialize_params_are_checked_field_by_field() {
 #[tokio::test]
 async fn bad_input_gets_json_rpc_errors_and_the_server_lives() {
     let mut peer = Peer::start(ServerOptions::default());
-    let r = peer.call(1, "resources/list", json!({})).await;
+    // A client-side method: the server does not serve it.
+    let r = peer.call(1, "sampling/createMessage", json!({})).await;
     assert_eq!(r["error"]["code"], -32601);
-    assert_eq!(r["error"]["data"]["method"], "resources/list");
+    assert_eq!(r["error"]["data"]["method"], "sampling/createMessage");
 
     peer.send_raw("this is not json").await;
     let r = peer.recv().await;

@@ -39,6 +39,7 @@ impl ModernCall {
             String::new(),
             SessionKind::Modern,
             shared.options.server.clone(),
+            shared.world(),
         );
         ModernCall {
             shared,

@@ -21,6 +21,7 @@ use tokio::task::AbortHandle;
 use super::lock;
 use super::sse::sse_event;
 use crate::options::ServerOptions;
+use crate::resources::World;
 
 /// Where a message from the MCP server goes.
 #[derive(Debug)]
@@ -188,13 +189,26 @@ impl Routes {
 
 impl Session {
     /// Starts an instance with `options` and the task routing what it writes.
-    pub(super) fn start(id: String, kind: SessionKind, options: ServerOptions) -> Arc<Session> {
+    /// `world`: the resources it shares with the server's other instances.
+    pub(super) fn start(
+        id: String,
+        kind: SessionKind,
+        options: ServerOptions,
+        world: Option<Arc<World>>,
+    ) -> Arc<Session> {
         let legacy = kind == SessionKind::LegacySse;
         let (client, server) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server);
         let (client_read, client_write) = tokio::io::split(client);
         let serve = tokio::spawn(async move {
-            let _ = crate::serve(options, server_read, server_write).await;
+            let _ = crate::server::serve_on(
+                options,
+                world,
+                server_read,
+                server_write,
+                crate::server::Host::InMemory,
+            )
+            .await;
         });
         Arc::new_cyclic(|weak: &std::sync::Weak<Session>| {
             let weak = weak.clone();

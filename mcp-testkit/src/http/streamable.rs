@@ -129,6 +129,7 @@ impl Shared {
                 String::new(),
                 SessionKind::Streamable,
                 self.options.server.clone(),
+                self.world(),
             )
         }))
     }

@@ -1,5 +1,6 @@
 //! `tools/call` (each call a task of its own, cancellable by id), the
-//! multi-round-trip `ask_name`, and `subscriptions/listen`.
+//! multi-round-trip `ask_name`, and `subscriptions/listen` (tool, prompt
+//! and resource list changes, resource updates).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
@@ -102,6 +103,7 @@ impl Server {
             outbox: self.outbox.clone(),
             progress_token: call.progress_token().cloned(),
             modern,
+            world: Arc::clone(&self.world),
         };
         let misbehaviours = CallMisbehaviours::of(self.options());
         let outbox = self.outbox.clone();
@@ -125,10 +127,12 @@ impl Server {
         table.insert(id, (task, handle));
     }
 
-    /// `subscriptions/listen`: acknowledges what this server can send (tool
-    /// list changes; its tools never change, so nothing follows) and keeps
-    /// the request open until the client cancels it (on HTTP: closes the
-    /// stream) or the server stops.
+    /// `subscriptions/listen`: acknowledges what this server can send (list
+    /// changes of tools and prompts, which never change, and of resources;
+    /// updates of the resources asked for that exist), then keeps the
+    /// request open until the client cancels it (on HTTP: closes the
+    /// stream) or the server stops. Resource notifications carry the
+    /// subscription's id.
     pub(super) async fn listen(
         &mut self,
         id: Id,
@@ -140,15 +144,26 @@ impl Server {
             .and_then(|p| typed::<SubscriptionParams>(p, |_| None))
             .unwrap_or_default()
             .notifications;
+        let yes = |asked: Option<bool>| (asked == Some(true)).then_some(true);
         let granted = SubscriptionFilter {
-            tools_list_changed: (asked.tools_list_changed == Some(true)).then_some(true),
+            tools_list_changed: yes(asked.tools_list_changed),
+            prompts_list_changed: yes(asked.prompts_list_changed),
+            resources_list_changed: yes(asked.resources_list_changed),
+            // Only the resources there are; none: the field is left out.
+            resource_subscriptions: asked
+                .resource_subscriptions
+                .map(|uris| {
+                    uris.into_iter()
+                        .filter(|uri| self.world.exists(uri))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|uris| !uris.is_empty()),
             ..SubscriptionFilter::default()
         };
-        self.outbox
-            .notify(
-                methods::SUBSCRIPTIONS_ACKNOWLEDGED,
-                &SubscriptionParams::acknowledgment(&id, granted),
-            )
+        // Acknowledged by the world, so that no change is announced to the
+        // subscription before its acknowledgment, nor missed after it.
+        self.world
+            .listen(self.conn, &self.outbox, &id, granted)
             .await;
         self.log(&format!("subscription {id} open"));
         let mut table = self
@@ -156,8 +171,31 @@ impl Server {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         self.next_task += 1;
-        let handle = self.tasks.spawn(std::future::pending());
+        // The task ending (aborted by a cancellation, or with the server)
+        // ends the subscription.
+        let guard = Unlisten {
+            world: Arc::clone(&self.world),
+            conn: self.conn,
+            id: id.clone(),
+        };
+        let handle = self.tasks.spawn(async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+        });
         table.insert(id, (self.next_task, handle));
+    }
+}
+
+/// Ends a `subscriptions/listen` subscription when dropped.
+struct Unlisten {
+    world: Arc<crate::resources::World>,
+    conn: u64,
+    id: Id,
+}
+
+impl Drop for Unlisten {
+    fn drop(&mut self) {
+        self.world.unlisten(self.conn, &self.id);
     }
 }
 

@@ -7,7 +7,8 @@ use std::time::Duration;
 use mcp_jsonrpc::Id;
 use mcp_protocol::modern::{CacheHints, DiscoverResult, ResultType, UnsupportedVersionData};
 use mcp_protocol::types::{
-    Extra, Implementation, InitializeParams, InitializeResult, ServerCapabilities, ToolsCapability,
+    Extra, Implementation, InitializeParams, InitializeResult, PromptsCapability,
+    ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
 use mcp_protocol::{ProtocolVersion, meta, methods};
 use serde_json::{Map, Value};
@@ -51,9 +52,15 @@ pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String,
 #[cfg(feature = "http")]
 pub(crate) fn modern_method_known(options: &crate::options::ServerOptions, method: &str) -> bool {
     match method {
-        methods::SERVER_DISCOVER | methods::LOGGING_SET_LEVEL | methods::SUBSCRIPTIONS_LISTEN => {
-            true
-        }
+        methods::SERVER_DISCOVER
+        | methods::LOGGING_SET_LEVEL
+        | methods::SUBSCRIPTIONS_LISTEN
+        | methods::RESOURCES_LIST
+        | methods::RESOURCES_TEMPLATES_LIST
+        | methods::RESOURCES_READ
+        | methods::PROMPTS_LIST
+        | methods::PROMPTS_GET
+        | methods::COMPLETION_COMPLETE => true,
         methods::TOOLS_LIST | methods::TOOLS_CALL => !options.has(Misbehaviour::NoToolsCapability),
         _ => false,
     }
@@ -201,7 +208,7 @@ impl Server {
             instructions: Some(format!(
                 "mcp-testkit is a test server. Tools: {}. read_file only reads inside the \
                  workspace folder; slow, progress and fail help test timeouts, progress and \
-                 tool errors.",
+                 tool errors; touch_resource and add_resource change the test:// resources.",
                 tools::TOOL_NAMES.join(", ")
             )),
             extra: Extra::new(),
@@ -224,8 +231,10 @@ impl Server {
         result
     }
 
-    /// What both lifecycles declare: tools (with list changes), unless the
-    /// `no-tools-capability` misbehaviour leaves them out.
+    /// What both lifecycles declare: tools (with list changes, unless the
+    /// `no-tools-capability` misbehaviour leaves them out), resources (with
+    /// subscriptions and list changes), prompts (with list changes) and
+    /// completions.
     fn capabilities(&self) -> ServerCapabilities {
         let tools =
             (!self.options().has(Misbehaviour::NoToolsCapability)).then(|| ToolsCapability {
@@ -234,6 +243,16 @@ impl Server {
             });
         ServerCapabilities {
             tools,
+            resources: Some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+                extra: Extra::new(),
+            }),
+            prompts: Some(PromptsCapability {
+                list_changed: Some(true),
+                extra: Extra::new(),
+            }),
+            completions: Some(Value::Object(Map::new())),
             ..ServerCapabilities::default()
         }
     }
@@ -277,7 +296,7 @@ mod tests {
                 };
                 let (client, server) = tokio::io::duplex(1 << 16);
                 let (r, w) = tokio::io::split(server);
-                let task = tokio::spawn(serve_on(options.clone(), r, w, Host::InMemory));
+                let task = tokio::spawn(serve_on(options.clone(), None, r, w, Host::InMemory));
                 let (r, mut w) = tokio::io::split(client);
                 let mut lines = BufReader::new(r).lines();
                 for method in [
@@ -288,8 +307,14 @@ mod tests {
                     "ping",
                     "initialize",
                     "resources/list",
+                    "resources/templates/list",
+                    "resources/read",
+                    "resources/subscribe",
+                    "resources/unsubscribe",
+                    "prompts/list",
                     "prompts/get",
                     "completion/complete",
+                    "sampling/createMessage",
                 ] {
                     let request = json!({"jsonrpc": "2.0", "id": 1, "method": method,
                         "params": {"_meta": {meta::PROTOCOL_VERSION: MODERN.as_str()}}});

@@ -1,5 +1,6 @@
 //! `tools/list`: the catalog in pages of [`ServerOptions::page_size`]
-//! tools, behind opaque cursors.
+//! tools, behind opaque cursors (the other lists page the same way:
+//! [`page`]).
 //!
 //! [`ServerOptions::page_size`]: crate::ServerOptions::page_size
 
@@ -47,8 +48,22 @@ fn page_start(cursor: Option<&str>, len: usize) -> Result<usize, ProtocolError> 
     }
 }
 
+/// The page a cursor asks for, of a list of `len` entries in pages of
+/// `size` (`None`: all in one): its range, and the next page's cursor.
+pub(super) fn page(
+    cursor: Option<&str>,
+    len: usize,
+    size: Option<std::num::NonZeroUsize>,
+) -> Result<(std::ops::Range<usize>, Option<String>), ProtocolError> {
+    let start = page_start(cursor, len)?;
+    let size = size.map_or(len, std::num::NonZeroUsize::get);
+    let end = start.saturating_add(size).min(len);
+    let next = (end < len).then(|| format!("{CURSOR_PREFIX}{end}"));
+    Ok((start..end, next))
+}
+
 /// How long a modern client may keep a `tools/list` page: the tools never change.
-const LIST_CACHE: CacheHints = CacheHints {
+pub(super) const LIST_CACHE: CacheHints = CacheHints {
     ttl: Duration::from_secs(60),
     private: false,
 };
@@ -79,7 +94,11 @@ impl Server {
         } else {
             &tools::DEFINITIONS
         };
-        let start = page_start(params.cursor.as_deref(), all.len())?;
+        let (range, next_cursor) = page(
+            params.cursor.as_deref(),
+            all.len(),
+            self.options().page_size,
+        )?;
         let mut result = ListToolsResult {
             tools: Vec::new(),
             next_cursor: None,
@@ -91,15 +110,8 @@ impl Server {
             self.log("tools/list before notifications/initialized: answering an empty list");
             return Ok(result);
         }
-        let size = self
-            .options()
-            .page_size
-            .map_or(all.len(), std::num::NonZeroUsize::get);
-        let end = start.saturating_add(size).min(all.len());
-        result.tools = all.get(start..end).unwrap_or_default().to_vec();
-        if end < all.len() {
-            result.next_cursor = Some(format!("{CURSOR_PREFIX}{end}"));
-        }
+        result.tools = all.get(range).unwrap_or_default().to_vec();
+        result.next_cursor = next_cursor;
         Ok(result)
     }
 }

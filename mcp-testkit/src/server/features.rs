@@ -1,0 +1,336 @@
+//! Resources, prompts and completion: `resources/list`,
+//! `resources/templates/list`, `resources/read`, `resources/subscribe` and
+//! `resources/unsubscribe` (before 2026-07-28), `prompts/list`,
+//! `prompts/get` and `completion/complete`. Lists page like `tools/list`;
+//! a 2026-07-28 answer says it is complete and, where the spec asks, how
+//! long it may be cached.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mcp_jsonrpc::RawJson;
+use mcp_protocol::modern::{CacheHints, ResultType};
+use mcp_protocol::types::{
+    CompleteParams, CompleteResult, CompletionReference, EmptyResult, Extra, GetPromptParams,
+    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedParams, ReadResourceResult, ResourceParams,
+};
+use mcp_protocol::{codes, methods};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::params::{Presence, expect, typed};
+use super::tools_list::{LIST_CACHE, page, parse_list};
+use super::{ProtocolError, Server, raw};
+use crate::{prompts, resources};
+
+/// How long a modern client may keep a resource list or a read: not at
+/// all, since `touch_resource` and `add_resource` change them.
+const CHANGING: CacheHints = CacheHints {
+    ttl: Duration::ZERO,
+    private: false,
+};
+
+/// A 2026-07-28 result says it is complete; `cache` adds its hints.
+fn finish<T: Serialize>(
+    mut result: T,
+    extra: impl FnOnce(&mut T) -> &mut Extra,
+    modern: bool,
+    cache: Option<CacheHints>,
+) -> Result<RawJson, ProtocolError> {
+    if modern {
+        let fields = extra(&mut result);
+        ResultType::Complete.write(fields);
+        if let Some(cache) = cache {
+            cache.write(fields);
+        }
+    }
+    raw(&result)
+}
+
+/// `resources/read`'s (and subscribe's) params: a `uri` string.
+fn parse_resource(params: Map<String, Value>) -> Result<ResourceParams, ProtocolError> {
+    typed(params, |p| {
+        expect(p, "uri", Presence::Required, Value::is_string, "a string")
+    })
+}
+
+/// `prompts/get`'s params: a `name`, and `arguments` of string values.
+fn parse_get_prompt(params: Map<String, Value>) -> Result<GetPromptParams, ProtocolError> {
+    typed(params, |p| {
+        expect(p, "name", Presence::Required, Value::is_string, "a string").or_else(|| {
+            let Some(Value::Object(args)) = p.get("arguments") else {
+                return expect(
+                    p,
+                    "arguments",
+                    Presence::Optional,
+                    Value::is_object,
+                    "an object",
+                );
+            };
+            args.iter().find(|(_, v)| !v.is_string()).map(|(k, _)| {
+                ProtocolError::invalid_field(format!("arguments.{k}"), "expected a string")
+            })
+        })
+    })
+}
+
+/// `completion/complete`'s params: `ref` (a prompt or a resource
+/// template), `argument` (`name` and `value`), and `context`.
+fn parse_complete(params: Map<String, Value>) -> Result<CompleteParams, ProtocolError> {
+    typed(params, |p| {
+        let reference = p.get("ref").and_then(Value::as_object);
+        let argument = p.get("argument").and_then(Value::as_object);
+        let object = |field| expect(p, field, Presence::Required, Value::is_object, "an object");
+        let string = |map: &Map<String, Value>, at: &str, field: &str| {
+            expect(map, field, Presence::Required, Value::is_string, "a string").map(|_| {
+                ProtocolError::invalid_field(format!("{at}.{field}"), "required: a string")
+            })
+        };
+        object("ref")
+            .or_else(|| {
+                let reference = reference?;
+                match reference.get("type").and_then(Value::as_str) {
+                    Some("ref/prompt") => string(reference, "ref", "name"),
+                    Some("ref/resource") => string(reference, "ref", "uri"),
+                    _ => Some(ProtocolError::invalid_field(
+                        "ref.type",
+                        "expected \"ref/prompt\" or \"ref/resource\"",
+                    )),
+                }
+            })
+            .or_else(|| object("argument"))
+            .or_else(|| {
+                let argument = argument?;
+                string(argument, "argument", "name")
+                    .or_else(|| string(argument, "argument", "value"))
+            })
+            .or_else(|| {
+                expect(
+                    p,
+                    "context",
+                    Presence::Optional,
+                    Value::is_object,
+                    "an object",
+                )
+            })
+    })
+}
+
+/// The error for a URI this server has no resource at: `-32002` before
+/// 2026-07-28, `-32602` in it (the spec's change), `data.uri` either way.
+fn not_found(uri: &str, modern: bool) -> ProtocolError {
+    let code = if modern {
+        mcp_jsonrpc::codes::INVALID_PARAMS
+    } else {
+        codes::RESOURCE_NOT_FOUND
+    };
+    ProtocolError::with_data(code, "Resource not found", json!({"uri": uri}))
+}
+
+impl Server {
+    /// Answers one of the methods of this module; `None` for any other.
+    pub(super) async fn feature(
+        &self,
+        method: &str,
+        params: Result<Map<String, Value>, ProtocolError>,
+        modern: bool,
+    ) -> Option<Result<RawJson, ProtocolError>> {
+        Some(match method {
+            methods::RESOURCES_LIST => params
+                .and_then(parse_list)
+                .and_then(|p| self.list_resources(&p, modern)),
+            methods::RESOURCES_TEMPLATES_LIST => params
+                .and_then(parse_list)
+                .and_then(|p| self.list_templates(&p, modern)),
+            methods::RESOURCES_READ => params
+                .and_then(parse_resource)
+                .and_then(|p| self.read_resource(&p.uri, modern)),
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if modern => {
+                Err(ProtocolError::method_not_found(
+                    method,
+                    " (2026-07-28 replaced it with subscriptions/listen and resourceSubscriptions)",
+                ))
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                params.and_then(parse_resource).and_then(|p| {
+                    let on = method == methods::RESOURCES_SUBSCRIBE;
+                    if on && !self.world.exists(&p.uri) {
+                        return Err(not_found(&p.uri, false));
+                    }
+                    self.world.subscribe(self.conn, &self.outbox, &p.uri, on);
+                    raw(&EmptyResult::default())
+                })
+            }
+            methods::PROMPTS_LIST => params
+                .and_then(parse_list)
+                .and_then(|p| self.list_prompts(&p, modern)),
+            methods::PROMPTS_GET => params.and_then(parse_get_prompt).and_then(|p| {
+                let arguments = p.arguments.unwrap_or_default();
+                let result: GetPromptResult = prompts::get(&p.name, &arguments)?;
+                finish(result, |r| &mut r.extra, modern, None)
+            }),
+            methods::COMPLETION_COMPLETE => params
+                .and_then(parse_complete)
+                .and_then(|p| self.complete(p, modern)),
+            _ => return None,
+        })
+    }
+
+    fn list_resources(
+        &self,
+        params: &PaginatedParams,
+        modern: bool,
+    ) -> Result<RawJson, ProtocolError> {
+        let (range, next_cursor) = page(
+            params.cursor.as_deref(),
+            self.world.len(),
+            self.options().page_size,
+        )?;
+        let result = ListResourcesResult {
+            resources: range.filter_map(|i| self.world.resource_at(i)).collect(),
+            next_cursor,
+            extra: Extra::new(),
+        };
+        finish(result, |r| &mut r.extra, modern, Some(CHANGING))
+    }
+
+    fn list_templates(
+        &self,
+        params: &PaginatedParams,
+        modern: bool,
+    ) -> Result<RawJson, ProtocolError> {
+        let all = resources::templates();
+        let (range, next_cursor) = page(
+            params.cursor.as_deref(),
+            all.len(),
+            self.options().page_size,
+        )?;
+        let result = ListResourceTemplatesResult {
+            resource_templates: all.get(range).unwrap_or_default().to_vec(),
+            next_cursor,
+            extra: Extra::new(),
+        };
+        finish(result, |r| &mut r.extra, modern, Some(LIST_CACHE))
+    }
+
+    fn read_resource(&self, uri: &str, modern: bool) -> Result<RawJson, ProtocolError> {
+        let contents = self.world.read(uri).ok_or_else(|| not_found(uri, modern))?;
+        let result = ReadResourceResult {
+            contents: vec![contents],
+            extra: Extra::new(),
+        };
+        finish(result, |r| &mut r.extra, modern, Some(CHANGING))
+    }
+
+    fn list_prompts(
+        &self,
+        params: &PaginatedParams,
+        modern: bool,
+    ) -> Result<RawJson, ProtocolError> {
+        let all = &*prompts::DEFINITIONS;
+        let (range, next_cursor) = page(
+            params.cursor.as_deref(),
+            all.len(),
+            self.options().page_size,
+        )?;
+        let result = ListPromptsResult {
+            prompts: all.get(range).unwrap_or_default().to_vec(),
+            next_cursor,
+            extra: Extra::new(),
+        };
+        finish(result, |r| &mut r.extra, modern, Some(LIST_CACHE))
+    }
+
+    fn complete(&self, params: CompleteParams, modern: bool) -> Result<RawJson, ProtocolError> {
+        let context: BTreeMap<String, String> =
+            params.context.and_then(|c| c.arguments).unwrap_or_default();
+        let argument = &params.argument;
+        let completion = match &params.reference {
+            CompletionReference::Prompt { name } => {
+                prompts::complete_argument(name, &argument.name, &argument.value, &context)?
+            }
+            CompletionReference::Resource { uri } => {
+                if !resources::World::has_template(uri) {
+                    return Err(ProtocolError::invalid_field(
+                        "ref.uri",
+                        format!(
+                            "no resource template {uri:?}; resources/templates/list shows them"
+                        ),
+                    ));
+                }
+                self.world
+                    .complete_template(uri, &argument.name, &argument.value)
+                    .ok_or_else(|| {
+                        ProtocolError::invalid_field(
+                            "argument.name",
+                            format!("the template {uri:?} has no variable {:?}", argument.name),
+                        )
+                    })?
+            }
+            _ => {
+                return Err(ProtocolError::invalid_field(
+                    "ref.type",
+                    "expected \"ref/prompt\" or \"ref/resource\"",
+                ));
+            }
+        };
+        let result = CompleteResult {
+            completion,
+            extra: Extra::new(),
+        };
+        finish(result, |r| &mut r.extra, modern, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap_or_default()
+    }
+
+    fn field_of(e: &ProtocolError) -> String {
+        format!("{e:?}")
+    }
+
+    #[test]
+    fn misfits_name_the_field() {
+        let e = parse_get_prompt(map(json!({"arguments": {}}))).unwrap_err();
+        assert!(field_of(&e).contains("name: required"), "{e:?}");
+        let e = parse_get_prompt(map(json!({"name": "greeting", "arguments": {"name": 5}})))
+            .unwrap_err();
+        assert!(
+            field_of(&e).contains("arguments.name: expected a string"),
+            "{e:?}"
+        );
+        let e = parse_resource(map(json!({"uri": 1}))).unwrap_err();
+        assert!(field_of(&e).contains("uri: expected a string"), "{e:?}");
+        let e = parse_complete(map(json!({"argument": {"name": "a", "value": ""}}))).unwrap_err();
+        assert!(field_of(&e).contains("ref: required"), "{e:?}");
+        let e = parse_complete(map(json!({"ref": {"type": "ref/tool", "name": "x"},
+            "argument": {"name": "a", "value": ""}})))
+        .unwrap_err();
+        assert!(field_of(&e).contains("ref.type"), "{e:?}");
+        let e = parse_complete(map(json!({"ref": {"type": "ref/prompt", "name": "x"},
+            "argument": {"name": "a"}})))
+        .unwrap_err();
+        assert!(field_of(&e).contains("argument.value"), "{e:?}");
+        let ok = parse_complete(map(json!({"ref": {"type": "ref/resource", "uri": "u"},
+            "argument": {"name": "a", "value": "b"}, "context": {"arguments": {"x": "y"}}})))
+        .unwrap();
+        assert_eq!(ok.argument.value, "b");
+    }
+
+    #[test]
+    fn not_found_depends_on_the_revision() {
+        let legacy = format!("{:?}", not_found("test://x", false));
+        assert!(
+            legacy.contains("-32002") && legacy.contains("test://x"),
+            "{legacy}"
+        );
+        let modern = format!("{:?}", not_found("test://x", true));
+        assert!(modern.contains("-32602"), "{modern}");
+    }
+}
