@@ -4,8 +4,8 @@
 
 use std::process::ExitCode;
 
-use mcp_session::Session;
 use mcp_session::types::{CallToolResult, Content, ToolAnnotations};
+use mcp_session::{CallOptions, Session, SessionConfig};
 use serde_json::Value;
 
 use crate::diagnosis;
@@ -21,13 +21,25 @@ pub(crate) async fn connect_one(
     show: ShowArgs,
     style: Style,
 ) -> Result<(Session, Probed), ExitCode> {
+    connect_one_with(args, show, style, |c| c).await
+}
+
+/// [`connect_one`] with the session's settings adjusted first (a
+/// notification listener, say).
+pub(crate) async fn connect_one_with(
+    args: &TargetArgs,
+    show: ShowArgs,
+    style: Style,
+    adjust: impl FnOnce(SessionConfig) -> SessionConfig,
+) -> Result<(Session, Probed), ExitCode> {
     let mut targets = targets(args, trace_options(show, style)).map_err(|e| usage_error(&e))?;
     if targets.len() != 1 {
         return Err(usage_error(
             "this config has several servers: choose one with --server NAME",
         ));
     }
-    let target = targets.remove(0);
+    let mut target = targets.remove(0);
+    target.session = adjust(target.session);
     let mut report = Report::new(&target.label);
     let failed = |report: Report| {
         report.print(style);
@@ -156,6 +168,7 @@ pub(crate) async fn call(
     style: Style,
     tool: String,
     arguments: String,
+    progress: bool,
 ) -> ExitCode {
     let arguments: Value = match serde_json::from_str(&arguments) {
         Ok(v) => v,
@@ -168,7 +181,15 @@ pub(crate) async fn call(
         Ok(c) => c,
         Err(code) => return code,
     };
-    let result = session.call_tool(&tool, arguments).await;
+    let options = if progress {
+        CallOptions::new().on_progress(crate::features::progress_printer())
+    } else {
+        CallOptions::new()
+    };
+    let result = session.call_tool_with(&tool, arguments, options).await;
+    if progress {
+        crate::features::progress_done();
+    }
     session.close().await;
     match result {
         Ok(r) => print_call_result(&r, show, style),

@@ -341,3 +341,190 @@ pub(crate) async fn complete(a: CompleteArgs, style: Style) -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+/// `mcp listen`.
+#[derive(Debug, Args)]
+pub(crate) struct ListenArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
+    #[command(flatten)]
+    pub(crate) show: ShowArgs,
+    /// Subscribe to updates of this resource (repeatable).
+    #[arg(long, value_name = "URI")]
+    pub(crate) resource: Vec<String>,
+    /// Stop after this many seconds (default: until interrupted or the
+    /// server goes away).
+    #[arg(long = "for", value_name = "SECS")]
+    pub(crate) duration: Option<u64>,
+}
+
+/// One notification as a line: the JSON of its parameters with `--json`,
+/// else a short description.
+fn notification_line(n: &mcp_session::ServerNotification, json: bool) -> String {
+    use mcp_session::ServerNotification as N;
+    if json {
+        let value = match n {
+            N::Progress(p) => json!({"method": "notifications/progress", "params": p}),
+            N::ToolsListChanged => json!({"method": "notifications/tools/list_changed"}),
+            N::ResourcesListChanged => json!({"method": "notifications/resources/list_changed"}),
+            N::PromptsListChanged => json!({"method": "notifications/prompts/list_changed"}),
+            N::ResourceUpdated(u) => {
+                json!({"method": "notifications/resources/updated", "params": u})
+            }
+            N::Log(m) => json!({"method": "notifications/message", "params": m}),
+            N::Cancelled(c) => json!({"method": "notifications/cancelled", "params": c}),
+            N::ElicitationComplete { elicitation_id } => json!({
+                "method": "notifications/elicitation/complete",
+                "params": {"elicitationId": elicitation_id}
+            }),
+            N::Other { method, params } => json!({"method": method, "params": params}),
+            _ => json!({"method": "unknown"}),
+        };
+        return value.to_string();
+    }
+    match n {
+        N::Progress(p) => format!(
+            "progress {}{}",
+            p.progress(),
+            p.total().map(|t| format!("/{t}")).unwrap_or_default()
+        ),
+        N::ToolsListChanged => "the tool list changed".into(),
+        N::ResourcesListChanged => "the resource list changed".into(),
+        N::PromptsListChanged => "the prompt list changed".into(),
+        N::ResourceUpdated(u) => format!("updated: {}", printable(&u.uri)),
+        N::Log(m) => format!("log [{}]: {}", m.level, printable(&m.data.to_string())),
+        N::Cancelled(c) => format!("cancelled request {}", printable(&c.request_id.to_string())),
+        N::ElicitationComplete { elicitation_id } => {
+            format!("elicitation {} complete", printable(elicitation_id))
+        }
+        N::Other { method, .. } => printable(method),
+        _ => "a notification".into(),
+    }
+}
+
+/// `mcp listen`: subscribes (legacy: `resources/subscribe` for each
+/// `--resource`; 2026-07-28: one `subscriptions/listen` for the list
+/// changes and the resources) and prints what comes.
+pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
+    use std::io::Write as _;
+    let json = a.show.json;
+    let printer = move |n: &mcp_session::ServerNotification| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", notification_line(n, json));
+        let _ = out.flush();
+    };
+    let (session, _probed) = match crate::direct::connect_one_with(&a.target, a.show, style, |c| {
+        c.on_notification(printer)
+    })
+    .await
+    {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let mut subscription = None;
+    if session.protocol_version().is_modern() {
+        let mut filter = mcp_session::protocol::modern::SubscriptionFilter::new()
+            .tools_list_changed()
+            .resources_list_changed()
+            .prompts_list_changed();
+        for uri in &a.resource {
+            filter = filter.resource(uri.clone());
+        }
+        match session.listen(filter).await {
+            Ok(s) => subscription = Some(s),
+            Err(e) => {
+                session.close().await;
+                return failed(style, "subscriptions/listen", &e);
+            }
+        }
+    } else {
+        for uri in &a.resource {
+            if let Err(e) = session.subscribe_resource(uri).await {
+                session.close().await;
+                return failed(style, "resources/subscribe", &e);
+            }
+        }
+    }
+    eprintln!(
+        "{}",
+        style.dim("listening (Ctrl-C to stop); notifications are printed as they come")
+    );
+    let until = async {
+        match a.duration {
+            Some(secs) => tokio::time::sleep(std::time::Duration::from_secs(secs)).await,
+            None => std::future::pending().await,
+        }
+    };
+    let events = async {
+        match &mut subscription {
+            // The stream's events reach the listener too (which printed
+            // them); the stream is drained until it ends.
+            Some(sub) => while let Ok(Some(_)) = sub.next().await {},
+            None => {
+                while !session.is_closed() {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            }
+        }
+    };
+    tokio::select! {
+        _ = until => {}
+        _ = events => {}
+        _ = ctrl_c() => {}
+    }
+    drop(subscription);
+    session.close().await;
+    ExitCode::SUCCESS
+}
+
+/// Resolves on Ctrl-C (never where signals cannot be had).
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Prints a call's progress on stderr: a bar redrawn in place on a
+/// terminal, plain lines otherwise.
+pub(crate) fn progress_printer()
+-> impl Fn(&mcp_session::types::ProgressParams) + Send + Sync + 'static {
+    use std::io::{IsTerminal as _, Write as _};
+    let terminal = std::io::stderr().is_terminal();
+    move |p| {
+        let done = p.progress();
+        let total = p.total();
+        let message = p.message.as_deref().map(printable).unwrap_or_default();
+        let mut err = std::io::stderr().lock();
+        match (terminal, total) {
+            (true, Some(total)) if total > 0.0 => {
+                let fraction = (done / total).clamp(0.0, 1.0);
+                let filled = (fraction * 30.0).round() as usize;
+                let _ = write!(
+                    err,
+                    "\r[{}{}] {:>3.0}% {message}\x1b[K",
+                    "#".repeat(filled),
+                    " ".repeat(30 - filled.min(30)),
+                    fraction * 100.0
+                );
+            }
+            (true, _) => {
+                let _ = write!(err, "\r{done} {message}\x1b[K");
+            }
+            (false, Some(total)) => {
+                let _ = writeln!(err, "progress {done}/{total} {message}");
+            }
+            (false, None) => {
+                let _ = writeln!(err, "progress {done} {message}");
+            }
+        }
+        let _ = err.flush();
+    }
+}
+
+/// Ends a progress bar's line on a terminal.
+pub(crate) fn progress_done() {
+    use std::io::IsTerminal as _;
+    if std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+}

@@ -64,6 +64,9 @@ enum Command {
     Prompt(features::PromptArgs),
     /// Suggest values for a prompt argument or a resource template variable.
     Complete(features::CompleteArgs),
+    /// Print the server's notifications as they come (subscribing to
+    /// --resource URIs), until interrupted or --for SECS.
+    Listen(features::ListenArgs),
     /// Check or show a config file.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -174,6 +177,10 @@ struct CallArgs {
     /// Arguments as a JSON object.
     #[arg(long, value_name = "JSON", default_value = "{}")]
     args: String,
+    /// Show the call's progress as the server reports it (a bar on a
+    /// terminal, plain lines otherwise; on stderr).
+    #[arg(long)]
+    progress: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -220,7 +227,10 @@ fn main() -> ExitCode {
             probe::SampleCall::from_args(a.call, a.args),
         )),
         Command::Tools(a) => run_async(direct::tools(a.target, a.show, style)),
-        Command::Call(a) => run_async(direct::call(a.target, a.show, style, a.tool, a.args)),
+        Command::Call(a) => run_async(direct::call(
+            a.target, a.show, style, a.tool, a.args, a.progress,
+        )),
+        Command::Listen(a) => run_async(features::listen(a, style)),
         Command::Resources(a) => run_async(features::resources(a.target, a.show, style)),
         Command::Read(a) => run_async(features::read(a, style)),
         Command::Prompts(a) => run_async(features::prompts(a.target, a.show, style)),

@@ -453,7 +453,7 @@ async fn probe_features(session: &Session, report: &mut Report) {
     if status == Status::Warn && !facts.is_empty() {
         detail = format!("{detail} ({})", facts.join(" · "));
     }
-    report.step("resources/prompts", status, Some(t0.elapsed()), detail);
+    report.step("features", status, Some(t0.elapsed()), detail);
 }
 
 /// Closes the session, reporting how the server ended.

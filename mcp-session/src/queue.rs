@@ -128,7 +128,6 @@ impl<T> Receiver<T> {
 
 impl<T> Receiver<T> {
     /// The next item, when one is queued now.
-    #[cfg(test)]
     pub(crate) fn try_recv(&mut self) -> Option<T> {
         self.0.lock().items.pop_front().map(|(item, _)| item)
     }

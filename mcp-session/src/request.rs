@@ -160,6 +160,14 @@ impl Inner {
             }
         };
         guard.finish();
+        // Progress the server sent before its answer and still queued (the
+        // answer wins the race above) reaches the listener too: the last
+        // step of a call is never lost.
+        if let (Some(rx), Some(listener)) = (progress_rx.as_mut(), on_progress) {
+            while let Some(p) = rx.try_recv() {
+                listener(&p);
+            }
+        }
         match outcome {
             Some(Outcome::Result(raw)) => Ok(raw),
             Some(Outcome::Error(error)) => Err(SessionError::Protocol {

@@ -299,3 +299,45 @@ async fn resource_subscriptions_go_out_when_declared() {
     assert!(err.to_string().contains("resources.subscribe"), "{err}");
     assert_eq!(count(&fake, "resources/subscribe"), 0);
 }
+
+#[tokio::test]
+async fn progress_sent_just_before_the_answer_all_reaches_the_listener() {
+    // The server writes every progress notification and the answer at once:
+    // the answer must not win over progress still queued for the call.
+    let script: Script = Arc::new(|r: &Request| match r.method.as_str() {
+        "initialize" => Reply::Ok(init_result("2025-11-25", json!({"tools": {}}))),
+        "tools/list" => Reply::Ok(json!({"tools": [
+            {"name": "work", "inputSchema": {"type": "object"}}
+        ]})),
+        "tools/call" => {
+            let token = params(r)["_meta"]["progressToken"].clone();
+            let steps = (1..=50)
+                .map(|i| {
+                    Message::from(Notification::new(
+                        "notifications/progress",
+                        Some(
+                            to_raw(&json!({"progressToken": token, "progress": i, "total": 50}))
+                                .unwrap(),
+                        ),
+                    ))
+                })
+                .collect();
+            Reply::Then(
+                steps,
+                json!({"content": [{"type": "text", "text": "done"}]}),
+            )
+        }
+        _ => Reply::Err(-32601, "method not found"),
+    });
+    let (t, _fake) = start(script);
+    let s = Session::connect_shared(t, config()).await.unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let options = mcp_session::CallOptions::new().on_progress(move |p| {
+        log.lock().unwrap().push(p.progress());
+    });
+    s.call_tool_with("work", json!({}), options).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 50, "{seen:?}");
+    assert_eq!(seen.last(), Some(&50.0));
+}
