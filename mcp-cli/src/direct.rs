@@ -177,10 +177,15 @@ pub(crate) async fn call(
     if args.config.is_some() {
         return crate::agent::call(args, show, style, tool, arguments).await;
     }
-    let (session, probed) = match connect_one(&args, show, style).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
+    // A server that asks the user something mid-call gets the user (on a
+    // terminal), or a decline.
+    let handlers = mcp_session::ClientHandlers::new()
+        .elicitation(crate::elicit::TerminalElicitor::new(show.json));
+    let (session, probed) =
+        match connect_one_with(&args, show, style, |c| c.handler(handlers)).await {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
     let options = if progress {
         CallOptions::new().on_progress(crate::features::progress_printer())
     } else {

@@ -21,6 +21,7 @@ mod auth;
 mod config;
 mod diagnosis;
 mod direct;
+mod elicit;
 mod features;
 mod output;
 mod probe;

@@ -99,13 +99,14 @@ fn probe_with_no_arguments_runs_the_demo() {
         "✓ initialized",
         "✓ tools/list",
         "✓ tools/call",
+        "✓ features",
         "✓ close",
     ] {
         assert!(t.contains(step), "missing {step:?} in\n{t}");
     }
     assert!(t.contains("protocol 2025-11-25"), "{t}");
     assert!(t.contains("echo → \"hello from mcp probe\""), "{t}");
-    assert!(t.contains("PASS 6/6"), "{t}");
+    assert!(t.contains("PASS 7/7"), "{t}");
     assert!(!t.contains('\x1b'), "no colour when piped / NO_COLOR");
 }
 
@@ -150,6 +151,7 @@ fn json_report_is_machine_readable() {
             "initialized",
             "tools/list",
             "tools/call",
+            "features",
             "close"
         ]
     );
