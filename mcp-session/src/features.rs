@@ -217,6 +217,14 @@ impl Session {
         .await
     }
 
+    /// Marks the cached resources, templates and prompts stale, as a
+    /// `list_changed` would: the next listing fetches them again.
+    pub fn mark_lists_stale(&self) {
+        let stale = &self.inner.shared.stale;
+        stale.resources_changed();
+        stale.prompts.store(true, Ordering::Release);
+    }
+
     /// The server's resource templates, cached like the resources.
     pub async fn list_resource_templates(
         &self,

@@ -57,6 +57,9 @@ pub(crate) enum Bench {
     Http(HttpArgs),
     /// The session runtime manager's warm path, cold path and idle memory.
     Runtime(RuntimeArgs),
+    /// Listing many resources across pages and reading a large blob over
+    /// stdio: this stack and rmcp's client.
+    Resources(ResourcesArgs),
 }
 
 /// `bench codec`.
@@ -133,6 +136,23 @@ pub(crate) struct HttpArgs {
     /// as the transport's authorizer), in place of rmcp.
     #[arg(long)]
     pub(crate) auth: bool,
+}
+
+/// `bench resources`.
+#[derive(Debug, Args)]
+pub(crate) struct ResourcesArgs {
+    /// Resources the server lists.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) resources: usize,
+    /// Resources per page.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) page_size: usize,
+    /// Size of the blob read, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
+    pub(crate) blob_bytes: usize,
+    /// Rounds, interleaved between the clients.
+    #[arg(long, value_name = "K", default_value_t = 7)]
+    pub(crate) rounds: usize,
 }
 
 /// `bench runtime`.

@@ -11,6 +11,8 @@ mod codec;
 #[cfg(feature = "peers")]
 mod http;
 #[cfg(feature = "peers")]
+mod resources;
+#[cfg(feature = "peers")]
 mod runtime;
 #[cfg(feature = "peers")]
 mod stdio;
@@ -30,6 +32,7 @@ pub(crate) fn run(what: Bench) -> Result<(), String> {
     match what {
         Bench::Codec(args) => codec::run(args),
         Bench::Http(args) => http::run(args),
+        Bench::Resources(args) => resources::run(args),
         Bench::Runtime(args) => runtime::run(args),
         Bench::Stdio(args) => stdio::run(args),
     }

@@ -5,6 +5,7 @@
 //! cargo xtask bench stdio [--n N] [--n-inflight N] [--rounds K] [--server testkit|fast|both]
 //! cargo xtask bench http [--n N] [--n-inflight N] [--rounds K] [--answers json|sse]
 //! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--sessions N] [--servers N]
+//! cargo xtask bench resources [--resources N] [--page-size N] [--blob-bytes N] [--rounds K]
 //! cargo xtask conformance [--only suite|draft|servers] [--timeout SECS]
 //! ```
 //!

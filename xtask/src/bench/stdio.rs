@@ -320,7 +320,7 @@ fn print_table(server: &str, program: &str, results: &Results) {
 
 /// Builds `mcp-testkit` in release mode and returns its path (from cargo's
 /// own report, so any target directory works).
-fn build_testkit() -> Result<String, String> {
+pub(super) fn build_testkit() -> Result<String, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let out = Command::new(cargo)
