@@ -1,24 +1,27 @@
 //! Building a session's runtime: which servers to keep, start or tear down,
-//! starting one (transport, lifecycle, tools/list), and teardown.
+//! starting one (transport, lifecycle, its lists), refreshing the catalog
+//! when a server says a list changed, and teardown.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use mcp_config::{ResolvedConfig, ResolvedServer};
 use mcp_session::{
-    ProtocolMode, ProtocolPin, ProtocolVersion, Session, SessionConfig, SessionError,
+    ClientHandler, NotificationListener, ProtocolMode, ProtocolPin, ProtocolVersion, Session,
+    SessionConfig, SessionError,
 };
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::catalog::{RuntimeCatalog, ServerFailure, ServerTools, StartupStep};
+use crate::catalog::{RuntimeCatalog, ServerEntries, ServerFailure, StartupStep};
 use crate::error::describe_duration;
+use crate::lists::{ChangeFlags, ServerLists, Which};
 use crate::plan::{Had, Step, plan};
 
-use crate::lease::{ServerConn, SessionRuntime, Slot};
-use crate::manager::{RuntimeManager, lock};
+use crate::lease::{ServerConn, SessionRuntime, Slot, same_handlers};
+use crate::manager::{Handlers, Inner, RuntimeManager, lock};
 
 /// Why one server did not start: at which step, what went wrong, and the
 /// last lines it wrote to stderr (stdio).
@@ -42,12 +45,30 @@ impl StartFailure {
 impl RuntimeManager {
     /// Builds a runtime for `config`, reusing what `old` has that did not change.
     /// Returns it and the old connections it replaces.
+    ///
+    /// With other handlers than `old` was built with, nothing is reused:
+    /// every server starts again to declare them.
     pub(crate) async fn build(
         &self,
         slot: &Arc<Slot>,
         old: Option<&SessionRuntime>,
         config: &ResolvedConfig,
+        handlers: Handlers<'_>,
     ) -> (SessionRuntime, Vec<Arc<ServerConn>>) {
+        let handlers = match handlers {
+            Handlers::Keep => old.and_then(|o| o.handlers.clone()),
+            Handlers::Use(h) => Some(Arc::clone(h)),
+        };
+        let (old, mut replaced) = match old {
+            Some(o) if !same_handlers(o.handlers.as_ref(), handlers.as_ref()) => {
+                tracing::info!(
+                    session = %slot.id,
+                    "MCP client handlers changed: every server starts again"
+                );
+                (None, o.servers.values().cloned().collect())
+            }
+            other => (other, Vec::new()),
+        };
         let now = Instant::now();
         let mut had: BTreeMap<String, Had> = BTreeMap::new();
         if let Some(old) = old {
@@ -90,7 +111,7 @@ impl RuntimeManager {
         let started = futures_util::future::join_all(
             to_start
                 .iter()
-                .map(|(server, _)| self.start(&slot.id, server)),
+                .map(|(server, _)| self.start(slot, server, handlers.as_ref())),
         )
         .await;
         let mut started_names = Vec::new();
@@ -123,11 +144,11 @@ impl RuntimeManager {
                 }
             }
         }
-        let replaced: Vec<Arc<ServerConn>> = plan
-            .teardown
-            .iter()
-            .filter_map(|n| old.and_then(|o| o.servers.get(n)).cloned())
-            .collect();
+        replaced.extend(
+            plan.teardown
+                .iter()
+                .filter_map(|n| old.and_then(|o| o.servers.get(n)).cloned()),
+        );
         let kept = servers.len() - started_names.len();
         tracing::info!(
             session = %slot.id,
@@ -141,28 +162,72 @@ impl RuntimeManager {
         );
         self.inner.counters.builds.fetch_add(1, Ordering::Relaxed);
 
-        let tools: Vec<ServerTools<'_>> = servers
-            .values()
-            .map(|c: &Arc<ServerConn>| ServerTools {
-                server: &c.server.name,
-                filter: &c.server.tools,
-                tools: c.catalog.iter().collect(),
-                diagnostics: c.catalog.diagnostics(),
-                protocol: c.session.protocol_version(),
-                transport: c.session.transport().kind(),
-            })
-            .collect();
         let retry_at = failures.iter().map(|f| f.retry_at).min();
-        let catalog = Arc::new(RuntimeCatalog::build(&tools, failures));
-        drop(tools);
+        let catalog = Arc::new(assemble(&servers, failures));
         let runtime = SessionRuntime {
             slot: Arc::clone(slot),
             fingerprint: config.fingerprint,
             servers,
             catalog,
             retry_at,
+            handlers,
         };
         (runtime, replaced)
+    }
+
+    /// Fetches again the lists of the session's servers — those the servers
+    /// said changed, or all of them when `force` (through each session's
+    /// cache, so an unchanged list costs no request) — and installs a
+    /// runtime with a fresh catalog when anything is new. Whether it did.
+    pub(crate) async fn refresh_slot(&self, slot: &Arc<Slot>, force: bool) -> bool {
+        let _building = slot.build.lock().await;
+        slot.refresh_pending.store(false, Ordering::Release);
+        let current = {
+            let state = lock(&self.inner.state);
+            state
+                .sessions
+                .get(&slot.id)
+                .filter(|e| e.slot.generation == slot.generation)
+                .and_then(|e| e.runtime.clone())
+        };
+        let Some(current) = current else {
+            return false;
+        };
+        let changed = futures_util::future::join_all(
+            current.servers.values().map(|c| c.refresh_lists(force)),
+        )
+        .await;
+        if !changed.contains(&true) {
+            return false;
+        }
+        let catalog = assemble(&current.servers, current.catalog.failures().to_vec());
+        let runtime = Arc::new(SessionRuntime {
+            slot: Arc::clone(slot),
+            fingerprint: current.fingerprint,
+            servers: current.servers.clone(),
+            catalog: Arc::new(catalog),
+            retry_at: current.retry_at,
+            handlers: current.handlers.clone(),
+        });
+        let mut state = lock(&self.inner.state);
+        match state
+            .sessions
+            .get_mut(&slot.id)
+            .filter(|e| e.slot.generation == slot.generation)
+        {
+            Some(entry)
+                if entry
+                    .runtime
+                    .as_ref()
+                    .is_some_and(|r| Arc::ptr_eq(r, &current)) =>
+            {
+                entry.runtime = Some(runtime);
+                drop(state);
+                tracing::debug!(session = %slot.id, "refreshed MCP catalog");
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Opens a server's transport (starts its process), within its handshake timeout.
@@ -188,15 +253,28 @@ impl RuntimeManager {
         }
     }
 
-    /// Starts one server: transport, handshake, tools/list.
+    /// Starts one server: transport, handshake, tools/list, then (for a
+    /// server that declares them) its resources, templates and prompts.
     pub(crate) async fn start(
         &self,
-        session_id: &str,
+        slot: &Arc<Slot>,
         server: &ResolvedServer,
+        handlers: Option<&Arc<dyn ClientHandler>>,
     ) -> Result<Arc<ServerConn>, StartFailure> {
+        let session_id = slot.id.as_str();
         let started = Instant::now();
         let mut config = session_config(&self.inner.options.session_defaults, server)
             .map_err(|m| StartFailure::new(StartupStep::Config, m))?;
+        if let Some(h) = handlers {
+            config.handler = Some(Arc::clone(h));
+        }
+        let changes = Arc::new(ChangeFlags::default());
+        config.on_notification = Some(change_listener(
+            config.on_notification.take(),
+            Arc::clone(&changes),
+            Arc::downgrade(&self.inner),
+            Arc::downgrade(slot),
+        ));
         let probing = config.mode() == ProtocolMode::Auto;
         let remembered = probing
             .then(|| {
@@ -277,7 +355,7 @@ impl RuntimeManager {
             }
         };
         let transport = Arc::clone(session.transport());
-        let catalog = match session.list_tools().await {
+        let tools = match session.list_tools().await {
             Ok(c) => c,
             Err(e) => {
                 detach_stderr(&*transport);
@@ -290,6 +368,7 @@ impl RuntimeManager {
                 });
             }
         };
+        let lists = ServerLists::fetch(&session, tools, None, None, Which::ALL).await;
         let counters = Arc::clone(&self.inner.counters);
         counters.connections.fetch_add(1, Ordering::Relaxed);
         counters.connects.fetch_add(1, Ordering::Relaxed);
@@ -298,14 +377,18 @@ impl RuntimeManager {
             server = %server.name,
             transport = %transport.kind(),
             version = %session.protocol_version(),
-            tools = catalog.len(),
+            tools = lists.tools.len(),
+            resources = lists.resources.items.len(),
+            templates = lists.templates.items.len(),
+            prompts = lists.prompts.items.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "connected MCP server"
         );
         Ok(Arc::new(ServerConn {
             server: server.clone(),
             session,
-            catalog,
+            lists: Mutex::new(Arc::new(lists)),
+            changes,
             in_flight: AtomicUsize::new(0),
             idle: Notify::new(),
             closed: AtomicBool::new(false),
@@ -352,6 +435,63 @@ pub(crate) async fn teardown(conn: Arc<ServerConn>, drain: Duration, why: &'stat
     conn.session.close().await;
     conn.mark_closed();
     tracing::debug!(server = %conn.server.name, why, "closed MCP server");
+}
+
+/// The catalog of these connections (their lists as last fetched).
+pub(crate) fn assemble(
+    servers: &BTreeMap<String, Arc<ServerConn>>,
+    failures: Vec<ServerFailure>,
+) -> RuntimeCatalog {
+    let lists: Vec<(&Arc<ServerConn>, Arc<ServerLists>)> =
+        servers.values().map(|c| (c, c.lists())).collect();
+    let entries: Vec<ServerEntries<'_>> = lists
+        .iter()
+        .map(|(c, l)| ServerEntries {
+            server: &c.server.name,
+            filter: &c.server.tools,
+            tools: l.tools.iter().collect(),
+            resources: &l.resources.items,
+            templates: &l.templates.items,
+            prompts: &l.prompts.items,
+            diagnostics: &l.notes,
+            protocol: c.session.protocol_version(),
+            transport: c.session.transport().kind(),
+        })
+        .collect();
+    RuntimeCatalog::build(&entries, failures)
+}
+
+/// The notification listener of one connection: the application's (from
+/// `session_defaults`), then, on a `list_changed`, marks the list and
+/// schedules a refresh of the session's catalog (one at a time).
+fn change_listener(
+    application: Option<NotificationListener>,
+    changes: Arc<ChangeFlags>,
+    manager: Weak<Inner>,
+    slot: Weak<Slot>,
+) -> NotificationListener {
+    Arc::new(move |n| {
+        if let Some(listener) = &application {
+            listener(n);
+        }
+        if !changes.mark(n) {
+            return;
+        }
+        let (Some(inner), Some(slot)) = (manager.upgrade(), slot.upgrade()) else {
+            return;
+        };
+        if slot.refresh_pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move {
+                    RuntimeManager { inner }.refresh_slot(&slot, false).await;
+                });
+            }
+            Err(_) => slot.refresh_pending.store(false, Ordering::Release),
+        }
+    })
 }
 
 /// The session settings for one server.

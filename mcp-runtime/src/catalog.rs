@@ -1,19 +1,22 @@
-//! The tool catalog an agent sees: every server's tools under namespaced
-//! names, sorted, with the failures of servers that did not start.
+//! The catalog an agent sees: every server's tools, resources, resource
+//! templates and prompts under namespaced names, sorted, with the failures
+//! of servers that did not start.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_config::{Fingerprint, ToolFilter};
 use mcp_session::ProtocolVersion;
-use mcp_session::types::{Tool, ToolAnnotations};
+use mcp_session::types::{
+    Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,
+};
 use mcp_transport::TransportKind;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::error::describe_duration;
+use crate::error::{EntryKind, describe_duration};
 use crate::naming;
 
 /// One tool as the agent sees it.
@@ -58,6 +61,111 @@ impl RuntimeTool {
     /// Behaviour hints (`readOnlyHint`, `destructiveHint` …).
     pub fn annotations(&self) -> Option<&ToolAnnotations> {
         self.tool.annotations.as_ref()
+    }
+}
+
+/// One resource as the agent sees it: a namespaced name for a URI.
+#[derive(Debug, Clone)]
+pub struct RuntimeResource {
+    name: String,
+    server: String,
+    resource: Arc<Resource>,
+}
+
+impl RuntimeResource {
+    /// The namespaced name (`SERVER__NAME`, from the resource's `name`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server it belongs to (its name in the config).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The URI, which is what the server reads.
+    pub fn uri(&self) -> &str {
+        &self.resource.uri
+    }
+
+    /// The resource's own name on its server.
+    pub fn resource_name(&self) -> &str {
+        &self.resource.name
+    }
+
+    /// The resource as its server described it (title, MIME type, size …).
+    pub fn resource(&self) -> &Arc<Resource> {
+        &self.resource
+    }
+}
+
+/// One resource template as the agent sees it.
+#[derive(Debug, Clone)]
+pub struct RuntimeResourceTemplate {
+    name: String,
+    server: String,
+    template: Arc<ResourceTemplate>,
+}
+
+impl RuntimeResourceTemplate {
+    /// The namespaced name (`SERVER__NAME`, from the template's `name`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server it belongs to (its name in the config).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The URI template (RFC 6570).
+    pub fn uri_template(&self) -> &str {
+        &self.template.uri_template
+    }
+
+    /// The template's own name on its server.
+    pub fn template_name(&self) -> &str {
+        &self.template.name
+    }
+
+    /// The template as its server described it.
+    pub fn template(&self) -> &Arc<ResourceTemplate> {
+        &self.template
+    }
+}
+
+/// One prompt as the agent sees it.
+#[derive(Debug, Clone)]
+pub struct RuntimePrompt {
+    name: String,
+    server: String,
+    prompt: Arc<Prompt>,
+}
+
+impl RuntimePrompt {
+    /// The namespaced name (`SERVER__PROMPT`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The server it belongs to (its name in the config).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The prompt's own name on its server.
+    pub fn prompt_name(&self) -> &str {
+        &self.prompt.name
+    }
+
+    /// The prompt as its server described it.
+    pub fn prompt(&self) -> &Arc<Prompt> {
+        &self.prompt
+    }
+
+    /// The arguments it declares.
+    pub fn arguments(&self) -> &[PromptArgument] {
+        self.prompt.arguments.as_deref().unwrap_or_default()
     }
 }
 
@@ -126,8 +234,8 @@ impl fmt::Display for ServerFailure {
     }
 }
 
-/// Something worth knowing about a server's tools (no `tools` capability,
-/// a name left out …).
+/// Something worth knowing about a server's entries (no `tools`
+/// capability, a list that could not be fetched, a name left out …).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerNote {
@@ -149,29 +257,125 @@ pub struct ConnectedServer {
     pub transport: TransportKind,
 }
 
-/// The session's tools, sorted by namespaced name, with diagnostics.
+/// The session's tools, resources, resource templates and prompts, each
+/// sorted by namespaced name, with diagnostics.
+///
+/// Every kind is named by the rules of [`naming`] on its own: `SERVER__NAME`,
+/// sanitized, at most 64 characters, clashes resolved deterministically.
+/// Resources and templates are named after their `name`; when a server
+/// gives several the same name, the first (by URI) keeps it and the others
+/// are named after `name@URI` (a note says so). An entry a server lists
+/// twice (same URI, same prompt name) is kept once.
 #[derive(Debug, Default)]
 pub struct RuntimeCatalog {
     tools: Vec<RuntimeTool>,
     index: HashMap<String, usize>,
+    resources: Vec<RuntimeResource>,
+    resource_index: HashMap<String, usize>,
+    /// URI → the resources (of any server) at it.
+    uris: HashMap<String, Vec<usize>>,
+    templates: Vec<RuntimeResourceTemplate>,
+    template_index: HashMap<String, usize>,
+    prompts: Vec<RuntimePrompt>,
+    prompt_index: HashMap<String, usize>,
     failures: Vec<ServerFailure>,
     notes: Vec<ServerNote>,
     connected: Vec<ConnectedServer>,
 }
 
 /// What the catalog is built from, per connected server.
-pub(crate) struct ServerTools<'a> {
+pub(crate) struct ServerEntries<'a> {
     pub(crate) server: &'a str,
     pub(crate) filter: &'a ToolFilter,
     pub(crate) tools: Vec<&'a Arc<Tool>>,
+    pub(crate) resources: &'a [Arc<Resource>],
+    pub(crate) templates: &'a [Arc<ResourceTemplate>],
+    pub(crate) prompts: &'a [Arc<Prompt>],
     pub(crate) diagnostics: &'a [String],
     pub(crate) protocol: ProtocolVersion,
     pub(crate) transport: TransportKind,
 }
 
+/// One entry to name: its name on the server, what tells it apart from
+/// others of that name (a URI; the name itself for prompts), the item.
+type ToName<'a, T> = (&'a str, &'a str, &'a Arc<T>);
+
+/// Names one kind of entry across servers (see [`RuntimeCatalog`]): returns
+/// (namespaced name, server, item), sorted by namespaced name.
+fn name_kind<T>(
+    kind: EntryKind,
+    per_server: Vec<(&str, Vec<ToName<'_, T>>)>,
+    notes: &mut Vec<ServerNote>,
+) -> Vec<(String, String, Arc<T>)> {
+    let mut pairs = BTreeSet::new();
+    let mut by_pair: BTreeMap<(String, String), Arc<T>> = BTreeMap::new();
+    for (server, mut items) in per_server {
+        items.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let mut ids = HashSet::new();
+        let mut shared_names = BTreeSet::new();
+        let mut previous: Option<&str> = None;
+        for (name, id, item) in items {
+            if !ids.insert(id) {
+                notes.push(ServerNote {
+                    server: server.to_owned(),
+                    message: format!("lists {kind} `{id}` more than once; it is kept once"),
+                });
+                continue;
+            }
+            let raw = if previous == Some(name) {
+                shared_names.insert(name);
+                format!("{name}@{id}")
+            } else {
+                name.to_owned()
+            };
+            previous = Some(name);
+            let pair = (server.to_owned(), raw);
+            if !pairs.insert(pair.clone()) {
+                notes.push(ServerNote {
+                    server: server.to_owned(),
+                    message: format!(
+                        "{kind} `{id}` is left out: another {kind} of this server is literally named `{}`",
+                        pair.1
+                    ),
+                });
+                continue;
+            }
+            by_pair.insert(pair, Arc::clone(item));
+        }
+        for name in shared_names {
+            notes.push(ServerNote {
+                server: server.to_owned(),
+                message: format!(
+                    "several {kind}s are named `{name}`: the first by URI keeps the name, the \
+                     others are named after `{name}@URI`"
+                ),
+            });
+        }
+    }
+    let (names, left_out) = naming::assign_kind(&pairs, &kind.to_string());
+    notes.extend(left_out.into_iter().map(|message| ServerNote {
+        server: String::new(),
+        message,
+    }));
+    let mut out: Vec<(String, String, Arc<T>)> = names
+        .into_iter()
+        .filter_map(|(pair, name)| {
+            let item = by_pair.remove(&pair)?;
+            Some((name, pair.0, item))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn index_of<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<String, usize> {
+    names.enumerate().map(|(i, n)| (n.to_owned(), i)).collect()
+}
+
 impl RuntimeCatalog {
-    /// Builds the catalog: filters, names (see [`naming::assign`]), sorts.
-    pub(crate) fn build(servers: &[ServerTools<'_>], failures: Vec<ServerFailure>) -> Self {
+    /// Builds the catalog: filters the tools, names every kind (see
+    /// [`naming::assign_kind`]), sorts.
+    pub(crate) fn build(servers: &[ServerEntries<'_>], failures: Vec<ServerFailure>) -> Self {
         let mut notes = Vec::new();
         let mut connected: Vec<ConnectedServer> = servers
             .iter()
@@ -182,8 +386,6 @@ impl RuntimeCatalog {
             })
             .collect();
         connected.sort_by(|a, b| a.server.cmp(&b.server));
-        let mut pairs = BTreeSet::new();
-        let mut by_pair: BTreeMap<(String, String), Arc<Tool>> = BTreeMap::new();
         for s in servers {
             for m in s.diagnostics {
                 notes.push(ServerNote {
@@ -191,40 +393,103 @@ impl RuntimeCatalog {
                     message: m.clone(),
                 });
             }
-            for tool in &s.tools {
-                if !s.filter.allows(&tool.name) {
-                    continue;
-                }
-                let pair = (s.server.to_owned(), tool.name.clone());
-                pairs.insert(pair.clone());
-                by_pair.insert(pair, Arc::clone(tool));
-            }
         }
-        let (names, left_out) = naming::assign(&pairs);
-        notes.extend(left_out.into_iter().map(|message| ServerNote {
-            server: String::new(),
-            message,
-        }));
-        let mut tools: Vec<RuntimeTool> = names
-            .into_iter()
-            .filter_map(|(pair, name)| {
-                let tool = by_pair.remove(&pair)?;
-                Some(RuntimeTool {
-                    name,
-                    server: pair.0,
-                    tool,
+        let tools = name_kind(
+            EntryKind::Tool,
+            servers
+                .iter()
+                .map(|s| {
+                    let allowed = s.tools.iter().filter(|t| s.filter.allows(&t.name));
+                    let items = allowed.map(|t| (t.name.as_str(), t.name.as_str(), *t));
+                    (s.server, items.collect())
                 })
+                .collect(),
+            &mut notes,
+        );
+        let tools: Vec<RuntimeTool> = tools
+            .into_iter()
+            .map(|(name, server, tool)| RuntimeTool { name, server, tool })
+            .collect();
+        let resources = name_kind(
+            EntryKind::Resource,
+            servers
+                .iter()
+                .map(|s| {
+                    let items = s
+                        .resources
+                        .iter()
+                        .map(|r| (r.name.as_str(), r.uri.as_str(), r));
+                    (s.server, items.collect())
+                })
+                .collect(),
+            &mut notes,
+        );
+        let resources: Vec<RuntimeResource> = resources
+            .into_iter()
+            .map(|(name, server, resource)| RuntimeResource {
+                name,
+                server,
+                resource,
             })
             .collect();
-        tools.sort_by(|a, b| a.name.cmp(&b.name));
-        let index = tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.clone(), i))
+        let templates = name_kind(
+            EntryKind::ResourceTemplate,
+            servers
+                .iter()
+                .map(|s| {
+                    let items = s
+                        .templates
+                        .iter()
+                        .map(|t| (t.name.as_str(), t.uri_template.as_str(), t));
+                    (s.server, items.collect())
+                })
+                .collect(),
+            &mut notes,
+        );
+        let templates: Vec<RuntimeResourceTemplate> = templates
+            .into_iter()
+            .map(|(name, server, template)| RuntimeResourceTemplate {
+                name,
+                server,
+                template,
+            })
             .collect();
+        let prompts = name_kind(
+            EntryKind::Prompt,
+            servers
+                .iter()
+                .map(|s| {
+                    let items = s
+                        .prompts
+                        .iter()
+                        .map(|p| (p.name.as_str(), p.name.as_str(), p));
+                    (s.server, items.collect())
+                })
+                .collect(),
+            &mut notes,
+        );
+        let prompts: Vec<RuntimePrompt> = prompts
+            .into_iter()
+            .map(|(name, server, prompt)| RuntimePrompt {
+                name,
+                server,
+                prompt,
+            })
+            .collect();
+        let mut uris: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, r) in resources.iter().enumerate() {
+            uris.entry(r.uri().to_owned()).or_default().push(i);
+        }
         RuntimeCatalog {
+            index: index_of(tools.iter().map(RuntimeTool::name)),
             tools,
-            index,
+            resource_index: index_of(resources.iter().map(RuntimeResource::name)),
+            resources,
+            uris,
+            template_index: index_of(templates.iter().map(RuntimeResourceTemplate::name)),
+            templates,
+            prompt_index: index_of(prompts.iter().map(RuntimePrompt::name)),
+            prompts,
             failures,
             notes,
             connected,
@@ -247,6 +512,52 @@ impl RuntimeCatalog {
         self.index.get(name).and_then(|&i| self.tools.get(i))
     }
 
+    /// The resources, sorted by namespaced name.
+    pub fn resources(&self) -> &[RuntimeResource] {
+        &self.resources
+    }
+
+    /// A resource by namespaced name.
+    pub fn resource(&self, name: &str) -> Option<&RuntimeResource> {
+        self.resource_index
+            .get(name)
+            .and_then(|&i| self.resources.get(i))
+    }
+
+    /// The resources at `uri`, of every server that lists it (sorted by
+    /// namespaced name; more than one when servers share a URI).
+    pub fn resources_at(&self, uri: &str) -> impl Iterator<Item = &RuntimeResource> {
+        self.uris
+            .get(uri)
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.resources.get(i))
+    }
+
+    /// The resource templates, sorted by namespaced name.
+    pub fn resource_templates(&self) -> &[RuntimeResourceTemplate] {
+        &self.templates
+    }
+
+    /// A resource template by namespaced name.
+    pub fn resource_template(&self, name: &str) -> Option<&RuntimeResourceTemplate> {
+        self.template_index
+            .get(name)
+            .and_then(|&i| self.templates.get(i))
+    }
+
+    /// The prompts, sorted by namespaced name.
+    pub fn prompts(&self) -> &[RuntimePrompt] {
+        &self.prompts
+    }
+
+    /// A prompt by namespaced name.
+    pub fn prompt(&self, name: &str) -> Option<&RuntimePrompt> {
+        self.prompt_index
+            .get(name)
+            .and_then(|&i| self.prompts.get(i))
+    }
+
     /// How many tools there are.
     pub fn len(&self) -> usize {
         self.tools.len()
@@ -262,13 +573,35 @@ impl RuntimeCatalog {
         &self.failures
     }
 
-    /// Notes on servers' tools.
+    /// Notes on servers' entries.
     pub fn notes(&self) -> &[ServerNote] {
         &self.notes
     }
 
-    pub(crate) fn some_names(&self, n: usize) -> Vec<String> {
-        self.tools.iter().take(n).map(|t| t.name.clone()).collect()
+    /// Up to `n` namespaced names of one kind, for error messages.
+    pub(crate) fn some_names(&self, kind: EntryKind, n: usize) -> Vec<String> {
+        let names: Vec<&str> = match kind {
+            EntryKind::Tool => self.tools.iter().map(RuntimeTool::name).take(n).collect(),
+            EntryKind::Resource => self
+                .resources
+                .iter()
+                .map(RuntimeResource::name)
+                .take(n)
+                .collect(),
+            EntryKind::ResourceTemplate => self
+                .templates
+                .iter()
+                .map(RuntimeResourceTemplate::name)
+                .take(n)
+                .collect(),
+            EntryKind::Prompt => self
+                .prompts
+                .iter()
+                .map(RuntimePrompt::name)
+                .take(n)
+                .collect(),
+        };
+        names.into_iter().map(str::to_owned).collect()
     }
 }
 
@@ -300,18 +633,24 @@ mod tests {
         filter_a.exclude.insert("secret".to_owned());
         let open = ToolFilter::default();
         let servers = [
-            ServerTools {
+            ServerEntries {
                 server: "zeta",
                 filter: &filter_a,
                 tools: a.iter().collect(),
+                resources: &[],
+                templates: &[],
+                prompts: &[],
                 diagnostics: &[],
                 protocol: ProtocolVersion::V2026_07_28,
                 transport: TransportKind::StreamableHttp,
             },
-            ServerTools {
+            ServerEntries {
                 server: "alpha",
                 filter: &open,
                 tools: b.iter().collect(),
+                resources: &[],
+                templates: &[],
+                prompts: &[],
                 diagnostics: &["no tools capability".to_owned()],
                 protocol: ProtocolVersion::V2025_11_25,
                 transport: TransportKind::Stdio,
@@ -333,5 +672,166 @@ mod tests {
             .map(|s| (s.server.as_str(), s.protocol.as_str()))
             .collect();
         assert_eq!(connected, [("alpha", "2025-11-25"), ("zeta", "2026-07-28")]);
+    }
+
+    fn resource(uri: &str, name: &str) -> Arc<Resource> {
+        Arc::new(Resource::new(uri, name))
+    }
+
+    fn template(uri: &str, name: &str) -> Arc<ResourceTemplate> {
+        Arc::new(ResourceTemplate::new(uri, name))
+    }
+
+    fn prompt(name: &str) -> Arc<Prompt> {
+        Arc::new(Prompt::new(name))
+    }
+
+    fn entries<'a>(
+        server: &'a str,
+        filter: &'a ToolFilter,
+        resources: &'a [Arc<Resource>],
+        templates: &'a [Arc<ResourceTemplate>],
+        prompts: &'a [Arc<Prompt>],
+    ) -> ServerEntries<'a> {
+        ServerEntries {
+            server,
+            filter,
+            tools: Vec::new(),
+            resources,
+            templates,
+            prompts,
+            diagnostics: &[],
+            protocol: ProtocolVersion::V2025_11_25,
+            transport: TransportKind::Stdio,
+        }
+    }
+
+    #[test]
+    fn resources_templates_and_prompts_are_namespaced_like_tools() {
+        let open = ToolFilter::default();
+        let ra = [
+            resource("file:///shared", "readme"),
+            resource("a://only", "only"),
+        ];
+        let rb = [resource("file:///shared", "readme")];
+        let ta = [template("a://items/{id}", "item")];
+        let pa = [prompt("greet"), prompt("review code")];
+        let pb = [prompt("greet")];
+        let c = RuntimeCatalog::build(
+            &[
+                entries("a", &open, &ra, &ta, &pa),
+                entries("b", &open, &rb, &[], &pb),
+            ],
+            Vec::new(),
+        );
+        let names = |v: Vec<&str>| v.join(" ");
+        assert_eq!(
+            names(c.resources().iter().map(RuntimeResource::name).collect()),
+            "a__only a__readme b__readme"
+        );
+        assert_eq!(
+            names(c.prompts().iter().map(RuntimePrompt::name).collect()),
+            "a__greet a__review_code b__greet"
+        );
+        let t = c.resource_template("a__item").unwrap();
+        assert_eq!((t.server(), t.uri_template()), ("a", "a://items/{id}"));
+        let r = c.resource("b__readme").unwrap();
+        assert_eq!(
+            (r.server(), r.uri(), r.resource_name()),
+            ("b", "file:///shared", "readme")
+        );
+        let p = c.prompt("a__review_code").unwrap();
+        assert_eq!(p.prompt_name(), "review code");
+        // The URI index: one URI, two servers.
+        let shared: Vec<&str> = c.resources_at("file:///shared").map(|r| r.name()).collect();
+        assert_eq!(shared, ["a__readme", "b__readme"]);
+        assert_eq!(c.resources_at("a://only").count(), 1);
+        assert_eq!(c.resources_at("nope").count(), 0);
+        assert!(c.notes().is_empty(), "{:?}", c.notes());
+        // Kinds are named apart: a tool could share a prompt's name.
+        assert!(c.get("a__greet").is_none());
+        assert_eq!(
+            c.some_names(EntryKind::Prompt, 2),
+            ["a__greet", "a__review_code"]
+        );
+    }
+
+    #[test]
+    fn clashes_long_names_and_duplicates() {
+        let open = ToolFilter::default();
+        // `my.srv` and `my_srv` both want `my_srv__doc`: the exact one keeps it.
+        let r1 = [resource("x://1", "doc")];
+        let r2 = [resource("y://1", "doc")];
+        // One server, several resources named `doc`, and a URI listed twice.
+        let long = "n".repeat(80);
+        let r3 = [
+            resource("z://b", "doc"),
+            resource("z://a", "doc"),
+            resource("z://a", "doc again"),
+            resource("z://long", &long),
+        ];
+        let p3 = [prompt("p"), prompt("p")];
+        let c = RuntimeCatalog::build(
+            &[
+                entries("my.srv", &open, &r1, &[], &[]),
+                entries("my_srv", &open, &r2, &[], &[]),
+                entries("z", &open, &r3, &[], &p3),
+            ],
+            Vec::new(),
+        );
+        let exact = c.resource("my_srv__doc").unwrap();
+        assert_eq!(exact.server(), "my_srv");
+        let other = c
+            .resources()
+            .iter()
+            .find(|r| r.server() == "my.srv")
+            .unwrap();
+        assert!(other.name().starts_with("my_srv__doc_"), "{}", other.name());
+        // The first `doc` by URI keeps the name; the other is named after its URI.
+        assert_eq!(c.resource("z__doc").unwrap().uri(), "z://a");
+        let b = c.resources_at("z://b").next().unwrap();
+        assert_eq!(b.name(), "z__doc_z___b");
+        // A URI listed twice is kept once, with a note.
+        assert_eq!(c.resources_at("z://a").count(), 1);
+        let long_name = c.resources_at("z://long").next().unwrap().name();
+        assert_eq!(long_name.len(), naming::MAX_TOOL_NAME_LEN);
+        assert!(c.resources().iter().all(|r| r.name().len() <= 64));
+        assert_eq!(c.prompts().len(), 1);
+        let notes: Vec<&str> = c.notes().iter().map(|n| n.message.as_str()).collect();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("resource `z://a` more than once")),
+            "{notes:?}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("several resources are named `doc`")),
+            "{notes:?}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("prompt `p` more than once")),
+            "{notes:?}"
+        );
+        // Deterministic: the same input, in another order, the same names.
+        let r3_reordered = [r3[3].clone(), r3[2].clone(), r3[0].clone(), r3[1].clone()];
+        let again = RuntimeCatalog::build(
+            &[
+                entries("my_srv", &open, &r2, &[], &[]),
+                entries("my.srv", &open, &r1, &[], &[]),
+                entries("z", &open, &r3_reordered, &[], &p3),
+            ],
+            Vec::new(),
+        );
+        let all = |c: &RuntimeCatalog| -> Vec<(String, String)> {
+            c.resources()
+                .iter()
+                .map(|r| (r.name().to_owned(), r.uri().to_owned()))
+                .collect()
+        };
+        assert_eq!(all(&c), all(&again));
     }
 }

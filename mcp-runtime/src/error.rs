@@ -1,7 +1,34 @@
 //! Runtime errors, and the wording of durations in them and in the catalog.
 
+use std::fmt;
+
 use mcp_session::SessionError;
 use mcp_transport::TransportError;
+
+/// A kind of catalog entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EntryKind {
+    /// A tool.
+    Tool,
+    /// A resource.
+    Resource,
+    /// A resource template.
+    ResourceTemplate,
+    /// A prompt.
+    Prompt,
+}
+
+impl fmt::Display for EntryKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EntryKind::Tool => "tool",
+            EntryKind::Resource => "resource",
+            EntryKind::ResourceTemplate => "resource template",
+            EntryKind::Prompt => "prompt",
+        })
+    }
+}
 
 /// Why the runtime could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +50,7 @@ pub enum RuntimeError {
         session: String,
     },
     /// No tool of that namespaced name in the session's catalog.
-    #[error("no tool named `{name}`{}", hint(.known, .failed))]
+    #[error("no tool named `{name}`{}", hint(EntryKind::Tool, .known, .failed))]
     UnknownTool {
         /// The name asked for.
         name: String,
@@ -31,6 +58,40 @@ pub enum RuntimeError {
         known: Vec<String>,
         /// Servers that failed to start (their tools are missing).
         failed: Vec<String>,
+    },
+    /// No resource, resource template or prompt of that namespaced name (or,
+    /// for a resource, URI) in the session's catalog.
+    #[error("no {kind} named `{name}`{}", hint(*.kind, .known, .failed))]
+    UnknownEntry {
+        /// What was looked for.
+        kind: EntryKind,
+        /// The name (or URI) asked for.
+        name: String,
+        /// Some names of that kind the catalog does have.
+        known: Vec<String>,
+        /// Servers that failed to start (their entries are missing).
+        failed: Vec<String>,
+    },
+    /// A resource URI that several servers list: which server is meant is
+    /// not clear.
+    #[error(
+        "the resource URI `{uri}` is listed by several servers; read it by one of these \
+         names: {}",
+        .candidates.join(", ")
+    )]
+    AmbiguousResource {
+        /// The URI asked for.
+        uri: String,
+        /// The namespaced names of the resources at that URI.
+        candidates: Vec<String>,
+    },
+    /// No connected server of that name.
+    #[error("no connected server named `{server}`; connected: {}", list_or_none(.connected))]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+        /// The connected servers.
+        connected: Vec<String>,
     },
     /// The call reached the server's session and failed there.
     #[error("{server}: {source}")]
@@ -43,7 +104,15 @@ pub enum RuntimeError {
     },
 }
 
-fn hint(known: &[String], failed: &[String]) -> String {
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn hint(kind: EntryKind, known: &[String], failed: &[String]) -> String {
     let mut s = String::new();
     if !failed.is_empty() {
         s.push_str(&format!(
@@ -52,9 +121,9 @@ fn hint(known: &[String], failed: &[String]) -> String {
         ));
     }
     if known.is_empty() {
-        s.push_str("; the catalog has no tools");
+        s.push_str(&format!("; the catalog has no {kind}s"));
     } else {
-        s.push_str(&format!("; known tools include: {}", known.join(", ")));
+        s.push_str(&format!("; known {kind}s include: {}", known.join(", ")));
     }
     s
 }

@@ -4,19 +4,23 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_config::{Fingerprint, ResolvedServer};
-use mcp_session::types::CallToolResult;
-use mcp_session::{CallOptions, Session, ToolCatalog};
+use mcp_session::types::{
+    CallToolResult, Completion, CompletionReference, GetPromptResult, ReadResourceResult,
+};
+use mcp_session::{CallOptions, ClientHandler, Session};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::catalog::RuntimeCatalog;
-use crate::error::RuntimeError;
+use crate::error::{EntryKind, RuntimeError};
+use crate::lists::{ChangeFlags, ServerLists, Which};
+use crate::manager::lock;
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -36,8 +40,11 @@ pub(crate) struct Slot {
     pub(crate) leases: AtomicUsize,
     /// Nanoseconds since `epoch` of the last use.
     pub(crate) last_used: AtomicU64,
-    /// Held while the runtime is (re)built: one build at a time (single flight).
+    /// Held while the runtime is (re)built or its catalog refreshed: one at
+    /// a time (single flight).
     pub(crate) build: tokio::sync::Mutex<()>,
+    /// A catalog refresh is scheduled (a server said a list changed).
+    pub(crate) refresh_pending: AtomicBool,
 }
 
 impl Slot {
@@ -63,7 +70,10 @@ impl Slot {
 pub(crate) struct ServerConn {
     pub(crate) server: ResolvedServer,
     pub(crate) session: Session,
-    pub(crate) catalog: Arc<ToolCatalog>,
+    /// What it offers, as last fetched.
+    pub(crate) lists: Mutex<Arc<ServerLists>>,
+    /// The lists it said changed since.
+    pub(crate) changes: Arc<ChangeFlags>,
     pub(crate) in_flight: AtomicUsize,
     pub(crate) idle: Notify,
     pub(crate) closed: AtomicBool,
@@ -71,6 +81,27 @@ pub(crate) struct ServerConn {
 }
 
 impl ServerConn {
+    pub(crate) fn lists(&self) -> Arc<ServerLists> {
+        Arc::clone(&lock(&self.lists))
+    }
+
+    /// Fetches again the lists the server said changed (all of them when
+    /// `force`, through the session's caches); whether anything is new.
+    pub(crate) async fn refresh_lists(&self, force: bool) -> bool {
+        let marked = self.changes.take();
+        let which = if force { Which::ALL } else { marked };
+        if !which.any() {
+            return false;
+        }
+        let prior = self.lists();
+        let next = prior.refetch(&self.session, which).await;
+        if prior.same(&next) {
+            return false;
+        }
+        *lock(&self.lists) = Arc::new(next);
+        true
+    }
+
     pub(crate) fn mark_closed(&self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
             self.counters.connections.fetch_sub(1, Ordering::Relaxed);
@@ -106,7 +137,7 @@ impl Drop for CallGuard<'_> {
     }
 }
 
-/// One agent session's MCP runtime: its connections and tool catalog.
+/// One agent session's MCP runtime: its connections and catalog.
 ///
 /// Reached through a [`RuntimeLease`]. It is a snapshot: a rebuild after a
 /// config change makes a new one; a lease taken before keeps the old one
@@ -118,6 +149,21 @@ pub struct SessionRuntime {
     pub(crate) catalog: Arc<RuntimeCatalog>,
     /// The earliest retry of a failed server, if any failed.
     pub(crate) retry_at: Option<Instant>,
+    /// The handlers of server requests every connection of the session
+    /// got (`None`: those of `RuntimeOptions::session_defaults`).
+    pub(crate) handlers: Option<Arc<dyn ClientHandler>>,
+}
+
+/// Whether two handler choices are the same one.
+pub(crate) fn same_handlers(
+    a: Option<&Arc<dyn ClientHandler>>,
+    b: Option<&Arc<dyn ClientHandler>>,
+) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 impl fmt::Debug for SessionRuntime {
@@ -127,7 +173,10 @@ impl fmt::Debug for SessionRuntime {
             .field("fingerprint", &self.fingerprint)
             .field("servers", &self.servers.keys().collect::<Vec<_>>())
             .field("tools", &self.catalog.len())
+            .field("resources", &self.catalog.resources().len())
+            .field("prompts", &self.catalog.prompts().len())
             .field("failures", &self.catalog.failures().len())
+            .field("own_handlers", &self.handlers.is_some())
             .finish()
     }
 }
@@ -143,7 +192,12 @@ impl SessionRuntime {
         self.fingerprint
     }
 
-    /// The tools the agent sees, and the servers that failed to start.
+    /// The tools, resources, resource templates and prompts the agent sees,
+    /// and the servers that failed to start.
+    ///
+    /// A snapshot: when a server says a list changed, a new runtime with a
+    /// fresh catalog is installed, which the session's next
+    /// [`acquire`](crate::RuntimeManager::acquire) returns.
     pub fn catalog(&self) -> &Arc<RuntimeCatalog> {
         &self.catalog
     }
@@ -180,13 +234,8 @@ impl SessionRuntime {
     ) -> Result<CallToolResult, RuntimeError> {
         let unknown = || RuntimeError::UnknownTool {
             name: name.to_owned(),
-            known: self.catalog.some_names(20),
-            failed: self
-                .catalog
-                .failures()
-                .iter()
-                .map(|f| f.server.clone())
-                .collect(),
+            known: self.catalog.some_names(EntryKind::Tool, 20),
+            failed: self.failed_servers(),
         };
         let tool = self.catalog.get(name).ok_or_else(unknown)?;
         let conn = self.servers.get(tool.server()).ok_or_else(unknown)?;
@@ -196,6 +245,172 @@ impl SessionRuntime {
             .await
             .map_err(|source| RuntimeError::Call {
                 server: tool.server().to_owned(),
+                source,
+            })
+    }
+
+    fn failed_servers(&self) -> Vec<String> {
+        self.catalog
+            .failures()
+            .iter()
+            .map(|f| f.server.clone())
+            .collect()
+    }
+
+    fn unknown(&self, kind: EntryKind, name: &str) -> RuntimeError {
+        RuntimeError::UnknownEntry {
+            kind,
+            name: name.to_owned(),
+            known: self.catalog.some_names(kind, 20),
+            failed: self.failed_servers(),
+        }
+    }
+
+    /// The connection of a server the catalog names (it is always there:
+    /// the catalog is built from the connections).
+    fn conn(&self, server: &str) -> Result<&Arc<ServerConn>, RuntimeError> {
+        self.servers
+            .get(server)
+            .ok_or_else(|| RuntimeError::UnknownServer {
+                server: server.to_owned(),
+                connected: self.servers.keys().cloned().collect(),
+            })
+    }
+
+    /// Which server and URI `name_or_uri` means: a namespaced resource name
+    /// of the catalog first; else a URI exactly one server's resources list.
+    fn resolve_resource(&self, name_or_uri: &str) -> Result<(&str, String), RuntimeError> {
+        if let Some(r) = self.catalog.resource(name_or_uri) {
+            return Ok((r.server(), r.uri().to_owned()));
+        }
+        let at: Vec<_> = self.catalog.resources_at(name_or_uri).collect();
+        match at.as_slice() {
+            [] => Err(self.unknown(EntryKind::Resource, name_or_uri)),
+            [only] => Ok((only.server(), only.uri().to_owned())),
+            // A server lists a URI once (the catalog keeps one), so these
+            // are several servers.
+            many => Err(RuntimeError::AmbiguousResource {
+                uri: name_or_uri.to_owned(),
+                candidates: many.iter().map(|r| r.name().to_owned()).collect(),
+            }),
+        }
+    }
+
+    /// Reads a resource, by its namespaced name in the catalog
+    /// ([`RuntimeCatalog::resources`]) or by its URI when exactly one
+    /// server lists that URI (a namespaced name wins over a URI spelled the
+    /// same). A URI several servers list is
+    /// [`RuntimeError::AmbiguousResource`] (naming the candidates); one no
+    /// server lists is [`RuntimeError::UnknownEntry`] — for a URI made from
+    /// a template, or one the server does not list, use
+    /// [`read_resource_at`](Self::read_resource_at).
+    pub async fn read_resource(
+        &self,
+        name_or_uri: &str,
+    ) -> Result<ReadResourceResult, RuntimeError> {
+        let (server, uri) = self.resolve_resource(name_or_uri)?;
+        self.read_resource_at(server, &uri).await
+    }
+
+    /// Reads `uri` from the server named `server` (its name in the config),
+    /// listed or not: for URIs filled in from a resource template.
+    pub async fn read_resource_at(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<ReadResourceResult, RuntimeError> {
+        let conn = self.conn(server)?;
+        let _in_flight = CallGuard::new(conn);
+        conn.session
+            .read_resource(uri)
+            .await
+            .map_err(|source| RuntimeError::Call {
+                server: server.to_owned(),
+                source,
+            })
+    }
+
+    /// Gets a prompt by namespaced name (`SERVER__PROMPT`) with these
+    /// arguments (checked against the prompt's declared ones first).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, RuntimeError> {
+        let prompt = self
+            .catalog
+            .prompt(name)
+            .ok_or_else(|| self.unknown(EntryKind::Prompt, name))?;
+        let conn = self.conn(prompt.server())?;
+        let _in_flight = CallGuard::new(conn);
+        conn.session
+            .get_prompt(prompt.prompt_name(), arguments)
+            .await
+            .map_err(|source| RuntimeError::Call {
+                server: prompt.server().to_owned(),
+                source,
+            })
+    }
+
+    /// Suggestions for `argument` of the prompt `prompt` (namespaced), given
+    /// what was typed (`value`) and the arguments already chosen
+    /// (`context`). A server without the `completions` capability gives
+    /// [`SessionError::NotSupported`](mcp_session::SessionError::NotSupported)
+    /// (in [`RuntimeError::Call`]).
+    pub async fn complete_prompt_argument(
+        &self,
+        prompt: &str,
+        argument: &str,
+        value: &str,
+        context: BTreeMap<String, String>,
+    ) -> Result<Completion, RuntimeError> {
+        let p = self
+            .catalog
+            .prompt(prompt)
+            .ok_or_else(|| self.unknown(EntryKind::Prompt, prompt))?;
+        let reference = CompletionReference::Prompt {
+            name: p.prompt_name().to_owned(),
+        };
+        self.complete(p.server(), reference, argument, value, context)
+            .await
+    }
+
+    /// Suggestions for `variable` of the resource template `template`
+    /// (namespaced), like
+    /// [`complete_prompt_argument`](Self::complete_prompt_argument).
+    pub async fn complete_resource_variable(
+        &self,
+        template: &str,
+        variable: &str,
+        value: &str,
+        context: BTreeMap<String, String>,
+    ) -> Result<Completion, RuntimeError> {
+        let t = self
+            .catalog
+            .resource_template(template)
+            .ok_or_else(|| self.unknown(EntryKind::ResourceTemplate, template))?;
+        let reference = CompletionReference::Resource {
+            uri: t.uri_template().to_owned(),
+        };
+        self.complete(t.server(), reference, variable, value, context)
+            .await
+    }
+
+    async fn complete(
+        &self,
+        server: &str,
+        reference: CompletionReference,
+        argument: &str,
+        value: &str,
+        context: BTreeMap<String, String>,
+    ) -> Result<Completion, RuntimeError> {
+        let conn = self.conn(server)?;
+        let _in_flight = CallGuard::new(conn);
+        conn.session
+            .complete(reference, argument, value, context)
+            .await
+            .map_err(|source| RuntimeError::Call {
+                server: server.to_owned(),
                 source,
             })
     }

@@ -27,7 +27,21 @@
 //!   `[A-Za-z0-9_-]`, at most 64 characters ([`naming`]), sorted, filtered by
 //!   the config's include/exclude lists, with its schema, annotations and
 //!   server. Calling a namespaced name routes to its server, honouring its
-//!   `requestTimeoutMs` and `supportsParallelToolCalls`.
+//!   `requestTimeoutMs` and `supportsParallelToolCalls`. Resources, resource
+//!   templates and prompts of servers that declare them are named by the
+//!   same rules, each kind on its own; [`SessionRuntime::read_resource`]
+//!   (a namespaced name, or a URI exactly one server lists),
+//!   [`get_prompt`](SessionRuntime::get_prompt) and the completions route
+//!   the same way. A list that fails to load is a catalog note, not a failed
+//!   start.
+//! * **Fresh lists.** When a server says a list changed
+//!   (`notifications/…/list_changed`), that list is fetched again in the
+//!   background and a runtime with a fresh catalog is installed, which the
+//!   next `acquire` returns (leases keep their snapshot);
+//!   [`RuntimeManager::refresh_catalog`] does it on demand.
+//! * **Handlers.** [`RuntimeManager::acquire_with_handlers`] gives an agent
+//!   session its own handlers of server requests (elicitation, roots,
+//!   sampling), which every server of that session gets.
 //!
 //! Servers are opened by a [`Connector`]: [`DefaultConnector`] starts stdio
 //! servers and connects HTTP ones (streamable HTTP or HTTP+SSE, with the
@@ -78,6 +92,7 @@ mod connector;
 mod error;
 mod expiry;
 mod lease;
+mod lists;
 mod manager;
 pub mod naming;
 #[cfg(feature = "oauth")]
@@ -87,12 +102,13 @@ mod plan;
 mod reaper;
 
 pub use catalog::{
-    ConnectedServer, RuntimeCatalog, RuntimeTool, ServerFailure, ServerNote, StartupStep,
+    ConnectedServer, RuntimeCatalog, RuntimePrompt, RuntimeResource, RuntimeResourceTemplate,
+    RuntimeTool, ServerFailure, ServerNote, StartupStep,
 };
 #[cfg(feature = "http")]
 pub use connector::AuthorizerSource;
 pub use connector::{Connector, DefaultConnector, stdio_config};
-pub use error::{ConnectError, RuntimeError};
+pub use error::{ConnectError, EntryKind, RuntimeError};
 pub use lease::{RuntimeLease, SessionRuntime};
 pub use manager::RuntimeManager;
 #[cfg(feature = "oauth")]

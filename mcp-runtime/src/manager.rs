@@ -2,11 +2,11 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use mcp_config::{Fingerprint, ResolvedConfig};
-use mcp_session::ProtocolVersion;
+use mcp_session::{ClientHandler, ProtocolVersion};
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
@@ -16,7 +16,9 @@ use crate::error::RuntimeError;
 use crate::expiry::ExpiryQueue;
 
 use crate::build::teardown;
-use crate::lease::{Counters, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard};
+use crate::lease::{
+    Counters, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard, same_handlers,
+};
 use crate::options::{RuntimeOptions, RuntimeStats};
 
 pub(crate) struct Entry {
@@ -77,6 +79,16 @@ impl fmt::Debug for RuntimeManager {
             .field("stats", &self.stats())
             .finish()
     }
+}
+
+/// Which handlers of server requests a (re)build gives its connections.
+#[derive(Clone, Copy)]
+pub(crate) enum Handlers<'a> {
+    /// Those the session's runtime has (none for a new session: then
+    /// `session_defaults.handler`).
+    Keep,
+    /// These.
+    Use(&'a Arc<dyn ClientHandler>),
 }
 
 pub(crate) static GLOBAL: OnceLock<RuntimeManager> = OnceLock::new();
@@ -146,23 +158,75 @@ impl RuntimeManager {
         session_id: &str,
         config: &ResolvedConfig,
     ) -> Result<RuntimeLease, RuntimeError> {
-        if let Some(lease) = self.try_reuse(session_id, &config.fingerprint) {
+        if let Some(lease) = self.try_reuse(session_id, &config.fingerprint, |_| true) {
             return Ok(lease);
         }
         // Boxed: the warm path's future stays small.
-        Box::pin(self.acquire_slow(session_id, config)).await
+        Box::pin(self.acquire_slow(session_id, config, Handlers::Keep)).await
     }
 
-    /// The warm path: one lock, one hash lookup, one fingerprint comparison.
+    /// [`acquire`](Self::acquire), with the handlers of server requests
+    /// (elicitation, roots, sampling — usually a
+    /// [`ClientHandlers`](mcp_session::ClientHandlers)) that every server
+    /// of this agent session gets, instead of
+    /// [`session_defaults.handler`](crate::RuntimeOptions::session_defaults).
+    ///
+    /// Handlers are declared as client capabilities in each server's
+    /// handshake, so they are fixed per connection: pass the *same* `Arc`
+    /// on every call (the warm path then costs one pointer comparison
+    /// more). Other handlers than the runtime was built with start every
+    /// server of the session again (like a changed config); a plain
+    /// `acquire` keeps the runtime's handlers. A session that was reclaimed
+    /// (idle TTL) or disposed of starts from nothing: its next
+    /// `acquire_with_handlers` gives them again, a plain `acquire` gives
+    /// the defaults.
+    pub async fn acquire_with_handlers(
+        &self,
+        session_id: &str,
+        config: &ResolvedConfig,
+        handlers: &Arc<dyn ClientHandler>,
+    ) -> Result<RuntimeLease, RuntimeError> {
+        let same = |r: &SessionRuntime| same_handlers(r.handlers.as_ref(), Some(handlers));
+        if let Some(lease) = self.try_reuse(session_id, &config.fingerprint, same) {
+            return Ok(lease);
+        }
+        Box::pin(self.acquire_slow(session_id, config, Handlers::Use(handlers))).await
+    }
+
+    /// Fetches again every list of the session's servers (through each
+    /// server session's cache: a list the server did not say changed, and
+    /// whose 2026-07-28 `ttlMs` has not run out, costs no request) and, when
+    /// anything is new, installs a runtime with a fresh catalog, which the
+    /// next `acquire` returns. Whether it did; `false` for an unknown
+    /// session.
+    ///
+    /// Lists a server announces changed (`notifications/…/list_changed`)
+    /// are refreshed like this on their own, in the background; this is
+    /// for the rest (a modern server's TTL, or to be sure before going on).
+    pub async fn refresh_catalog(&self, session_id: &str) -> bool {
+        let slot = {
+            let state = lock(&self.inner.state);
+            state.sessions.get(session_id).map(|e| Arc::clone(&e.slot))
+        };
+        match slot {
+            Some(slot) => self.refresh_slot(&slot, true).await,
+            None => false,
+        }
+    }
+
+    /// The warm path: one lock, one hash lookup, one fingerprint comparison
+    /// (and whatever `also` checks: nothing for `acquire`).
+    #[inline]
     pub(crate) fn try_reuse(
         &self,
         session_id: &str,
         fingerprint: &Fingerprint,
+        also: impl FnOnce(&SessionRuntime) -> bool,
     ) -> Option<RuntimeLease> {
         let mut guard = lock(&self.inner.state);
         let state = &mut *guard;
         let runtime = state.sessions.get(session_id)?.runtime.as_ref()?;
-        if runtime.fingerprint != *fingerprint {
+        if runtime.fingerprint != *fingerprint || !also(runtime) {
             return None;
         }
         if let Some(at) = runtime.retry_at
@@ -209,6 +273,7 @@ impl RuntimeManager {
             leases: AtomicUsize::new(1),
             last_used: AtomicU64::new(0),
             build: tokio::sync::Mutex::new(()),
+            refresh_pending: AtomicBool::new(false),
         });
         slot.touch();
         let scheduled = if inner.options.idle_ttl.is_zero() {
@@ -239,6 +304,7 @@ impl RuntimeManager {
         &self,
         session_id: &str,
         config: &ResolvedConfig,
+        handlers: Handlers<'_>,
     ) -> Result<RuntimeLease, RuntimeError> {
         let guard = self.enter(session_id)?;
         let Some(slot) = guard.slot.clone() else {
@@ -260,7 +326,11 @@ impl RuntimeManager {
             match &entry.runtime {
                 Some(rt)
                     if rt.fingerprint == config.fingerprint
-                        && rt.retry_at.is_none_or(|at| Instant::now() < at) =>
+                        && rt.retry_at.is_none_or(|at| Instant::now() < at)
+                        && match handlers {
+                            Handlers::Keep => true,
+                            Handlers::Use(h) => same_handlers(rt.handlers.as_ref(), Some(h)),
+                        } =>
                 {
                     // Built by the request we waited for.
                     let rt = Arc::clone(rt);
@@ -271,7 +341,7 @@ impl RuntimeManager {
                 other => other.clone(),
             }
         };
-        let (runtime, replaced) = self.build(&slot, old.as_deref(), config).await;
+        let (runtime, replaced) = self.build(&slot, old.as_deref(), config, handlers).await;
         let runtime = Arc::new(runtime);
         let installed = {
             let mut state = lock(&self.inner.state);

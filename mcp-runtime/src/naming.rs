@@ -1,5 +1,9 @@
-//! Namespaced tool names: `SERVER__TOOL`, sanitized, at most 64 characters,
+//! Namespaced names: `SERVER__TOOL`, sanitized, at most 64 characters,
 //! unique. No IO; the same inputs always give the same names.
+//!
+//! Tools, resources, resource templates and prompts are named by the same
+//! rules, each kind on its own ([`assign_kind`]): a tool and a prompt may
+//! share a namespaced name, two prompts may not.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -72,6 +76,15 @@ pub fn candidate(server: &str, tool: &str) -> String {
 pub fn assign(
     pairs: &BTreeSet<(String, String)>,
 ) -> (BTreeMap<(String, String), String>, Vec<String>) {
+    assign_kind(pairs, "tool")
+}
+
+/// [`assign`] for one kind of entry (`"resource"`, `"prompt"` …): the same
+/// names; `kind` only words the notes.
+pub fn assign_kind(
+    pairs: &BTreeSet<(String, String)>,
+    kind: &str,
+) -> (BTreeMap<(String, String), String>, Vec<String>) {
     let mut wanted: BTreeMap<String, Vec<&(String, String)>> = BTreeMap::new();
     for pair in pairs {
         wanted
@@ -106,7 +119,7 @@ pub fn assign(
             out.insert(pair.clone(), name);
         } else {
             notes.push(format!(
-                "tool `{}` of server `{}` is left out: its namespaced name `{name}` is taken by another tool",
+                "{kind} `{}` of server `{}` is left out: its namespaced name `{name}` is taken by another {kind}",
                 pair.1, pair.0
             ));
         }

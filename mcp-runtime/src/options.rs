@@ -35,7 +35,11 @@ pub struct RuntimeOptions {
     pub retry_max: Duration,
     /// Session settings every connection starts from (client info,
     /// capabilities, handlers). The server name, timeouts, parallel-calls
-    /// flag and protocol version pin come from each server's config.
+    /// flag and protocol version pin come from each server's config; the
+    /// handler is replaced by a session's own when it has some
+    /// ([`acquire_with_handlers`](crate::RuntimeManager::acquire_with_handlers));
+    /// the notification listener is called, and the runtime then watches
+    /// for `list_changed`.
     pub session_defaults: SessionConfig,
 }
 
@@ -95,7 +99,7 @@ pub struct RuntimeStats {
     pub sessions: usize,
     /// Open server connections.
     pub connections: usize,
-    /// Tool calls in flight.
+    /// Requests in flight: tool calls, resource reads, prompts, completions.
     pub in_flight_calls: usize,
     /// Leases held.
     pub leases: usize,

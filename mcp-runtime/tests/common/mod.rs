@@ -4,6 +4,8 @@
 
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod scripted;
+
 use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
 
 /// Resolves a JSON config (OpenClaw format).

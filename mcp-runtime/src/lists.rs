@@ -1,0 +1,242 @@
+//! What one connected server offers — tools, resources, resource templates,
+//! prompts — as last fetched, and fetching it again when the server says a
+//! list changed.
+//!
+//! The lists come from the server's [`Session`], whose own caches hold them
+//! until `notifications/…/list_changed` (or a 2026-07-28 server's `ttlMs`);
+//! so fetching a list that did not change costs no request.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mcp_session::types::{Prompt, Resource, ResourceTemplate};
+use mcp_session::{ServerNotification, Session, SessionError, ToolCatalog};
+
+/// One list beside tools, as last fetched.
+#[derive(Debug)]
+pub(crate) struct Listed<T> {
+    /// The session's cached list the items came from: a fetch that returns
+    /// the same one brought nothing new.
+    source: Option<Arc<Vec<T>>>,
+    pub(crate) items: Vec<Arc<T>>,
+    /// Why the last fetch failed, if it did.
+    error: Option<String>,
+}
+
+impl<T: Clone> Listed<T> {
+    fn empty() -> Self {
+        Listed {
+            source: None,
+            items: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        let sources = match (&self.source, &other.source) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        sources && self.error == other.error
+    }
+
+    fn kept(&self) -> Self {
+        Listed {
+            source: self.source.clone(),
+            items: self.items.clone(),
+            error: self.error.clone(),
+        }
+    }
+
+    /// The list a fetch gives: new items, the prior ones when nothing
+    /// changed, nothing for an undeclared capability, and on a failure the
+    /// prior items (if any) with the reason.
+    fn from_fetch(
+        method: &str,
+        fetched: Result<Arc<Vec<T>>, SessionError>,
+        prior: Option<&Self>,
+    ) -> Self {
+        match fetched {
+            Ok(source) => match prior {
+                Some(p) if p.source.as_ref().is_some_and(|s| Arc::ptr_eq(s, &source)) => Listed {
+                    error: None,
+                    ..p.kept()
+                },
+                _ => Listed {
+                    items: source.iter().cloned().map(Arc::new).collect(),
+                    source: Some(source),
+                    error: None,
+                },
+            },
+            // The server does not offer this kind: no entries, nothing to say.
+            Err(SessionError::NotSupported(_)) => Listed::empty(),
+            Err(e) => match prior {
+                Some(p) if p.source.is_some() => Listed {
+                    error: Some(format!(
+                        "{method} failed: {e}; the list fetched before is kept"
+                    )),
+                    ..p.kept()
+                },
+                _ => Listed {
+                    error: Some(format!("{method} failed: {e}")),
+                    ..Listed::empty()
+                },
+            },
+        }
+    }
+}
+
+/// Which lists to fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Which {
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
+}
+
+impl Which {
+    pub(crate) const ALL: Which = Which {
+        tools: true,
+        resources: true,
+        prompts: true,
+    };
+
+    pub(crate) fn any(self) -> bool {
+        self.tools || self.resources || self.prompts
+    }
+}
+
+/// The lists a server said changed since they were last fetched, set by
+/// the session's notification listener.
+#[derive(Debug, Default)]
+pub(crate) struct ChangeFlags {
+    tools: AtomicBool,
+    resources: AtomicBool,
+    prompts: AtomicBool,
+}
+
+impl ChangeFlags {
+    /// Records a `list_changed` notification; whether it was one.
+    pub(crate) fn mark(&self, n: &ServerNotification) -> bool {
+        let flag = match n {
+            ServerNotification::ToolsListChanged => &self.tools,
+            ServerNotification::ResourcesListChanged => &self.resources,
+            ServerNotification::PromptsListChanged => &self.prompts,
+            _ => return false,
+        };
+        flag.store(true, Ordering::Release);
+        true
+    }
+
+    /// The lists marked changed, unmarking them.
+    pub(crate) fn take(&self) -> Which {
+        Which {
+            tools: self.tools.swap(false, Ordering::AcqRel),
+            resources: self.resources.swap(false, Ordering::AcqRel),
+            prompts: self.prompts.swap(false, Ordering::AcqRel),
+        }
+    }
+}
+
+/// Everything a server offers, as last fetched.
+#[derive(Debug)]
+pub(crate) struct ServerLists {
+    pub(crate) tools: Arc<ToolCatalog>,
+    tools_error: Option<String>,
+    pub(crate) resources: Listed<Resource>,
+    pub(crate) templates: Listed<ResourceTemplate>,
+    pub(crate) prompts: Listed<Prompt>,
+    /// The tool catalog's diagnostics and the failed fetches, for the
+    /// catalog's notes.
+    pub(crate) notes: Vec<String>,
+}
+
+impl ServerLists {
+    /// Fetches the lists `which` names (tools are given: at start they are
+    /// fetched first, and their failure fails the start), keeping the
+    /// others from `prior`.
+    pub(crate) async fn fetch(
+        session: &Session,
+        tools: Arc<ToolCatalog>,
+        tools_error: Option<String>,
+        prior: Option<&ServerLists>,
+        which: Which,
+    ) -> ServerLists {
+        let (resources, templates, prompts) = tokio::join!(
+            async {
+                match (which.resources, prior) {
+                    (false, Some(p)) => p.resources.kept(),
+                    _ => Listed::from_fetch(
+                        "resources/list",
+                        session.list_resources().await,
+                        prior.map(|p| &p.resources),
+                    ),
+                }
+            },
+            async {
+                match (which.resources, prior) {
+                    (false, Some(p)) => p.templates.kept(),
+                    _ => Listed::from_fetch(
+                        "resources/templates/list",
+                        session.list_resource_templates().await,
+                        prior.map(|p| &p.templates),
+                    ),
+                }
+            },
+            async {
+                match (which.prompts, prior) {
+                    (false, Some(p)) => p.prompts.kept(),
+                    _ => Listed::from_fetch(
+                        "prompts/list",
+                        session.list_prompts().await,
+                        prior.map(|p| &p.prompts),
+                    ),
+                }
+            },
+        );
+        let mut notes: Vec<String> = tools.diagnostics().to_vec();
+        notes.extend(tools_error.iter().cloned());
+        for error in [&resources.error, &templates.error, &prompts.error]
+            .into_iter()
+            .flatten()
+        {
+            notes.push(error.clone());
+        }
+        ServerLists {
+            tools,
+            tools_error,
+            resources,
+            templates,
+            prompts,
+            notes,
+        }
+    }
+
+    /// Fetches again what `which` names (through the session's caches).
+    pub(crate) async fn refetch(&self, session: &Session, which: Which) -> ServerLists {
+        let (tools, tools_error) = if which.tools {
+            match session.list_tools().await {
+                Ok(t) => (t, None),
+                Err(e) => (
+                    Arc::clone(&self.tools),
+                    Some(format!(
+                        "tools/list failed: {e}; the list fetched before is kept"
+                    )),
+                ),
+            }
+        } else {
+            (Arc::clone(&self.tools), self.tools_error.clone())
+        };
+        ServerLists::fetch(session, tools, tools_error, Some(self), which).await
+    }
+
+    /// Whether `other` holds anything this does not.
+    pub(crate) fn same(&self, other: &ServerLists) -> bool {
+        Arc::ptr_eq(&self.tools, &other.tools)
+            && self.tools_error == other.tools_error
+            && self.resources.same(&other.resources)
+            && self.templates.same(&other.templates)
+            && self.prompts.same(&other.prompts)
+    }
+}
