@@ -134,7 +134,10 @@ pub struct SessionConfig {
     /// Whether tool calls may run concurrently; when false they run one at a
     /// time, in the order they were made. Default: true.
     pub supports_parallel_tool_calls: bool,
-    /// Most pages `tools/list` follows before giving up. Default: 100.
+    /// Most pages a list (`tools/list`, `resources/list`, `prompts/list` …)
+    /// follows before giving up. Default: 1,000 (a server that repeats a
+    /// cursor is stopped at once, whatever this says). 100 was too few for
+    /// a server with 10,000 resources in pages of 100.
     pub max_list_pages: usize,
     /// Answers server requests (sampling, elicitation, roots).
     pub handler: Option<Arc<dyn ClientHandler>>,
@@ -283,7 +286,7 @@ impl Default for SessionConfig {
             handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
             max_total_timeout: defaults::MAX_TOTAL_TIMEOUT,
             supports_parallel_tool_calls: defaults::SUPPORTS_PARALLEL_TOOL_CALLS,
-            max_list_pages: 100,
+            max_list_pages: 1000,
             handler: None,
             on_notification: None,
         }

@@ -341,3 +341,26 @@ async fn progress_sent_just_before_the_answer_all_reaches_the_listener() {
     assert_eq!(seen.len(), 50, "{seen:?}");
     assert_eq!(seen.last(), Some(&50.0));
 }
+
+#[tokio::test]
+async fn a_long_list_is_followed_past_a_hundred_pages() {
+    // 10,000 resources in pages of 50: 200 pages, all followed.
+    let script: Script = Arc::new(|r: &Request| match r.method.as_str() {
+        "initialize" => Reply::Ok(init_result("2025-11-25", all_caps())),
+        "resources/list" => {
+            let page: usize = params(r)["cursor"]
+                .as_str()
+                .map_or(0, |c| c.parse().unwrap());
+            let resources: Vec<Value> = (page * 50..page * 50 + 50)
+                .map(|i| json!({"uri": format!("test://r/{i}"), "name": format!("r{i}")}))
+                .collect();
+            let next = (page + 1 < 200).then(|| (page + 1).to_string());
+            Reply::Ok(json!({"resources": resources, "nextCursor": next}))
+        }
+        _ => Reply::Err(-32601, "method not found"),
+    });
+    let (t, fake) = start(script);
+    let s = Session::connect_shared(t, config()).await.unwrap();
+    assert_eq!(s.list_resources().await.unwrap().len(), 10_000);
+    assert_eq!(count(&fake, "resources/list"), 200);
+}
