@@ -222,3 +222,143 @@ pub(crate) async fn call(
         }
     }
 }
+
+/// `mcp resources --config FILE`: every server's resources and templates,
+/// under their namespaced names.
+pub(crate) async fn resources(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let runtime = match open(&args, show, style).await {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let catalog = runtime.catalog();
+    if show.json {
+        let resources: Vec<Value> = catalog
+            .resources()
+            .iter()
+            .map(|r| {
+                let mut v = serde_json::to_value(&**r.resource()).unwrap_or_default();
+                if let Value::Object(m) = &mut v {
+                    m.insert("name".into(), Value::from(r.name()));
+                    m.insert("server".into(), Value::from(r.server()));
+                }
+                v
+            })
+            .collect();
+        let templates: Vec<Value> = catalog
+            .resource_templates()
+            .iter()
+            .map(|t| {
+                let mut v = serde_json::to_value(&**t.template()).unwrap_or_default();
+                if let Value::Object(m) = &mut v {
+                    m.insert("name".into(), Value::from(t.name()));
+                    m.insert("server".into(), Value::from(t.server()));
+                }
+                v
+            })
+            .collect();
+        let all = serde_json::json!({"resources": resources, "resourceTemplates": templates});
+        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+    } else {
+        for note in catalog.notes() {
+            println!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
+        }
+        for r in catalog.resources() {
+            println!(
+                "{}  {}",
+                style.bold(&printable(r.name())),
+                printable(&r.resource().uri)
+            );
+        }
+        for t in catalog.resource_templates() {
+            println!(
+                "{}  {}  {}",
+                style.bold(&printable(t.name())),
+                printable(t.uri_template()),
+                style.dim("(template)")
+            );
+        }
+    }
+    let failed = !catalog.failures().is_empty();
+    runtime.close().await;
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `mcp prompts --config FILE`: every server's prompts, namespaced.
+pub(crate) async fn prompts(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let runtime = match open(&args, show, style).await {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let catalog = runtime.catalog();
+    for p in catalog.prompts() {
+        let args: Vec<String> = p
+            .prompt()
+            .arguments
+            .iter()
+            .flatten()
+            .map(|a| match a.required {
+                Some(true) => a.name.clone(),
+                _ => format!("[{}]", a.name),
+            })
+            .collect();
+        if show.json {
+            let mut v = serde_json::to_value(&**p.prompt()).unwrap_or_default();
+            if let Value::Object(m) = &mut v {
+                m.insert("name".into(), Value::from(p.name()));
+                m.insert("server".into(), Value::from(p.server()));
+            }
+            println!("{v}");
+        } else {
+            println!(
+                "{}({})",
+                style.bold(&printable(p.name())),
+                printable(&args.join(", "))
+            );
+        }
+    }
+    let failed = !catalog.failures().is_empty();
+    runtime.close().await;
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `mcp read --config FILE NAME_OR_URI`: routed by namespaced name, or by a
+/// URI exactly one server lists.
+pub(crate) async fn read(
+    args: TargetArgs,
+    show: ShowArgs,
+    style: Style,
+    name_or_uri: &str,
+) -> Result<mcp_session::types::ReadResourceResult, ExitCode> {
+    let runtime = open(&args, show, style).await?;
+    let result = runtime.lease.read_resource(name_or_uri).await;
+    runtime.close().await;
+    result.map_err(|e| {
+        eprintln!("{} {}", style.fail("✗"), printable(&e.to_string()));
+        ExitCode::FAILURE
+    })
+}
+
+/// `mcp prompt --config FILE SERVER__PROMPT`.
+pub(crate) async fn prompt(
+    args: TargetArgs,
+    show: ShowArgs,
+    style: Style,
+    name: &str,
+    arguments: std::collections::BTreeMap<String, String>,
+) -> Result<mcp_session::types::GetPromptResult, ExitCode> {
+    let runtime = open(&args, show, style).await?;
+    let result = runtime.lease.get_prompt(name, arguments).await;
+    runtime.close().await;
+    result.map_err(|e| {
+        eprintln!("{} {}", style.fail("✗"), printable(&e.to_string()));
+        ExitCode::FAILURE
+    })
+}

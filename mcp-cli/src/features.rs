@@ -106,8 +106,12 @@ fn print_json(value: Value) {
     );
 }
 
-/// `mcp resources`: the resources and the resource templates.
+/// `mcp resources`: the resources and the resource templates (with
+/// `--config`: every server's, under their namespaced names).
 pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    if target.config.is_some() {
+        return crate::agent::resources(target, show, style).await;
+    }
     let s = match session(&target, show, style).await {
         Ok(s) => s,
         Err(code) => return code,
@@ -161,17 +165,25 @@ pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) 
     ExitCode::SUCCESS
 }
 
-/// `mcp read URI`.
+/// `mcp read URI` (with `--config`: a namespaced name, or a URI one
+/// server lists).
 pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
-    let s = match session(&a.target, a.show, style).await {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let result = s.read_resource(&a.uri).await;
-    s.close().await;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return failed(style, "resources/read", &e),
+    let result = if a.target.config.is_some() {
+        match crate::agent::read(a.target.clone(), a.show, style, &a.uri).await {
+            Ok(r) => r,
+            Err(code) => return code,
+        }
+    } else {
+        let s = match session(&a.target, a.show, style).await {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        let result = s.read_resource(&a.uri).await;
+        s.close().await;
+        match result {
+            Ok(r) => r,
+            Err(e) => return failed(style, "resources/read", &e),
+        }
     };
     if let Some(path) = &a.out {
         let mut bytes = Vec::new();
@@ -224,8 +236,11 @@ pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `mcp prompts`.
+/// `mcp prompts` (with `--config`: every server's, namespaced).
 pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    if target.config.is_some() {
+        return crate::agent::prompts(target, show, style).await;
+    }
     let s = match session(&target, show, style).await {
         Ok(s) => s,
         Err(code) => return code,
@@ -271,15 +286,22 @@ pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
         Ok(m) => m,
         Err(e) => return usage_error(&e),
     };
-    let s = match session(&a.target, a.show, style).await {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let result = s.get_prompt(&a.name, arguments).await;
-    s.close().await;
-    let result = match result {
-        Ok(r) => r,
-        Err(e) => return failed(style, "prompts/get", &e),
+    let result = if a.target.config.is_some() {
+        match crate::agent::prompt(a.target.clone(), a.show, style, &a.name, arguments).await {
+            Ok(r) => r,
+            Err(code) => return code,
+        }
+    } else {
+        let s = match session(&a.target, a.show, style).await {
+            Ok(s) => s,
+            Err(code) => return code,
+        };
+        let result = s.get_prompt(&a.name, arguments).await;
+        s.close().await;
+        match result {
+            Ok(r) => r,
+            Err(e) => return failed(style, "prompts/get", &e),
+        }
     };
     if a.show.json {
         print_json(serde_json::to_value(&result).unwrap_or_default());

@@ -230,3 +230,48 @@ fn listen_prints_the_updates_of_a_subscribed_resource() {
         let _ = listener.wait();
     }
 }
+
+#[test]
+fn with_a_config_resources_and_prompts_are_namespaced_and_routed() {
+    let config = std::env::temp_dir().join(format!("mcp-two-{}.json", std::process::id()));
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"mcpServers": {{"a": {{"command": "{MCP}", "args": ["demo-server"]}},
+                "b": {{"command": "{MCP}", "args": ["demo-server"]}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    let o = mcp(&["resources", "--config", cfg]);
+    assert!(o.status.success(), "{}", all(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("a__text-1  test://text/1") && out.contains("b__text-1  test://text/1"),
+        "{out}"
+    );
+    // A URI two servers list is ambiguous; its namespaced names are not.
+    let o = mcp(&["read", "test://text/1", "--config", cfg]);
+    assert!(!o.status.success());
+    assert!(all(&o).contains("a__text-1, b__text-1"), "{}", all(&o));
+    let o = mcp(&["read", "b__text-1", "--config", cfg]);
+    assert!(o.status.success(), "{}", all(&o));
+    assert!(stdout(&o).contains("text resource 1"), "{}", all(&o));
+    let o = mcp(&["prompts", "--config", cfg]);
+    assert!(
+        stdout(&o).contains("a__greeting(name)") && stdout(&o).contains("b__review(code, [style])"),
+        "{}",
+        all(&o)
+    );
+    let o = mcp(&[
+        "prompt",
+        "b__greeting",
+        "--args",
+        r#"{"name": "Bo"}"#,
+        "--config",
+        cfg,
+    ]);
+    assert!(o.status.success(), "{}", all(&o));
+    assert!(stdout(&o).contains("Hello, Bo!"), "{}", all(&o));
+    std::fs::remove_file(&config).unwrap();
+}
