@@ -15,6 +15,10 @@
 //!   [`modern`]: the data of 2026-07-28 (`server/discover`, multi-round-trip
 //!   results, cache hints, subscriptions, the `-32022` error's data), read
 //!   and written.
+//! * [`skills`]: the skills extension (`io.modelcontextprotocol/skills`,
+//!   SEP-2640): skill entries with their file digests, `skills/list`,
+//!   `skills/get`, `resources/directory/read`, and the strict `SKILL.md`
+//!   frontmatter reader hosts verify with.
 //! * [`x_mcp_header`]: the request metadata headers of streamable HTTP and
 //!   the `x-mcp-header` rules for mirroring tool arguments.
 //! * [`defaults`]: the timeouts and settings every layer defaults to;
@@ -47,6 +51,7 @@ pub mod endpoint;
 pub mod meta;
 pub mod methods;
 pub mod modern;
+pub mod skills;
 pub mod types;
 mod version;
 pub mod x_mcp_header;

@@ -23,6 +23,13 @@ pub const RESOURCES_READ: &str = "resources/read";
 pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
 /// Client → server (before 2026-07-28): no more updates of one resource.
 pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// Client → server, skills extension: one page of skills.
+pub const SKILLS_LIST: &str = "skills/list";
+/// Client → server, skills extension: one skill's entry, by its `SKILL.md` URI.
+pub const SKILLS_GET: &str = "skills/get";
+/// Client → server, skills extension (`directoryRead`): one page of a
+/// directory resource's children.
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 /// Client → server: one page of prompts.
 pub const PROMPTS_LIST: &str = "prompts/list";
 /// Client → server: a prompt with its arguments filled in.

@@ -109,6 +109,14 @@ pub struct ServerCapabilities {
     pub extra: Extra,
 }
 
+impl ServerCapabilities {
+    /// The settings of an extension the server declared under
+    /// `extensions` (SEP-2133), by its identifier (`io.modelcontextprotocol/skills`).
+    pub fn extension(&self, id: &str) -> Option<&Value> {
+        self.extra.get("extensions")?.as_object()?.get(id)
+    }
+}
+
 /// The server's `resources` capability.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -146,6 +146,18 @@ pub enum SessionError {
         /// The server's message.
         message: String,
     },
+    /// A skill's file failed verification against the skill's entry (size,
+    /// digest, frontmatter), or could not be verified at all (no digests,
+    /// not listed); its content was not returned (skills extension).
+    #[error("skill {skill}: {file} refused: {problem}")]
+    SkillRejected {
+        /// The URI of the skill's `SKILL.md`.
+        skill: String,
+        /// The file's URI (or the reference that named it).
+        file: String,
+        /// What failed.
+        problem: crate::skills::SkillProblem,
+    },
     /// A feature of protocol revision 2026-07-28 on a session that
     /// negotiated an earlier revision.
     #[error(

@@ -90,6 +90,7 @@ pub(crate) struct FeatureCaches {
     pub(crate) resources: ListCache<Resource>,
     pub(crate) templates: ListCache<ResourceTemplate>,
     pub(crate) prompts: ListCache<Prompt>,
+    pub(crate) skills: ListCache<mcp_protocol::skills::SkillEntry>,
 }
 
 /// Which lists the server said changed (set by the reader task).
@@ -98,13 +99,18 @@ pub(crate) struct Staleness {
     pub(crate) resources: AtomicBool,
     pub(crate) templates: AtomicBool,
     pub(crate) prompts: AtomicBool,
+    /// The extension defines no notification of its own; skills are
+    /// resources, so a change of those, or a file that failed verification
+    /// (the listing may be stale), refetches them.
+    pub(crate) skills: AtomicBool,
 }
 
 impl Staleness {
-    /// `notifications/resources/list_changed`: resources and templates.
+    /// `notifications/resources/list_changed`: resources, templates, skills.
     pub(crate) fn resources_changed(&self) {
         self.resources.store(true, Ordering::Release);
         self.templates.store(true, Ordering::Release);
+        self.skills.store(true, Ordering::Release);
     }
 }
 
@@ -115,6 +121,16 @@ impl Session {
         &self,
         method: &'static str,
     ) -> Result<(Vec<P::Item>, Option<Duration>), SessionError> {
+        self.pages_with::<P>(method, serde_json::Map::new()).await
+    }
+
+    /// [`pages`](Self::pages) of a request with these other parameters
+    /// (`resources/directory/read`'s `uri`).
+    pub(crate) async fn pages_with<P: Page>(
+        &self,
+        method: &'static str,
+        base: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(Vec<P::Item>, Option<Duration>), SessionError> {
         let modern = self.inner.version.is_modern();
         let mut items = Vec::new();
         let mut seen = HashSet::new();
@@ -122,10 +138,10 @@ impl Session {
         let mut ttl: Option<Duration> = None;
         let timeout = self.inner.config.request_timeout;
         for _ in 0..self.inner.config.max_list_pages {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
+            let mut params = base.clone();
+            if let Some(c) = &cursor {
+                params.insert("cursor".into(), json!(c));
+            }
             let page: P = self
                 .inner
                 .request(method, &params, timeout, &self.inner.context())
@@ -162,7 +178,7 @@ impl Session {
 
     /// A list from its cache, or fetched (every page) when missing, marked
     /// stale, or past a modern server's TTL.
-    async fn cached_list<P: Page>(
+    pub(crate) async fn cached_list<P: Page>(
         &self,
         method: &'static str,
         cache: &ListCache<P::Item>,
@@ -185,7 +201,11 @@ impl Session {
         Ok(items)
     }
 
-    fn require(&self, declared: bool, capability: &'static str) -> Result<(), SessionError> {
+    pub(crate) fn require(
+        &self,
+        declared: bool,
+        capability: &'static str,
+    ) -> Result<(), SessionError> {
         if declared {
             Ok(())
         } else {

@@ -68,6 +68,7 @@ mod queue;
 mod reader;
 mod request;
 mod session;
+mod skills;
 pub mod subscriptions;
 mod tools;
 
@@ -85,4 +86,5 @@ pub use error::{SchemaProblem, SessionError};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::Session;
+pub use skills::{LoadedSkill, SkillProblem, VerifiedFile};
 pub use tools::{CatalogTool, ToolCatalog};

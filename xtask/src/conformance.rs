@@ -284,10 +284,11 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
                         suite::run(&tools, &suite, client, &draft_results, http::AVAILABLE).await,
                     );
                     println!(
-                        "== part 1c: the alpha line's other authorization scenarios \
-                         (back-compat and extensions, each at its own revision)"
+                        "== part 1c: the alpha line's other scenarios, each at its own \
+                         revision (authorization back-compat and extensions; the skills \
+                         extension's client scenarios)"
                     );
-                    let suite = suite::Suite::alpha_auth(node_modules.clone());
+                    let suite = suite::Suite::alpha(node_modules.clone());
                     rows.extend(
                         suite::run(&tools, &suite, client, &draft_results, http::AVAILABLE).await,
                     );

@@ -6,13 +6,17 @@
 //! `mcp-session`, list the tools (every page), call each one with arguments
 //! drawn from its input schema (the `fill` module) while following its
 //! progress, list resources and prompts and read the first of each, answer elicitation with the requested schema's defaults
-//! ([`DefaultsElicitationHandler`]), and close. The scenario's name
+//! ([`DefaultsElicitationHandler`]), list the server's skills (skills
+//! extension) without fetching any, and close. The scenario's name
 //! (`MCP_CONFORMANCE_SCENARIO`) is logged and, for one scenario only, picks
 //! a driver ([`scenario_arguments`]): `json-schema-2020-12-preservation`
 //! can only observe whether the client kept a tool's `inputSchema` intact if
 //! the client sends that schema back to an echo tool, as its instructions
 //! say. The driver sends what the library's catalog holds; the library
-//! behaviour checked is the same for every client.
+//! behaviour checked is the same for every client. Likewise the
+//! `sep-2640-client-verify-*` scenarios are a task that loads the listed
+//! skills and reads their files ([`skills_task`]); every other run loads
+//! none.
 //!
 //! What the suite tells any client, it follows:
 //!
@@ -151,8 +155,94 @@ async fn run(
     );
     let result = use_tools(&session, given, scenario).await;
     browse(&session).await;
+    let skills = use_skills(&session, skills_task(scenario)).await;
     session.close().await;
-    result
+    match (result, skills) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        (Err(a), Err(b)) => Err(format!("{a}; {b}")),
+    }
+}
+
+/// What the run's task asks of a server's skills (the skills extension,
+/// SEP-2640). An agent with nothing particular to do lists them, as a host
+/// assembling its skill registry does, and loads none: loading is the
+/// model's or the user's decision, and fetching a skill's files ahead of it
+/// is what the extension forbids. The `sep-2640-client-verify-*` scenarios
+/// are a task that does load: "load the skill, then read its supporting
+/// file" (the scenario's stated contract).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SkillsTask {
+    /// List the skills only.
+    List,
+    /// List them, load each, and read each loaded skill's other files.
+    LoadAll,
+}
+
+fn skills_task(scenario: &str) -> SkillsTask {
+    if scenario.starts_with("sep-2640-client-verify-") {
+        SkillsTask::LoadAll
+    } else {
+        SkillsTask::List
+    }
+}
+
+/// Lists the server's skills, when it declared the extension, and loads
+/// them when the task says so. Every file is verified by the library (size,
+/// digest, and for `SKILL.md` the frontmatter against the listing); a
+/// refused file fails the run (the task could not be done) and is not used:
+/// a skill whose `SKILL.md` is refused is not loaded, so none of its other
+/// files are read.
+async fn use_skills(session: &Session, task: SkillsTask) -> Result<(), String> {
+    if session.skills_settings().is_err() {
+        return Ok(());
+    }
+    let skills = session
+        .list_skills()
+        .await
+        .map_err(|e| format!("skills/list: {e}"))?;
+    eprintln!("{} skills", skills.len());
+    for skill in skills.iter() {
+        eprintln!(
+            "skill {} ({} files): {}",
+            skill.uri,
+            skill.files().len(),
+            skill.description().unwrap_or("(no description)")
+        );
+    }
+    if task == SkillsTask::List {
+        return Ok(());
+    }
+    let mut failures = Vec::new();
+    for entry in skills.iter() {
+        let loaded = match session.load_skill(entry).await {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                eprintln!("not loaded: {e}");
+                failures.push(e.to_string());
+                continue;
+            }
+        };
+        eprintln!(
+            "loaded {} ({} bytes of instructions)",
+            entry.uri,
+            loaded.body().len()
+        );
+        for file in entry.files().iter().filter(|f| f.uri != entry.uri) {
+            match session.read_skill_file(&loaded, &file.uri).await {
+                Ok(read) => eprintln!("read {} ({} bytes, verified)", read.uri, read.bytes.len()),
+                Err(e) => {
+                    eprintln!("not read: {e}");
+                    failures.push(e.to_string());
+                }
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
 }
 
 /// Lists the resources and prompts, when the server offers them, and reads
@@ -290,5 +380,19 @@ mod tests {
         assert_eq!(given["a"], json!({"x": 1}));
         assert!(given_arguments("not json").is_empty());
         assert!(given_arguments(r#"{"client_id": "x"}"#).is_empty());
+    }
+
+    #[test]
+    fn only_the_verify_scenarios_load_skills() {
+        for s in [
+            "sep-2640-client-verify-digest",
+            "sep-2640-client-verify-size",
+            "sep-2640-client-verify-frontmatter",
+        ] {
+            assert_eq!(skills_task(s), SkillsTask::LoadAll, "{s}");
+        }
+        for s in ["sep-2640-client-no-prefetch", "initialize", ""] {
+            assert_eq!(skills_task(s), SkillsTask::List, "{s}");
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! Part 1: the official conformance suite (`@modelcontextprotocol/conformance`)
 //! runs our client against each of its client scenarios: the pinned release
 //! (rows `suite/…`), then the alpha line's scenarios for protocol revision
-//! 2026-07-28 (rows `draft/…`), run at that revision's wire.
+//! 2026-07-28 (rows `draft/…`), run at that revision's wire, then the alpha
+//! line's others, each at its own revision (rows `alpha/…`: authorization
+//! back-compat and extensions, the skills extension's client scenarios).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -68,17 +70,20 @@ impl Suite {
         }
     }
 
-    /// The alpha line's authorization scenarios that the draft run leaves
-    /// out, each at its own revision: the 2025-03-26 back-compat ones and
-    /// the authorization extensions (client credentials, enterprise-managed
-    /// authorization, DPoP, workload identity).
-    pub(crate) fn alpha_auth(node_modules: PathBuf) -> Self {
+    /// The alpha line's scenarios that the draft run leaves out, each at
+    /// its own revision: the authorization ones (the 2025-03-26 back-compat
+    /// ones and the authorization extensions: client credentials,
+    /// enterprise-managed authorization, DPoP, workload identity) and the
+    /// skills extension's client scenarios (`sep-2640-client-*`: no
+    /// prefetch; digest, size and frontmatter verification).
+    pub(crate) fn alpha(node_modules: PathBuf) -> Self {
         Suite {
             prefix: "alpha",
             node_modules,
             spec_version: None,
             pick: |name, tags| {
-                name.starts_with("auth/") && !tags.split(',').any(|t| t == DRAFT_VERSION)
+                let not_draft = !tags.split(',').any(|t| t == DRAFT_VERSION);
+                (name.starts_with("auth/") || name.starts_with("sep-2640-client-")) && not_draft
             },
         }
     }
@@ -356,7 +361,7 @@ mod tests {
         let names: Vec<_> = parse_list(text).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["initialize", "auth/metadata-default"]);
         assert_eq!(parse_list(text)[0].1, "2025-06-18,2025-11-25");
-        let pick = Suite::alpha_auth(PathBuf::new()).pick;
+        let pick = Suite::alpha(PathBuf::new()).pick;
         assert!(pick("auth/dpop", "extension"));
         assert!(pick(
             "auth/2025-03-26-oauth-endpoint-fallback",
@@ -364,7 +369,10 @@ mod tests {
         ));
         assert!(!pick("auth/iss-supported", "2026-07-28"));
         assert!(!pick("auth/metadata-default", "2025-11-25,2026-07-28"));
-        assert!(!pick("sep-2640-client-no-prefetch", "extension"));
+        assert!(pick("sep-2640-client-no-prefetch", "extension"));
+        assert!(pick("sep-2640-client-verify-digest", "extension"));
+        assert!(!pick("sep-2640-skills-enumeration", "extension"));
+        assert!(!pick("initialize", "2025-06-18,2025-11-25"));
     }
 
     #[test]
