@@ -389,11 +389,13 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
 }
 
 /// What the server offers beside tools, when it declares any: the counts
-/// of resources, templates and prompts, and one safe probe of each (the
-/// first resource read; the first prompt that needs no argument got).
+/// of resources, templates, prompts and skills, and one safe probe of each
+/// (the first resource read; the first prompt that needs no argument got;
+/// skills only listed, never loaded).
 async fn probe_features(session: &Session, report: &mut Report) {
     let caps = &session.server().capabilities;
-    if caps.resources.is_none() && caps.prompts.is_none() {
+    let skills = session.skills_settings().is_ok();
+    if caps.resources.is_none() && caps.prompts.is_none() && !skills {
         return;
     }
     let t0 = Instant::now();
@@ -443,6 +445,13 @@ async fn probe_features(session: &Session, report: &mut Report) {
                 }
             }
             Err(e) => problems.push(format!("prompts/list: {e}")),
+        }
+    }
+    if skills {
+        // Listed only: a skill's files are fetched when it is loaded.
+        match session.list_skills().await {
+            Ok(list) => facts.push(format!("{} skills (not loaded)", list.len())),
+            Err(e) => problems.push(format!("skills/list: {e}")),
         }
     }
     let (status, mut detail) = if problems.is_empty() {
