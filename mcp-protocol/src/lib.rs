@@ -14,7 +14,8 @@
 //!   request parameters, elicitation), for a client and a server alike;
 //!   [`modern`]: the data of 2026-07-28 (`server/discover`, multi-round-trip
 //!   results, cache hints, subscriptions, the `-32022` error's data), read
-//!   and written.
+//!   and written; [`tasks`]: tasks, as 2025-11-25 has them and as
+//!   2026-07-28's extension does.
 //! * [`x_mcp_header`]: the request metadata headers of streamable HTTP and
 //!   the `x-mcp-header` rules for mirroring tool arguments.
 //! * [`defaults`]: the timeouts and settings every layer defaults to;
@@ -47,6 +48,7 @@ pub mod endpoint;
 pub mod meta;
 pub mod methods;
 pub mod modern;
+pub mod tasks;
 pub mod types;
 mod version;
 pub mod x_mcp_header;

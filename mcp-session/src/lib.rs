@@ -69,6 +69,7 @@ mod reader;
 mod request;
 mod session;
 pub mod subscriptions;
+pub mod tasks;
 mod tools;
 
 /// MCP's vocabulary (revisions, methods, `_meta` keys, codes, message
@@ -85,4 +86,5 @@ pub use error::{SchemaProblem, SessionError};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::Session;
+pub use tasks::{TaskCall, TaskHandle};
 pub use tools::{CatalogTool, ToolCatalog};
