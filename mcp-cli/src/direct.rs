@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use mcp_session::types::{CallToolResult, Content, ToolAnnotations};
-use mcp_session::{CallOptions, Session, SessionConfig};
+use mcp_session::{CallOptions, Session, SessionConfig, TaskCall};
 use serde_json::Value;
 
 use crate::diagnosis;
@@ -161,6 +161,54 @@ pub(crate) fn tool_hints(a: &ToolAnnotations) -> String {
     h.join(", ")
 }
 
+/// `mcp call --task`: the call as a task, its id and status changes on
+/// stderr, waited for within the request timeout (`--timeout`).
+async fn call_as_task(
+    session: &Session,
+    tool: &str,
+    arguments: Value,
+    options: CallOptions,
+    style: Style,
+) -> Result<CallToolResult, mcp_session::SessionError> {
+    let timeout = session.config().request_timeout;
+    match session.call_tool_as_task(tool, arguments, options).await? {
+        TaskCall::Task(mut handle) => {
+            let task = handle.last();
+            eprintln!(
+                "{} task {} {}",
+                style.dim("…"),
+                printable(&task.task_id),
+                task_status(task)
+            );
+            let id = printable(handle.id());
+            handle
+                .wait_with(timeout, |task| {
+                    eprintln!("{} task {id} {}", style.dim("…"), task_status(task));
+                })
+                .await
+        }
+        TaskCall::Complete(result) => {
+            eprintln!(
+                "{} the server answered at once, without a task",
+                style.dim("…")
+            );
+            Ok(result)
+        }
+        _ => Err(mcp_session::SessionError::InvalidResponse {
+            method: "tools/call".into(),
+            reason: "an answer this client does not know".into(),
+        }),
+    }
+}
+
+/// A task's status and message, for people.
+fn task_status(task: &mcp_session::protocol::tasks::Task) -> String {
+    match &task.status_message {
+        Some(m) => format!("{}: {}", task.status, printable(m)),
+        None => task.status.to_string(),
+    }
+}
+
 /// `mcp call`.
 pub(crate) async fn call(
     args: TargetArgs,
@@ -169,11 +217,15 @@ pub(crate) async fn call(
     tool: String,
     arguments: String,
     progress: bool,
+    task: bool,
 ) -> ExitCode {
     let arguments: Value = match serde_json::from_str(&arguments) {
         Ok(v) => v,
         Err(e) => return usage_error(&format!("--args is not JSON: {e}")),
     };
+    if task && args.config.is_some() {
+        return usage_error("--task runs a tool on one server: use --stdio, --url or the demo");
+    }
     if args.config.is_some() {
         return crate::agent::call(args, show, style, tool, arguments).await;
     }
@@ -191,7 +243,11 @@ pub(crate) async fn call(
     } else {
         CallOptions::new()
     };
-    let result = session.call_tool_with(&tool, arguments, options).await;
+    let result = if task {
+        call_as_task(&session, &tool, arguments, options, style).await
+    } else {
+        session.call_tool_with(&tool, arguments, options).await
+    };
     if progress {
         crate::features::progress_done();
     }

@@ -182,6 +182,12 @@ struct CallArgs {
     /// terminal, plain lines otherwise; on stderr).
     #[arg(long)]
     progress: bool,
+    /// Run the tool as a task (a server that offers tasks: 2025-11-25's
+    /// `tasks` capability, or 2026-07-28's tasks extension) and wait for its
+    /// result, within --timeout; the task's id and status changes go to
+    /// stderr. One server only (not with --config).
+    #[arg(long)]
+    task: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,7 +235,7 @@ fn main() -> ExitCode {
         )),
         Command::Tools(a) => run_async(direct::tools(a.target, a.show, style)),
         Command::Call(a) => run_async(direct::call(
-            a.target, a.show, style, a.tool, a.args, a.progress,
+            a.target, a.show, style, a.tool, a.args, a.progress, a.task,
         )),
         Command::Listen(a) => run_async(features::listen(a, style)),
         Command::Resources(a) => run_async(features::resources(a.target, a.show, style)),

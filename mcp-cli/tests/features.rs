@@ -275,3 +275,47 @@ fn with_a_config_resources_and_prompts_are_namespaced_and_routed() {
     assert!(stdout(&o).contains("Hello, Bo!"), "{}", all(&o));
     std::fs::remove_file(&config).unwrap();
 }
+
+#[test]
+fn call_task_runs_the_tool_as_a_task_in_each_era_and_prints_its_statuses() {
+    let demo = |era: &str| format!("{MCP} demo-server --era {era}");
+    for era in ["legacy", "modern"] {
+        let o = mcp(&[
+            "call",
+            "countdown",
+            "--args",
+            r#"{"polls": 2}"#,
+            "--task",
+            "--stdio",
+            &demo(era),
+        ]);
+        assert!(o.status.success(), "{era}: {}", all(&o));
+        assert!(
+            stdout(&o).contains("countdown finished"),
+            "{era}: {}",
+            all(&o)
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("task task-"), "{era}: {err}");
+        assert!(err.contains("working"), "{era}: {err}");
+        assert!(err.contains("completed"), "{era}: {err}");
+    }
+    // A tool that does not run as a task is refused before anything is sent.
+    let o = mcp(&["call", "echo", "--args", r#"{"text": "x"}"#, "--task"]);
+    assert!(!o.status.success());
+    assert!(all(&o).contains("does not run as a task"), "{}", all(&o));
+    // A task that fails is an error naming it.
+    let o = mcp(&[
+        "call",
+        "countdown",
+        "--args",
+        r#"{"polls": 1, "fail": true}"#,
+        "--task",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        all(&o).contains("failed: countdown was told to fail"),
+        "{}",
+        all(&o)
+    );
+}

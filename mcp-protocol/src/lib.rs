@@ -14,7 +14,8 @@
 //!   request parameters, elicitation), for a client and a server alike;
 //!   [`modern`]: the data of 2026-07-28 (`server/discover`, multi-round-trip
 //!   results, cache hints, subscriptions, the `-32022` error's data), read
-//!   and written.
+//!   and written; [`tasks`]: tasks, as 2025-11-25 has them and as
+//!   2026-07-28's extension does.
 //! * [`skills`]: the skills extension (`io.modelcontextprotocol/skills`,
 //!   SEP-2640): skill entries with their file digests, `skills/list`,
 //!   `skills/get`, `resources/directory/read`, and the strict `SKILL.md`
@@ -52,6 +53,7 @@ pub mod meta;
 pub mod methods;
 pub mod modern;
 pub mod skills;
+pub mod tasks;
 pub mod types;
 mod version;
 pub mod x_mcp_header;

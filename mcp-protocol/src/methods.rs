@@ -40,6 +40,17 @@ pub const COMPLETION_COMPLETE: &str = "completion/complete";
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 /// Client → server, 2026-07-28: a long-lived stream of notifications.
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// Client → server (2025-11-25; 2026-07-28's tasks extension): a task's state.
+pub const TASKS_GET: &str = "tasks/get";
+/// Client → server (2025-11-25 only): a task's result, waiting for it.
+pub const TASKS_RESULT: &str = "tasks/result";
+/// Client → server (2025-11-25 only): one page of tasks.
+pub const TASKS_LIST: &str = "tasks/list";
+/// Client → server (2025-11-25; 2026-07-28's tasks extension): cancel a task.
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// Client → server (2026-07-28's tasks extension): answers to a task's
+/// input requests.
+pub const TASKS_UPDATE: &str = "tasks/update";
 /// Server → client: ask the user (2025-06-18 and later).
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 /// Server → client: ask the client's model.
@@ -69,3 +80,8 @@ pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
 pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 /// Server → client, 2026-07-28: a `subscriptions/listen` stream is open.
 pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+/// Server → client (2025-11-25): a task's status changed.
+pub const TASKS_STATUS: &str = "notifications/tasks/status";
+/// Server → client (2026-07-28's tasks extension, on a
+/// `subscriptions/listen` stream): a task's status changed.
+pub const TASKS_NOTIFICATION: &str = "notifications/tasks";

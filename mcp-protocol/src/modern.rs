@@ -23,6 +23,9 @@ pub enum ResultType {
     Complete,
     /// An interim result: the server needs input before it can finish.
     InputRequired,
+    /// The tasks extension's `CreateTaskResult`: the result comes later,
+    /// through `tasks/get` ([`crate::tasks::extension`]).
+    Task,
     /// A type this client does not know.
     Other(String),
 }
@@ -36,6 +39,7 @@ impl ResultType {
         match result.get(Self::KEY).and_then(Value::as_str) {
             None | Some("complete") => ResultType::Complete,
             Some("input_required") => ResultType::InputRequired,
+            Some("task") => ResultType::Task,
             Some(other) => ResultType::Other(other.to_string()),
         }
     }
@@ -45,6 +49,7 @@ impl ResultType {
         match self {
             ResultType::Complete => "complete",
             ResultType::InputRequired => "input_required",
+            ResultType::Task => "task",
             ResultType::Other(other) => other,
         }
     }
@@ -336,6 +341,7 @@ mod tests {
         for t in [
             ResultType::Complete,
             ResultType::InputRequired,
+            ResultType::Task,
             ResultType::Other("later".into()),
         ] {
             let mut fields = Map::new();

@@ -69,6 +69,10 @@ pub struct ClientCapabilities {
     /// Experimental capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<Value>,
+    /// 2026-07-28: the extensions the client supports, by identifier
+    /// (`io.modelcontextprotocol/tasks`), each with its settings object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
     /// Other capabilities.
     #[serde(flatten)]
     pub extra: Extra,
@@ -104,6 +108,14 @@ pub struct ServerCapabilities {
     /// Argument completion, when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions: Option<Value>,
+    /// 2025-11-25: the task operations served and the requests that may run
+    /// as tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<crate::tasks::TasksCapability>,
+    /// 2026-07-28: the extensions the server supports, by identifier
+    /// (`io.modelcontextprotocol/tasks`), each with its settings object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
     /// Other capabilities.
     #[serde(flatten)]
     pub extra: Extra,

@@ -67,12 +67,15 @@ pub const SENTINEL_SUFFIX: &str = "?=";
 /// use mcp_protocol::x_mcp_header::name_field;
 /// assert_eq!(name_field("tools/call"), Some("name"));
 /// assert_eq!(name_field("resources/read"), Some("uri"));
+/// assert_eq!(name_field("tasks/get"), Some("taskId"));
 /// assert_eq!(name_field("tools/list"), None);
 /// ```
 pub fn name_field(method: &str) -> Option<&'static str> {
     match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
         methods::RESOURCES_READ => Some("uri"),
+        // The tasks extension routes a task's requests by its id.
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => Some("taskId"),
         _ => None,
     }
 }

@@ -70,6 +70,10 @@ pub enum ServerNotification {
     Log(LoggingMessageParams),
     /// The server cancelled a request it had sent us.
     Cancelled(CancelledParams),
+    /// A task's status changed (`notifications/tasks/status` on 2025-11-25,
+    /// `notifications/tasks` from the 2026-07-28 extension; its inline
+    /// result or input requests are left out here).
+    TaskStatus(mcp_protocol::tasks::Task),
     /// Any other notification.
     Other {
         /// Its method.
@@ -139,6 +143,11 @@ pub struct SessionConfig {
     /// cursor is stopped at once, whatever this says). 100 was too few for
     /// a server with 10,000 resources in pages of 100.
     pub max_list_pages: usize,
+    /// On 2026-07-28, declare the tasks extension
+    /// (`io.modelcontextprotocol/tasks`) on every request, so the server may
+    /// answer a tool call with a task (which `call_tool` then follows to its
+    /// end). Default: true.
+    pub tasks_extension: bool,
     /// Answers server requests (sampling, elicitation, roots).
     pub handler: Option<Arc<dyn ClientHandler>>,
     /// Sees every server notification.
@@ -159,6 +168,7 @@ impl fmt::Debug for SessionConfig {
                 &self.supports_parallel_tool_calls,
             )
             .field("max_list_pages", &self.max_list_pages)
+            .field("tasks_extension", &self.tasks_extension)
             .field("handler", &self.handler.is_some())
             .finish_non_exhaustive()
     }
@@ -203,6 +213,8 @@ impl SessionConfig {
         supports_parallel_tool_calls: bool,
         /// Sets the most pages a list follows.
         max_list_pages: usize,
+        /// Sets whether a 2026-07-28 session declares the tasks extension.
+        tasks_extension: bool,
     }
 
     /// Sets the server's name, for logs and errors.
@@ -287,6 +299,7 @@ impl Default for SessionConfig {
             max_total_timeout: defaults::MAX_TOTAL_TIMEOUT,
             supports_parallel_tool_calls: defaults::SUPPORTS_PARALLEL_TOOL_CALLS,
             max_list_pages: 1000,
+            tasks_extension: true,
             handler: None,
             on_notification: None,
         }
@@ -310,6 +323,9 @@ pub struct CallOptions {
     /// Receives this call's progress notifications. Progress also extends
     /// the timeout, up to the session's `max_total_timeout`.
     pub on_progress: Option<ProgressListener>,
+    /// For [`call_tool_as_task`](crate::Session::call_tool_as_task) on
+    /// 2025-11-25: how long the server is asked to keep the task.
+    pub task_ttl: Option<Duration>,
 }
 
 impl CallOptions {
@@ -322,6 +338,13 @@ impl CallOptions {
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Asks (2025-11-25) that a task made of this call be kept this long.
+    #[must_use]
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_ttl = Some(ttl);
         self
     }
 
@@ -341,6 +364,7 @@ impl fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("timeout", &self.timeout)
             .field("on_progress", &self.on_progress.is_some())
+            .field("task_ttl", &self.task_ttl)
             .finish()
     }
 }

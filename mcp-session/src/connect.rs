@@ -31,7 +31,16 @@ impl Inner {
         let (mut lifecycle, mut step) =
             Lifecycle::start(self.config.mode(), self.config.offered_version());
         let modern = ProtocolVersion::V2026_07_28;
-        let mut meta = RequestMeta::new(modern.as_str(), &self.config.client_info, capabilities);
+        // Extensions exist from 2026-07-28 on: declared in its `_meta` only.
+        let mut modern_capabilities = capabilities.clone();
+        if self.config.tasks_extension {
+            mcp_protocol::tasks::extension::declare(&mut modern_capabilities);
+        }
+        let mut meta = RequestMeta::new(
+            modern.as_str(),
+            &self.config.client_info,
+            &modern_capabilities,
+        );
         if let Some(level) = &self.config.log_level {
             meta = meta.with_log_level(level);
         }
@@ -344,6 +353,12 @@ pub(crate) fn merge_capabilities(into: &mut ClientCapabilities, from: ClientCapa
     into.sampling = into.sampling.take().or(from.sampling);
     into.elicitation = into.elicitation.take().or(from.elicitation);
     into.experimental = into.experimental.take().or(from.experimental);
+    if let Some(extensions) = from.extensions {
+        let into = into.extensions.get_or_insert_with(Default::default);
+        for (k, v) in extensions {
+            into.entry(k).or_insert(v);
+        }
+    }
     for (k, v) in from.extra {
         into.extra.entry(k).or_insert(v);
     }

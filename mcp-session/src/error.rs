@@ -185,9 +185,61 @@ pub enum SessionError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A 2025-11-25 tool whose `execution.taskSupport` is absent or
+    /// `forbidden` cannot run as a task; nothing was sent.
+    #[error(
+        "tool `{tool}` does not run as a task (its execution.taskSupport is absent or \
+         \"forbidden\"); call it normally"
+    )]
+    TaskForbidden {
+        /// The tool.
+        tool: String,
+    },
+    /// A task ended with a JSON-RPC error (status `failed`, or the error
+    /// `tasks/result` answered).
+    #[error("task {task_id} failed: {}", task_failure(.error.as_ref(), .message.as_deref()))]
+    TaskFailed {
+        /// The task.
+        task_id: String,
+        /// The error the task ended with, when the server said.
+        error: Option<ErrorObject>,
+        /// The task's status message.
+        message: Option<String>,
+    },
+    /// A task was cancelled before it finished.
+    #[error("task {task_id} was cancelled{}", message.as_ref().map(|m| format!(": {m}")).unwrap_or_default())]
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+        /// The task's status message.
+        message: Option<String>,
+    },
+    /// Waiting for a task ran out of time. Nothing more was sent: the task
+    /// goes on on the server (wait again, or cancel it).
+    #[error(
+        "task {task_id} did not finish within {} (last status: {status}); it may still be \
+         running on the server: wait for it again or cancel it",
+        fmt_duration(*.after)
+    )]
+    TaskTimeout {
+        /// The task.
+        task_id: String,
+        /// How long the wait lasted.
+        after: Duration,
+        /// The task's last known status.
+        status: String,
+    },
     /// The session was closed by this client.
     #[error("the session is closed")]
     Closed,
+}
+
+fn task_failure(error: Option<&ErrorObject>, message: Option<&str>) -> String {
+    match (error, message) {
+        (Some(e), _) => e.to_string(),
+        (None, Some(m)) => m.to_owned(),
+        (None, None) => "the server gave no reason".to_owned(),
+    }
 }
 
 /// What the 2026-07-28 error codes mean for the user.
@@ -234,7 +286,10 @@ pub(crate) use mcp_transport::describe_duration as fmt_duration;
 impl SessionError {
     /// A request timed out.
     pub fn is_timeout(&self) -> bool {
-        matches!(self, SessionError::Timeout { .. })
+        matches!(
+            self,
+            SessionError::Timeout { .. } | SessionError::TaskTimeout { .. }
+        )
     }
 
     /// The connection is gone (server exited, transport closed, session closed).

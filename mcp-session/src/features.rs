@@ -61,6 +61,13 @@ impl Page for ListPromptsResult {
     }
 }
 
+impl Page for mcp_protocol::tasks::ListTasksResult {
+    type Item = mcp_protocol::tasks::Task;
+    fn into_parts(self) -> (Vec<Self::Item>, Option<String>, Extra) {
+        (self.tasks, self.next_cursor, self.extra)
+    }
+}
+
 /// A cached list: the items, and until when they are fresh.
 #[derive(Debug)]
 pub(crate) struct Cached<T> {

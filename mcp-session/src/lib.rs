@@ -70,6 +70,7 @@ mod request;
 mod session;
 mod skills;
 pub mod subscriptions;
+pub mod tasks;
 mod tools;
 
 /// MCP's vocabulary (revisions, methods, `_meta` keys, codes, message
@@ -87,4 +88,5 @@ pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::Session;
 pub use skills::{LoadedSkill, SkillProblem, VerifiedFile};
+pub use tasks::{TaskCall, TaskHandle};
 pub use tools::{CatalogTool, ToolCatalog};

@@ -421,6 +421,22 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
                 None => return,
             }
         }
+        methods::TASKS_STATUS => {
+            match parse("task status")
+                .and_then(|v| serde_json::from_value::<mcp_protocol::tasks::Task>(v).ok())
+            {
+                Some(t) => ServerNotification::TaskStatus(t),
+                None => return,
+            }
+        }
+        methods::TASKS_NOTIFICATION => {
+            match parse("task status").and_then(|v| {
+                serde_json::from_value::<mcp_protocol::tasks::extension::DetailedTask>(v).ok()
+            }) {
+                Some(t) => ServerNotification::TaskStatus(t.summary()),
+                None => return,
+            }
+        }
         _ => ServerNotification::Other {
             params: parse("notification"),
             method: n.method,

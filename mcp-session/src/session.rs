@@ -15,7 +15,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::modern::{InputRequest, InputRequiredResult};
+use mcp_protocol::modern::{InputRequest, InputRequiredResult, ResultType};
+use mcp_protocol::tasks::extension::DetailedTask;
+use mcp_protocol::tasks::{CreateTaskResult, TaskMetadata};
 use mcp_protocol::types::{
     CallToolResult, InitializeResult, ListToolsResult, ReadResourceResult, Tool,
 };
@@ -23,8 +25,10 @@ use mcp_protocol::{ProtocolVersion, codes as mcp_codes, methods, x_mcp_header};
 
 use crate::config::{CallOptions, Diagnostics, SessionConfig};
 use crate::error::SessionError;
+use crate::pending::Deadline;
 use crate::reader::{ClosedInfo, Shared};
 use crate::subscriptions::{Subscription, SubscriptionEvent, SubscriptionFilter};
+use crate::tasks::{StartedTask, TaskHandle};
 use crate::tools::{CatalogTool, Checked, ToolCatalog};
 
 /// The catalog and how long it stays fresh.
@@ -79,6 +83,14 @@ impl fmt::Debug for Session {
     }
 }
 
+/// What a `tools/call` came to.
+pub(crate) enum CallAnswer {
+    /// The result (its output not yet checked), and the catalog to check it with.
+    Complete(CallToolResult, Arc<ToolCatalog>),
+    /// A task, whose result comes later.
+    Task(StartedTask),
+}
+
 /// `tools/call` parameters, serialized straight from borrowed parts.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -91,6 +103,9 @@ pub(crate) struct CallParams<'a> {
     input_responses: Option<&'a serde_json::Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     request_state: Option<&'a str>,
+    /// 2025-11-25: run the call as a task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<&'a TaskMetadata>,
 }
 
 /// Leaves out the tools whose `x-mcp-header` annotations are invalid, as
@@ -149,6 +164,16 @@ pub(crate) fn to_raw_params<P: Serialize + ?Sized>(
     mcp_jsonrpc::to_raw(params).map_err(|e| SessionError::InvalidResponse {
         method: method.to_string(),
         reason: format!("cannot encode the request: {e}"),
+    })
+}
+
+pub(crate) fn parse_value<R: DeserializeOwned>(
+    method: &str,
+    value: Value,
+) -> Result<R, SessionError> {
+    serde_json::from_value(value).map_err(|e| SessionError::InvalidResponse {
+        method: method.to_string(),
+        reason: e.to_string(),
     })
 }
 
@@ -391,18 +416,48 @@ impl Session {
     /// mismatch nothing is sent and the error names each field. A result
     /// with `isError: true` is `Ok`: the tool ran and reported a failure.
     /// `structuredContent` is checked against the tool's output schema.
+    ///
+    /// A 2026-07-28 server with the tasks extension may answer with a task
+    /// instead of the result: the call then polls it to its end and returns
+    /// its result, within the call's timeout, which each change of the
+    /// task's state extends (like progress) up to `max_total_timeout`.
     pub async fn call_tool_with(
         &self,
         name: &str,
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult, SessionError> {
+        let start = Instant::now();
+        let timeout = options.timeout.unwrap_or(self.inner.config.request_timeout);
+        match self.call_inner(name, &arguments, &options, None).await? {
+            CallAnswer::Complete(result, catalog) => self.checked_output(&catalog, name, result),
+            CallAnswer::Task(started) => {
+                tracing::debug!(server = %self.inner.config.server_name, tool = name, task = %started.summary().task_id, "the server answered with a task; waiting for it");
+                let mut deadline =
+                    Deadline::new(start, timeout, self.inner.config.max_total_timeout);
+                let mut handle = TaskHandle::new(self.clone(), name, started);
+                handle.wait_until(&mut deadline, true, &mut |_| {}).await
+            }
+        }
+    }
+
+    /// Sends `tools/call` (asking for a task with `task` on 2025-11-25),
+    /// answering `input_required` rounds, and returns what it came to: a
+    /// result (not yet checked against the output schema) with the catalog
+    /// it was checked against, or a task.
+    pub(crate) async fn call_inner(
+        &self,
+        name: &str,
+        arguments: &Value,
+        options: &CallOptions,
+        task: Option<&TaskMetadata>,
+    ) -> Result<CallAnswer, SessionError> {
         let mut catalog = self.catalog(false).await?;
         if catalog.get(name).is_none() {
             // The server may have added the tool since the catalog was fetched.
             catalog = self.refresh_tools().await?;
         }
-        let entry = self.checked_entry(&catalog, name, &arguments)?;
+        let entry = self.checked_entry(&catalog, name, arguments)?;
 
         let _serial = if self.inner.config.supports_parallel_tool_calls {
             None
@@ -414,10 +469,11 @@ impl Session {
         let mirror_headers = self.inner.mirrors_headers();
         let base = self.inner.named_context(name);
         let mut context = if mirror_headers {
-            param_context(base.clone(), entry.header_params(), &arguments)
+            param_context(base.clone(), entry.header_params(), arguments)
         } else {
             base.clone()
         };
+        let modern = self.inner.version.is_modern();
         let mut refetched = false;
         let mut input: Option<(serde_json::Map<String, Value>, Option<String>)> = None;
         let mut rounds = 0usize;
@@ -437,10 +493,11 @@ impl Session {
             }
             let params = CallParams {
                 name,
-                arguments: &arguments,
+                arguments,
                 meta: (!meta.is_empty()).then_some(&meta),
                 input_responses: input.as_ref().map(|(r, _)| r),
                 request_state: input.as_ref().and_then(|(_, s)| s.as_deref()),
+                task,
             };
             let raw = to_raw_params(method, &params)?;
             let sent = self
@@ -466,50 +523,75 @@ impl Session {
                     // arguments are checked against it before the retry, and
                     // the output after.
                     catalog = self.refresh_tools().await?;
-                    let entry = self.checked_entry(&catalog, name, &arguments)?;
-                    context = param_context(base.clone(), entry.header_params(), &arguments);
+                    let entry = self.checked_entry(&catalog, name, arguments)?;
+                    context = param_context(base.clone(), entry.header_params(), arguments);
                     continue;
                 }
                 other => other?,
             };
-            let parsed: CallToolResult = parse_result(method, &result)?;
-            if parsed.extra.get("resultType").and_then(Value::as_str) == Some("input_required") {
-                rounds += 1;
-                if rounds > self.inner.config.max_input_rounds {
-                    return Err(SessionError::InvalidResponse {
-                        method: method.into(),
-                        reason: format!(
-                            "the server still asked for input after {} rounds; gave up",
-                            self.inner.config.max_input_rounds
-                        ),
-                    });
+            let parsed: Value = parse_result(method, &result)?;
+            match ResultType::of(&parsed) {
+                ResultType::InputRequired => {
+                    rounds += 1;
+                    if rounds > self.inner.config.max_input_rounds {
+                        return Err(SessionError::InvalidResponse {
+                            method: method.into(),
+                            reason: format!(
+                                "the server still asked for input after {} rounds; gave up",
+                                self.inner.config.max_input_rounds
+                            ),
+                        });
+                    }
+                    let asked: InputRequiredResult = parse_result(method, &result)?;
+                    let mut responses = serde_json::Map::new();
+                    for (key, request) in asked.input_requests.iter().flatten() {
+                        responses.insert(key.clone(), self.answer_input(request).await?);
+                    }
+                    // `requestState` goes back exactly as it came, or not at all.
+                    input = Some((responses, asked.request_state));
+                    continue;
                 }
-                let asked: InputRequiredResult = parse_result(method, &result)?;
-                let mut responses = serde_json::Map::new();
-                for (key, request) in asked.input_requests.iter().flatten() {
-                    responses.insert(key.clone(), self.answer_input(request).await?);
+                ResultType::Task if modern => {
+                    let task: DetailedTask = parse_value(method, parsed)?;
+                    return Ok(CallAnswer::Task(StartedTask::Modern(Box::new(task))));
                 }
-                // `requestState` goes back exactly as it came, or not at all.
-                input = Some((responses, asked.request_state));
-                continue;
+                _ => {}
             }
-            if let (Some(structured), false) = (&parsed.structured_content, parsed.is_error())
-                && let Some(entry) = catalog.get(name)
-                && let Checked::Invalid(problems) = entry.check_output(structured)
-            {
-                return Err(SessionError::InvalidOutput {
-                    tool: name.to_string(),
-                    problems,
-                });
+            if task.is_some() && parsed.get("task").is_some_and(Value::is_object) {
+                let created: CreateTaskResult = parse_value(method, parsed)?;
+                return Ok(CallAnswer::Task(StartedTask::Legacy(Box::new(
+                    created.task,
+                ))));
             }
-            return Ok(parsed);
+            let parsed: CallToolResult = parse_value(method, parsed)?;
+            return Ok(CallAnswer::Complete(parsed, catalog));
         }
+    }
+
+    /// `result`, unless its `structuredContent` does not match the tool's
+    /// output schema.
+    pub(crate) fn checked_output(
+        &self,
+        catalog: &ToolCatalog,
+        name: &str,
+        result: CallToolResult,
+    ) -> Result<CallToolResult, SessionError> {
+        if let (Some(structured), false) = (&result.structured_content, result.is_error())
+            && let Some(entry) = catalog.get(name)
+            && let Checked::Invalid(problems) = entry.check_output(structured)
+        {
+            return Err(SessionError::InvalidOutput {
+                tool: name.to_string(),
+                problems,
+            });
+        }
+        Ok(result)
     }
 
     /// The catalog's entry for `name`, with `arguments` checked against its
     /// input schema: an unknown tool or invalid arguments are errors, and
     /// nothing is sent.
-    fn checked_entry<'c>(
+    pub(crate) fn checked_entry<'c>(
         &self,
         catalog: &'c ToolCatalog,
         name: &str,

@@ -22,19 +22,37 @@
 //! | `echo` | `text` | the text |
 //! | `add` | `a`, `b` (numbers) | the sum, as text and as `structuredContent: {sum}` (with an `outputSchema`) |
 //! | `read_file` | `path`, `maxBytes?` | the file's text; confined to the workspace (no absolute paths, no `..`, no symlinks out) |
-//! | `slow` | `ms` | `done after N ms`, after sleeping |
+//! | `slow` | `ms` | `done after N ms`, after sleeping; on 2025-11-25 it may run as a task |
 //! | `fail` | `message?` | `isError: true` |
 //! | `progress` | `steps`, `intervalMs?` | `notifications/progress` per step when the call has a progress token |
 //! | `get_env` | `name` | the variable's value, or `isError: true` when unset |
 //! | `bad_output` | — | `structuredContent` that violates its own `outputSchema` |
 //! | `touch_resource` | `uri` | a new revision of the resource; `notifications/resources/updated` to its subscribers |
 //! | `add_resource` | — | adds `test://added/N`; `notifications/resources/list_changed` |
+//! | `countdown` | `polls?` (default 2), `fail?` | as a task, completes (or fails) at the `polls`th `tasks/get`; called plainly, answers at once |
 //! | `ask_name` (2026-07-28 only) | — | an `input_required` result asking for a name (elicitation), then `hello NAME` on the retry |
 //! | `route` (2026-07-28 only) | `query`, `region?`, `shard?` | where the query would run; `region` and `shard` carry `x-mcp-header` (`Mcp-Param-Region`, `Mcp-Param-Shard` over HTTP) |
 //! | `bad_header` (2026-07-28 only) | `weight?` | an invalid `x-mcp-header` (on a `number`): a conforming HTTP client drops the tool |
 //!
-//! So a legacy client sees the 10 tools of [`TOOL_NAMES`], a modern one the
-//! 13 of [`MODERN_TOOL_NAMES`] (12 after an HTTP client drops `bad_header`).
+//! So a legacy client sees the 11 tools of [`TOOL_NAMES`], a modern one the
+//! 14 of [`MODERN_TOOL_NAMES`] (13 after an HTTP client drops `bad_header`).
+//!
+//! Tasks, deterministically (no clock decides when a `countdown` ends: the
+//! client's polls do):
+//!
+//! - 2025-11-25 (a session that negotiated it): capability `tasks: {list,
+//!   cancel, requests: {tools: {call}}}`; `slow` and `countdown` have
+//!   `execution.taskSupport: "optional"`, and a call of either with
+//!   `params.task` answers a `CreateTaskResult` (any other tool: `-32601`).
+//!   `tasks/get`, `tasks/result` (blocks until the task ends), `tasks/list`
+//!   (paged), `tasks/cancel` (`-32602` for an ended task), and
+//!   `notifications/tasks/status` when a task ends.
+//! - 2026-07-28: the extension `io.modelcontextprotocol/tasks` in
+//!   `server/discover`; a `countdown` call whose `_meta` declares it is
+//!   answered with `resultType: "task"`; `tasks/get` (the result or error
+//!   inline), `tasks/update` (acknowledged), `tasks/cancel` (acknowledged);
+//!   `-32021` for a task request that does not declare the extension.
+//! - Every task suggests a 20 ms poll interval.
 //!
 //! It also serves resources, prompts and completion, in every era
 //! (capabilities `resources: {subscribe, listChanged}`, `prompts:

@@ -145,6 +145,8 @@ pub(crate) struct World {
     /// that no notification of a subscription goes out before its
     /// acknowledgment.
     order: tokio::sync::Mutex<()>,
+    /// The tasks (both designs).
+    pub(crate) tasks: crate::server::tasks::TaskStore,
 }
 
 impl World {
@@ -155,6 +157,7 @@ impl World {
             large_blob: OnceLock::new(),
             state: Mutex::default(),
             order: tokio::sync::Mutex::new(()),
+            tasks: crate::server::tasks::TaskStore::default(),
         }
     }
 

@@ -38,6 +38,7 @@ pub(crate) mod lifecycle;
 mod misbehave;
 mod outbox;
 mod params;
+pub(crate) mod tasks;
 mod tools_list;
 
 use outbox::raw;
@@ -97,6 +98,8 @@ struct Server {
     initialized: AtomicBool,
     /// An `initialize` request arrived (for `strict-initialize`).
     handshake_seen: bool,
+    /// The revision `initialize` settled on (tasks need 2025-11-25).
+    negotiated: Option<mcp_protocol::ProtocolVersion>,
     in_flight: InFlight,
     tasks: JoinSet<()>,
     next_task: u64,
@@ -146,6 +149,7 @@ where
         workspace,
         initialized: AtomicBool::new(false),
         handshake_seen: false,
+        negotiated: None,
         in_flight: Arc::default(),
         tasks: JoinSet::new(),
         next_task: 0,
@@ -351,9 +355,10 @@ impl Server {
             methods::PING | methods::INITIALIZE if modern => Err(lifecycle::not_modern(method)),
             methods::INITIALIZE => match self.initialize_request(params) {
                 Some(result) => {
-                    if result.is_ok() {
+                    if let Ok(r) = &result {
                         // A legacy client hears of resource list changes.
                         self.world.register_legacy(self.conn, &self.outbox);
+                        self.negotiated = r.protocol_version.parse().ok();
                     }
                     result.and_then(|r| raw(&r))
                 }
@@ -381,14 +386,26 @@ impl Server {
                 if self.options().has(Misbehaviour::CrashMidCall) {
                     return Err(self.crash());
                 }
+                let declared = params.as_ref().is_ok_and(tasks::declares_extension);
                 match params.and_then(calls::parse_call) {
                     Ok(call) => {
-                        self.spawn_call(id, call, modern);
+                        if !self.maybe_task(&id, &call, modern, declared).await {
+                            self.spawn_call(id, call, modern);
+                        }
                         return Ok(());
                     }
                     Err(e) => Err(e),
                 }
             }
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_LIST
+            | methods::TASKS_CANCEL
+            | methods::TASKS_UPDATE => match self.task_method(&id, method, &params, modern).await {
+                Some(Some(answer)) => answer,
+                Some(None) => return Ok(()),
+                None => Err(ProtocolError::method_not_found(method, "")),
+            },
             _ => match self.feature(method, params, modern).await {
                 Some(result) => result,
                 None => Err(ProtocolError::method_not_found(method, "")),

@@ -23,6 +23,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "bad_output",
     "touch_resource",
     "add_resource",
+    "countdown",
 ];
 
 /// The names of the tools a modern (2026-07-28) client sees, in `tools/list`
@@ -41,6 +42,7 @@ pub const MODERN_TOOL_NAMES: &[&str] = &[
     "bad_output",
     "touch_resource",
     "add_resource",
+    "countdown",
     "ask_name",
     "route",
     "bad_header",
@@ -181,10 +183,11 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
                 "required": ["path"]
             }),
         ),
-        tool(
+        task_capable(tool(
             "slow",
             "Slow",
-            "Sleeps for the given number of milliseconds, then answers.",
+            "Sleeps for the given number of milliseconds, then answers. On 2025-11-25 it \
+                may run as a task (execution.taskSupport: optional).",
             json!({
                 "type": "object",
                 "properties": {
@@ -193,7 +196,7 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
                 },
                 "required": ["ms"]
             }),
-        ),
+        )),
         tool(
             "fail",
             "Fail",
@@ -268,8 +271,29 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
                 json!({"type": "object", "properties": {}}),
             )
         },
+        task_capable(tool(
+            "countdown",
+            "Countdown",
+            "Run as a task (2025-11-25: asked for; 2026-07-28: whenever the client declares \
+                the tasks extension), completes at the `polls`th tasks/get (or fails, with \
+                `fail`). Called plainly, answers at once.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "polls": {"type": "integer", "minimum": 0, "maximum": crate::server::tasks::MAX_POLLS,
+                              "description": "The tasks/get polls before it ends (default 2)."},
+                    "fail": {"type": "boolean", "description": "End failed instead."}
+                }
+            }),
+        )),
     ]
 });
+
+/// `tool`, which may run as a task (`execution.taskSupport: "optional"`).
+fn task_capable(mut tool: Tool) -> Tool {
+    mcp_protocol::tasks::TaskSupport::Optional.write(&mut tool);
+    tool
+}
 
 /// The annotations of the tools that change the resources (each call
 /// changes them again).
@@ -413,6 +437,12 @@ pub(crate) async fn call(
             })
         }
         "add_resource" => Ok(text_result(format!("added {}", ctx.world.add().await))),
+        // Called as a task it counts the client's polls (server/tasks.rs);
+        // called plainly there is nothing to count.
+        "countdown" => {
+            args.opt_integer("polls", crate::server::tasks::MAX_POLLS)?;
+            Ok(text_result("countdown finished (not run as a task)"))
+        }
         "route" if ctx.modern => {
             let query = args.string("query")?;
             let region = args.opt_string("region")?.unwrap_or("any");

@@ -127,6 +127,30 @@ impl Server {
         table.insert(id, (task, handle));
     }
 
+    /// Answers a request from a task of its own (an answer that waits),
+    /// registered by id so that `notifications/cancelled` can abort it.
+    pub(super) fn spawn_answer(
+        &mut self,
+        id: Id,
+        answer: impl Future<Output = Result<mcp_jsonrpc::RawJson, ProtocolError>> + Send + 'static,
+    ) {
+        let outbox = self.outbox.clone();
+        let in_flight = Arc::clone(&self.in_flight);
+        self.next_task += 1;
+        let task = self.next_task;
+        let task_id = id.clone();
+        let mut table = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let handle = self.tasks.spawn(async move {
+            let result = answer.await;
+            forget(&in_flight, &task_id, task);
+            outbox.respond(task_id, result).await;
+        });
+        table.insert(id, (task, handle));
+    }
+
     /// `subscriptions/listen`: acknowledges what this server can send (list
     /// changes of tools and prompts, which never change, and of resources;
     /// updates of the resources asked for that exist), then keeps the

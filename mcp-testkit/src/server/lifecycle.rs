@@ -60,7 +60,10 @@ pub(crate) fn modern_method_known(options: &crate::options::ServerOptions, metho
         | methods::RESOURCES_READ
         | methods::PROMPTS_LIST
         | methods::PROMPTS_GET
-        | methods::COMPLETION_COMPLETE => true,
+        | methods::COMPLETION_COMPLETE
+        | methods::TASKS_GET
+        | methods::TASKS_UPDATE
+        | methods::TASKS_CANCEL => true,
         methods::TOOLS_LIST | methods::TOOLS_CALL => !options.has(Misbehaviour::NoToolsCapability),
         _ => false,
     }
@@ -197,8 +200,11 @@ impl Server {
         self.log(&format!(
             "initialize: client asked for {requested}, answering {version}"
         ));
+        let tasks = (version == ProtocolVersion::V2025_11_25.as_str())
+            .then(mcp_protocol::tasks::TasksCapability::tool_calls);
         let capabilities = ServerCapabilities {
             logging: Some(Value::Object(Map::new())),
+            tasks,
             ..self.capabilities()
         };
         InitializeResult {
@@ -223,7 +229,9 @@ impl Server {
             supported.join(", ")
         ));
         let supported = supported.into_iter().map(str::to_owned).collect();
-        let mut result = DiscoverResult::new(supported, self.capabilities(), &server_info());
+        let mut capabilities = self.capabilities();
+        mcp_protocol::tasks::extension::offer(&mut capabilities);
+        let mut result = DiscoverResult::new(supported, capabilities, &server_info());
         result.instructions =
             Some("mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.".to_owned());
         ResultType::Complete.write(&mut result.extra);
@@ -315,6 +323,11 @@ mod tests {
                     "prompts/get",
                     "completion/complete",
                     "sampling/createMessage",
+                    "tasks/get",
+                    "tasks/update",
+                    "tasks/cancel",
+                    "tasks/result",
+                    "tasks/list",
                 ] {
                     let request = json!({"jsonrpc": "2.0", "id": 1, "method": method,
                         "params": {"_meta": {meta::PROTOCOL_VERSION: MODERN.as_str()}}});

@@ -62,6 +62,16 @@ impl ProtocolError {
         }
     }
 
+    /// The error code.
+    pub(super) fn code(&self) -> i64 {
+        self.code
+    }
+
+    /// The message.
+    pub(super) fn message(&self) -> &str {
+        &self.message
+    }
+
     fn object(self) -> ErrorObject {
         let mut error = ErrorObject::new(self.code, self.message);
         error.data = self.data.and_then(|d| to_raw(&d).ok());
