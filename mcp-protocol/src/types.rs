@@ -125,7 +125,7 @@ impl ServerCapabilities {
     /// The settings of an extension the server declared under
     /// `extensions` (SEP-2133), by its identifier (`io.modelcontextprotocol/skills`).
     pub fn extension(&self, id: &str) -> Option<&Value> {
-        self.extra.get("extensions")?.as_object()?.get(id)
+        self.extensions.as_ref()?.get(id)
     }
 }
 

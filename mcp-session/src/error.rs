@@ -197,12 +197,13 @@ pub enum SessionError {
     },
     /// A task ended with a JSON-RPC error (status `failed`, or the error
     /// `tasks/result` answered).
-    #[error("task {task_id} failed: {}", task_failure(.error.as_ref(), .message.as_deref()))]
+    #[error("task {task_id} failed: {}", task_failure(.error.as_deref(), .message.as_deref()))]
     TaskFailed {
         /// The task.
         task_id: String,
-        /// The error the task ended with, when the server said.
-        error: Option<ErrorObject>,
+        /// The error the task ended with, when the server said (boxed: it
+        /// is large, and every `Result` of the session carries this type).
+        error: Option<Box<ErrorObject>>,
         /// The task's status message.
         message: Option<String>,
     },

@@ -373,7 +373,8 @@ impl TaskHandle {
                 task_id: detail.task_id.clone(),
                 error: error
                     .as_ref()
-                    .and_then(|e| serde_json::from_value::<ErrorObject>(e.clone()).ok()),
+                    .and_then(|e| serde_json::from_value::<ErrorObject>(e.clone()).ok())
+                    .map(Box::new),
                 message: detail.status_message.clone(),
             }),
         };
@@ -402,7 +403,7 @@ impl TaskHandle {
             Err(SessionError::Protocol { error, .. }) => Err(SessionError::TaskFailed {
                 task_id: self.task.task_id.clone(),
                 message: self.task.status_message.clone(),
-                error: Some(error),
+                error: Some(Box::new(error)),
             }),
             Err(e) if e.is_timeout() && Instant::now() >= deadline.at() => {
                 Err(self.timed_out(deadline))
