@@ -109,12 +109,20 @@ impl ClientHandlers {
 
     /// Answers `roots/list` (declares `roots` with `listChanged`; tell
     /// servers of a change with [`Session::roots_changed`](crate::Session::roots_changed)).
+    ///
+    /// Deprecated by the 2026-07-28 revision (SEP-2577), for servers still
+    /// in the field: its migration note is to pass directories or files
+    /// through tool parameters, resource URIs or server configuration.
     pub fn roots(mut self, provider: impl RootsProvider) -> Self {
         self.roots = Some(Arc::new(provider));
         self
     }
 
     /// Answers `sampling/createMessage`.
+    ///
+    /// Deprecated by the 2026-07-28 revision (SEP-2577), for servers still
+    /// in the field: its migration note is for servers to integrate with
+    /// model providers' APIs directly.
     pub fn sampling(mut self, sampler: impl Sampler) -> Self {
         self.sampler = Some(Arc::new(sampler));
         self

@@ -364,13 +364,16 @@ impl Session {
 
     /// Tells the server the roots changed
     /// (`notifications/roots/list_changed`); it asks for them again.
+    /// Roots are deprecated by 2026-07-28 (see
+    /// [`ClientHandlers::roots`](crate::ClientHandlers::roots)).
     pub async fn roots_changed(&self) -> Result<(), SessionError> {
         self.notify(methods::ROOTS_LIST_CHANGED, None).await
     }
 
     /// Sets the level of the log messages the server sends
-    /// (`logging/setLevel`; deprecated in 2026-07-28, whose servers log
-    /// through other means). The messages reach `tracing` (`server log`
+    /// (`logging/setLevel`). Deprecated by 2026-07-28 (SEP-2577), whose
+    /// migration note is for servers to log to stderr (stdio) or through
+    /// OpenTelemetry; offered only to a server that declares `logging`. The messages reach `tracing` (`server log`
     /// events at their level, with the server's name) and the
     /// notification listener.
     pub async fn set_log_level(
