@@ -194,6 +194,14 @@ pub(crate) fn run(args: ConformanceArgs) -> Result<(), String> {
     }
 }
 
+/// The extensions the client implements, as the report states them (the
+/// alpha line's extension scenarios for them run in the `alpha/` part).
+const EXTENSIONS: &str = "Extensions the client implements: \
+    io.modelcontextprotocol/oauth-client-credentials (secret and private_key_jwt), \
+    io.modelcontextprotocol/enterprise-managed-authorization, \
+    io.modelcontextprotocol/auth/dpop, io.modelcontextprotocol/auth/wif, \
+    io.modelcontextprotocol/skills (SEP-2640), io.modelcontextprotocol/tasks (SEP-2663).";
+
 async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), String> {
     std::fs::create_dir_all(&paths.root)
         .map_err(|e| format!("cannot create {}: {e}", paths.root.display()))?;
@@ -240,7 +248,7 @@ async fn run_parts(paths: &Paths, only: Only) -> Result<(String, Vec<Row>), Stri
         ])
         .collect();
     let header = format!(
-        "Pinned: {}; Node {node_version}. HTTP transports: {}.",
+        "Pinned: {}; Node {node_version}. HTTP transports: {}.\n\n{EXTENSIONS}",
         pins.join(", "),
         if http::AVAILABLE {
             "built"
