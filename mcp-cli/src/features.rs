@@ -424,9 +424,10 @@ fn notification_line(n: &mcp_session::ServerNotification, json: bool) -> String 
     }
 }
 
-/// `mcp listen`: subscribes (legacy: `resources/subscribe` for each
-/// `--resource`; 2026-07-28: one `subscriptions/listen` for the list
-/// changes and the resources) and prints what comes.
+/// `mcp listen`: subscribes through [`Session::listen`] (one
+/// `subscriptions/listen` on 2026-07-28; `resources/subscribe` for each
+/// `--resource` and the declared list changes before it) and prints what
+/// comes.
 pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
     use std::io::Write as _;
     let json = a.show.json;
@@ -443,29 +444,38 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let mut subscription = None;
-    if session.protocol_version().is_modern() {
-        let mut filter = mcp_session::protocol::modern::SubscriptionFilter::new()
-            .tools_list_changed()
-            .resources_list_changed()
-            .prompts_list_changed();
-        for uri in &a.resource {
-            filter = filter.resource(uri.clone());
+    // One call for every revision: subscriptions/listen on 2026-07-28,
+    // resources/subscribe and the declared list changes before it.
+    let mut filter = mcp_session::protocol::modern::SubscriptionFilter::new()
+        .tools_list_changed()
+        .resources_list_changed()
+        .prompts_list_changed();
+    for uri in &a.resource {
+        filter = filter.resource(uri.clone());
+    }
+    let mut subscription = match session.listen(filter).await {
+        Ok(s) => s,
+        Err(e) => {
+            session.close().await;
+            return failed(style, "listen", &e);
         }
-        match session.listen(filter).await {
-            Ok(s) => subscription = Some(s),
-            Err(e) => {
-                session.close().await;
-                return failed(style, "subscriptions/listen", &e);
-            }
-        }
-    } else {
-        for uri in &a.resource {
-            if let Err(e) = session.subscribe_resource(uri).await {
-                session.close().await;
-                return failed(style, "resources/subscribe", &e);
-            }
-        }
+    };
+    let granted = subscription
+        .acknowledged()
+        .resource_subscriptions
+        .clone()
+        .unwrap_or_default();
+    let refused: Vec<&String> = a.resource.iter().filter(|u| !granted.contains(u)).collect();
+    if !refused.is_empty() {
+        eprintln!(
+            "{} the server does not take subscriptions to: {}",
+            style.warn("!"),
+            refused
+                .iter()
+                .map(|u| printable(u))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     eprintln!(
         "{}",
@@ -477,18 +487,9 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
             None => std::future::pending().await,
         }
     };
-    let events = async {
-        match &mut subscription {
-            // The stream's events reach the listener too (which printed
-            // them); the stream is drained until it ends.
-            Some(sub) => while let Ok(Some(_)) = sub.next().await {},
-            None => {
-                while !session.is_closed() {
-                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                }
-            }
-        }
-    };
+    // The subscription's events reach the listener too (which printed
+    // them); the subscription is drained until it ends.
+    let events = async { while let Ok(Some(_)) = subscription.next().await {} };
     tokio::select! {
         _ = until => {}
         _ = events => {}

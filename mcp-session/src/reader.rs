@@ -227,6 +227,8 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
                     .lock()
                     .unwrap_or_else(|p| p.into_inner()) = Some(info);
                 shared.lock_pending().close();
+                // Local subscriptions have no request to fail: end them.
+                shared.subscribers.end_local(|| shared.closed_error());
                 // Answers could not be delivered any more.
                 shared.server_requests.abort_all();
                 return;
@@ -449,6 +451,9 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
         shared
             .subscribers
             .route(id, SubscriptionEvent::Notification(event));
+    } else if !shared.subscribers.is_empty() {
+        // Before 2026-07-28: local subscriptions match untagged ones.
+        shared.subscribers.route_untagged(&event);
     }
 }
 

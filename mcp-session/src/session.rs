@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, RawJson, RawValue};
+use mcp_jsonrpc::{Id, Message, Notification, RawJson, RawValue};
 use mcp_transport::{SendContext, Transport};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -253,21 +253,17 @@ impl Session {
         self.request(method, None, None).await.map(|_| ())
     }
 
-    /// Opens a `subscriptions/listen` stream (protocol 2026-07-28) for the
-    /// notifications in `filter`, and waits (up to the request timeout) for
-    /// the server's acknowledgment. See [`crate::subscriptions`].
+    /// Subscribes to the notifications in `filter` and waits (up to the
+    /// request timeout) for the acknowledgment: on 2026-07-28 a
+    /// `subscriptions/listen` stream; before it, `resources/subscribe` for
+    /// each resource and the list changes the server declares (see
+    /// [`crate::subscriptions`]). [`Subscription::acknowledged`] says what
+    /// was granted.
     ///
-    /// The subscription holds the session open while it lives. A legacy
-    /// session gets [`SessionError::NeedsModern`]: servers of the handshake
-    /// era send change notifications without being asked.
+    /// The subscription holds the session open while it lives.
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, SessionError> {
         if !self.inner.version.is_modern() {
-            return Err(SessionError::NeedsModern {
-                feature: methods::SUBSCRIPTIONS_LISTEN,
-                version: self.inner.version.to_string(),
-                advice: "servers of earlier revisions send change notifications unasked, to the \
-                         session's notification listener",
-            });
+            return self.listen_locally(filter).await;
         }
         let method = methods::SUBSCRIPTIONS_LISTEN;
         let raw = self
@@ -303,6 +299,7 @@ impl Session {
             task,
             subscribers,
             ended: false,
+            on_drop: None,
         };
         let timeout = self.inner.config.request_timeout;
         let acknowledged = tokio::time::timeout(timeout, async {
@@ -335,6 +332,70 @@ impl Session {
                 after: timeout,
             }),
         }
+    }
+
+    /// [`listen`](Self::listen) before 2026-07-28.
+    async fn listen_locally(
+        &self,
+        filter: SubscriptionFilter,
+    ) -> Result<Subscription, SessionError> {
+        let caps = &self.inner.init.capabilities;
+        let asked = |flag: Option<bool>| flag == Some(true);
+        let mut granted = SubscriptionFilter::new();
+        if asked(filter.tools_list_changed)
+            && caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true)
+        {
+            granted = granted.tools_list_changed();
+        }
+        if asked(filter.resources_list_changed)
+            && caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true)
+        {
+            granted = granted.resources_list_changed();
+        }
+        if asked(filter.prompts_list_changed)
+            && caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true)
+        {
+            granted = granted.prompts_list_changed();
+        }
+        let can_subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        let mut subscribed = Vec::new();
+        for uri in filter.resource_subscriptions.iter().flatten() {
+            if !can_subscribe {
+                break;
+            }
+            self.subscribe_resource(uri).await?;
+            subscribed.push(uri.clone());
+            granted = granted.resource(uri.clone());
+        }
+        let id = Id::from(format!("local-subscription-{}", self.inner.next_id()));
+        let events = self.inner.shared.subscribers.insert_local(
+            id.clone(),
+            granted.clone(),
+            Arc::clone(&self.inner.shared.dropped),
+        );
+        // Unsubscribing on drop needs the session; the task holds it.
+        let session = self.clone();
+        let on_drop: Box<dyn FnOnce() + Send + Sync> = Box::new(move || {
+            if subscribed.is_empty() {
+                return;
+            }
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                handle.spawn(async move {
+                    for uri in subscribed {
+                        let _ = session.unsubscribe_resource(&uri).await;
+                    }
+                });
+            }
+        });
+        Ok(Subscription {
+            id,
+            acknowledged: granted,
+            events,
+            task: tokio::spawn(async {}),
+            subscribers: Arc::clone(&self.inner.shared.subscribers),
+            ended: false,
+            on_drop: Some(on_drop),
+        })
     }
 
     /// The tool catalog: cached, fetched (every page) when missing or marked

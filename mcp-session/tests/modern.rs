@@ -520,18 +520,117 @@ async fn dropping_a_subscription_cancels_its_request() {
 }
 
 #[tokio::test]
-async fn listen_on_a_legacy_session_says_what_to_do() {
+async fn listen_on_a_legacy_session_grants_what_the_server_declares() {
     use mcp_session::subscriptions::SubscriptionFilter;
-    let (t, _fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
+    // Tools without listChanged, no resources: nothing can be granted.
+    let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
         "initialize" => Reply::Ok(init_result("2025-11-25", json!({"tools": {}}))),
         _ => Reply::Ok(json!({})),
     }));
     let s = Session::connect_shared(t, config(ProtocolMode::Legacy))
         .await
         .unwrap();
-    let err = s.listen(SubscriptionFilter::new()).await.unwrap_err();
-    assert!(matches!(err, SessionError::NeedsModern { .. }), "{err}");
-    assert!(err.to_string().contains("unasked"), "{err}");
+    let sub = s
+        .listen(
+            SubscriptionFilter::new()
+                .tools_list_changed()
+                .resource("file:///a"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(sub.acknowledged(), &SubscriptionFilter::new());
+    // Nothing went out: no listen, no subscribe the server cannot take.
+    let sent: Vec<String> = fake
+        .methods()
+        .into_iter()
+        .filter(|m| m != "initialize" && m != "notifications/initialized")
+        .collect();
+    assert!(sent.is_empty(), "{sent:?}");
+    // The connection ends: so does the subscription, with the reason.
+    use mcp_transport::Transport as _;
+    fake.server.close().await;
+    let mut sub = sub;
+    let end = tokio::time::timeout(Duration::from_secs(10), sub.next())
+        .await
+        .expect("the subscription ends when the connection does");
+    assert!(end.is_err(), "{end:?}");
+}
+
+#[tokio::test]
+async fn listen_on_a_legacy_session_subscribes_routes_and_unsubscribes() {
+    use mcp_session::subscriptions::SubscriptionFilter;
+    let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
+        "initialize" => Reply::Ok(init_result(
+            "2025-11-25",
+            json!({"tools": {"listChanged": true},
+                   "resources": {"subscribe": true, "listChanged": true}}),
+        )),
+        _ => Reply::Ok(json!({})),
+    }));
+    let s = Session::connect_shared(t, config(ProtocolMode::Legacy))
+        .await
+        .unwrap();
+    let mut sub = s
+        .listen(
+            SubscriptionFilter::new()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resource("file:///a"),
+        )
+        .await
+        .unwrap();
+    // Prompts are not declared: not granted.
+    assert_eq!(
+        sub.acknowledged(),
+        &SubscriptionFilter::new()
+            .tools_list_changed()
+            .resource("file:///a")
+    );
+    assert_eq!(
+        fake.methods()
+            .iter()
+            .filter(|m| *m == "resources/subscribe")
+            .count(),
+        1
+    );
+    let send = |method: &str, params: Value| {
+        Message::from(mcp_jsonrpc::Notification::new(
+            method,
+            Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+        ))
+    };
+    use mcp_transport::Transport as _;
+    // Another resource's update is not ours; ours and the list change are.
+    for m in [
+        send(
+            "notifications/resources/updated",
+            json!({"uri": "file:///b"}),
+        ),
+        send(
+            "notifications/resources/updated",
+            json!({"uri": "file:///a"}),
+        ),
+        send("notifications/tools/list_changed", json!({})),
+    ] {
+        fake.server.send(&m).await.unwrap();
+    }
+    let first = sub.next().await.unwrap().unwrap();
+    assert!(
+        matches!(&first, mcp_session::ServerNotification::ResourceUpdated(u) if u.uri == "file:///a"),
+        "{first:?}"
+    );
+    let second = sub.next().await.unwrap().unwrap();
+    assert!(
+        matches!(second, mcp_session::ServerNotification::ToolsListChanged),
+        "{second:?}"
+    );
+    // Dropping it unsubscribes (wait, bounded, for the request to arrive).
+    drop(sub);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !fake.methods().iter().any(|m| m == "resources/unsubscribe") {
+        assert!(std::time::Instant::now() < deadline, "no unsubscribe");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// The memory transport, presented as streamable HTTP, keeping what each
