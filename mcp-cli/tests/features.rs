@@ -128,6 +128,42 @@ fn call_progress_prints_each_step_when_not_a_terminal() {
     }
 }
 
+/// Without a terminal nobody can answer: `mcp call` declines the demo
+/// server's elicitations (form and URL mode) and the tool says so, in both
+/// eras. It declares no sampling or roots, so those tools are refused.
+#[test]
+fn call_ask_user_without_a_terminal_declines() {
+    let modern = format!("{MCP} demo-server --era modern");
+    for target in [None, Some(modern.as_str())] {
+        for mode in ["form", "url"] {
+            let args = format!(r#"{{"mode": "{mode}"}}"#);
+            let mut argv = vec!["call"];
+            if let Some(server) = target {
+                argv.extend(["--stdio", server]);
+            }
+            argv.extend(["ask_user", "--args", &args]);
+            let o = mcp(&argv);
+            assert!(o.status.success(), "{target:?} {mode}: {}", all(&o));
+            assert!(
+                stdout(&o).contains("the user answered decline"),
+                "{target:?} {mode}: {}",
+                all(&o)
+            );
+        }
+        let mut argv = vec!["call"];
+        if let Some(server) = target {
+            argv.extend(["--stdio", server]);
+        }
+        argv.extend(["sample", "--args", r#"{"prompt": "hi"}"#]);
+        let o = mcp(&argv);
+        assert!(
+            all(&o).contains("did not declare the sampling capability"),
+            "{target:?}: {}",
+            all(&o)
+        );
+    }
+}
+
 /// The HTTP demo server on 127.0.0.1, killed when dropped.
 struct Server {
     child: Child,

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 mod elicitation;
 mod resources;
+mod sampling;
 
 pub use elicitation::{ElicitRequestParams, ElicitResult};
 pub use resources::{
@@ -21,6 +22,7 @@ pub use resources::{
     Resource, ResourceContents, ResourceParams, ResourceTemplate, ResourceUpdatedParams,
     TextResourceContents,
 };
+pub use sampling::{CreateMessageParams, CreateMessageResult, SamplingMessage};
 
 /// Fields a type does not name, kept as they came.
 pub type Extra = Map<String, Value>;

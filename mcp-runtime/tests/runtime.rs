@@ -515,3 +515,89 @@ async fn the_auto_probe_runs_once_per_server() {
     drop((first, second));
     m.dispose_all().await;
 }
+
+/// Handlers given with `acquire_with_handlers` answer the testkit's
+/// `ask_user`, `sample` and `list_roots` of every server, in both eras (a
+/// legacy server asks while the call is pending, a 2026-07-28 one with an
+/// `input_required` result); a session without handlers declares nothing
+/// and is never asked.
+#[tokio::test]
+async fn handlers_given_at_acquire_reach_every_server() {
+    use mcp_session::types::{ElicitRequestParams, ElicitResult, Root};
+    use mcp_session::{ClientHandler, ClientHandlers, Elicitor, Sampler};
+    use mcp_transport::BoxFuture;
+
+    struct Form;
+    impl Elicitor for Form {
+        fn elicit<'a>(&'a self, _: &'a ElicitRequestParams) -> BoxFuture<'a, ElicitResult> {
+            Box::pin(async {
+                serde_json::from_value(json!({"action": "accept", "content": {"name": "Grace"}}))
+                    .unwrap()
+            })
+        }
+    }
+    struct Model;
+    impl Sampler for Model {
+        fn create_message<'a>(
+            &'a self,
+            _: &'a serde_json::Value,
+        ) -> BoxFuture<'a, Result<serde_json::Value, mcp_jsonrpc::ErrorObject>> {
+            Box::pin(async {
+                Ok(json!({"role": "assistant", "model": "m",
+                          "content": {"type": "text", "text": "sampled"}}))
+            })
+        }
+    }
+
+    let (m, _kit) = manager(RuntimeOptions::default());
+    let cfg = config(
+        r#"{"mcpServers": {
+            "old": {"command": "kit"},
+            "new": {"command": "kit", "args": ["--era", "modern"]}
+        }}"#,
+    );
+    let handlers: Arc<dyn ClientHandler> = Arc::new(
+        ClientHandlers::new()
+            .elicitation(Form)
+            .sampling(Model)
+            .roots(vec![Root::new("file:///srv", None)]),
+    );
+    let lease = m.acquire_with_handlers("s", &cfg, &handlers).await.unwrap();
+    for server in ["old", "new"] {
+        let asked = lease
+            .call_tool(&format!("{server}__ask_user"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(
+            asked.structured_content.unwrap()["content"],
+            json!({"name": "Grace"}),
+            "{server}"
+        );
+        let sampled = lease
+            .call_tool(&format!("{server}__sample"), json!({"prompt": "p"}))
+            .await
+            .unwrap();
+        assert_eq!(sampled.text(), "sampled", "{server}");
+        let roots = lease
+            .call_tool(&format!("{server}__list_roots"), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(
+            roots.structured_content.unwrap()["roots"],
+            json!([{"uri": "file:///srv"}]),
+            "{server}"
+        );
+    }
+    drop(lease);
+
+    let plain = m.acquire("other", &cfg).await.unwrap();
+    for server in ["old", "new"] {
+        let r = plain
+            .call_tool(&format!("{server}__ask_user"), json!({}))
+            .await
+            .unwrap();
+        assert!(r.is_error(), "{server}: {}", r.text());
+    }
+    drop(plain);
+    m.dispose_all().await;
+}

@@ -159,11 +159,24 @@ impl ClientHandlers {
                     .map(|p| format!("{} {}", p.path, p.message).trim().to_owned())
                     .collect();
                 tracing::warn!(problems = ?list, "an elicitation answer did not match the requested schema; not sent");
+                // The server hears where, never what: the problems quote
+                // the values, which are the content not sent.
+                let mut paths: Vec<String> = problems
+                    .iter()
+                    .map(|p| {
+                        if p.path.is_empty() {
+                            "/".to_owned()
+                        } else {
+                            p.path.clone()
+                        }
+                    })
+                    .collect();
+                paths.dedup();
                 return Err(ErrorObject::new(
                     codes::INTERNAL_ERROR,
                     format!(
-                        "the client's answer does not match the requested schema: {}",
-                        list.join("; ")
+                        "the client's answer does not match the requested schema (at {})",
+                        paths.join(", ")
                     ),
                 ));
             }

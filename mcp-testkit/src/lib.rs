@@ -30,12 +30,15 @@
 //! | `touch_resource` | `uri` | a new revision of the resource; `notifications/resources/updated` to its subscribers |
 //! | `add_resource` | — | adds `test://added/N`; `notifications/resources/list_changed` |
 //! | `countdown` | `polls?` (default 2), `fail?` | as a task, completes (or fails) at the `polls`th `tasks/get`; called plainly, answers at once |
+//! | `ask_user` | `mode?` (`form`, the default, or `url`) | elicitation: a form (`name` required, `age`, `subscribe` default false) or a URL (`https://example.com/connect?elicitation=ID`); reports the action and content (text and `structuredContent`); content that breaks the form is an `isError` result, never reported |
+//! | `sample` | `prompt` | `sampling/createMessage` (one user text message, `maxTokens`); reports the model's text and name |
+//! | `list_roots` | — | `roots/list`; reports the roots and how many `notifications/roots/list_changed` the connection received |
 //! | `ask_name` (2026-07-28 only) | — | an `input_required` result asking for a name (elicitation), then `hello NAME` on the retry |
 //! | `route` (2026-07-28 only) | `query`, `region?`, `shard?` | where the query would run; `region` and `shard` carry `x-mcp-header` (`Mcp-Param-Region`, `Mcp-Param-Shard` over HTTP) |
 //! | `bad_header` (2026-07-28 only) | `weight?` | an invalid `x-mcp-header` (on a `number`): a conforming HTTP client drops the tool |
 //!
-//! So a legacy client sees the 11 tools of [`TOOL_NAMES`], a modern one the
-//! 14 of [`MODERN_TOOL_NAMES`] (13 after an HTTP client drops `bad_header`).
+//! So a legacy client sees the 14 tools of [`TOOL_NAMES`], a modern one the
+//! 17 of [`MODERN_TOOL_NAMES`] (16 after an HTTP client drops `bad_header`).
 //!
 //! Tasks, deterministically (no clock decides when a `countdown` ends: the
 //! client's polls do):
@@ -53,6 +56,20 @@
 //!   inline), `tasks/update` (acknowledged), `tasks/cancel` (acknowledged);
 //!   `-32021` for a task request that does not declare the extension.
 //! - Every task suggests a 20 ms poll interval.
+//!
+//! `ask_user`, `sample` and `list_roots` ask the client. Before 2026-07-28
+//! they send `elicitation/create`, `sampling/createMessage` or `roots/list`
+//! while the call is pending and wait for the answer (over HTTP on an SSE
+//! stream: the GET stream, else the oldest open request stream; legacy
+//! HTTP+SSE's stream); after an accepted URL-mode elicitation (2025-11-25)
+//! they send `notifications/elicitation/complete` with its `elicitationId`.
+//! In 2026-07-28 they answer `input_required` (keys `user`, `sample`,
+//! `roots`; URL mode has no `elicitationId` there) and complete on the retry
+//! that carries the answer and the `requestState`. A client that did not
+//! declare the capability, the elicitation mode, or a revision that has it
+//! (elicitation 2025-06-18, URL mode 2025-11-25) is never asked: the tool
+//! answers `isError` saying what is missing. A client's error answer is an
+//! `isError` result too.
 //!
 //! It also serves resources, prompts and completion, in every era
 //! (capabilities `resources: {subscribe, listChanged}`, `prompts:

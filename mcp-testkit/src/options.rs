@@ -364,8 +364,12 @@ HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
   way and initialize starts a legacy session.
 
 Tools: echo, add, read_file, slow, fail, progress, get_env, bad_output, touch_resource
-(notifies the resource's subscribers), add_resource (notifies resource list changes);
-2026-07-28 clients also get ask_name, route and bad_header.
+(notifies the resource's subscribers), add_resource (notifies resource list changes),
+ask_user (elicitation: mode form or url), sample (sampling/createMessage) and list_roots
+(roots/list, and how many notifications/roots/list_changed arrived), which ask the client:
+a request while the call waits before 2026-07-28, an input_required result in it; a client
+that did not declare the capability is not asked (isError). 2026-07-28 clients also get
+ask_name, route and bad_header.
 Resources: test://text/1..N (text), test://blob/1 (a few non-UTF-8 bytes),
 test://blob/large (--blob-bytes); templates test://text/{id} and test://greeting/{name}
 (\"Hello, NAME!\"); paged with --page-size. Subscriptions: resources/subscribe before

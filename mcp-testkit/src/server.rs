@@ -5,7 +5,8 @@
 //! `mcp-protocol`'s types, `-32602` naming the field that does not fit),
 //! `lifecycle` (the handshake, `server/discover` and which revision a
 //! request speaks), `tools_list` (paging), `calls` (`tools/call` tasks,
-//! `ask_name`, `subscriptions/listen`), `features` (resources, prompts,
+//! `ask_name`, `subscriptions/listen`), `asks` (the tools that ask the
+//! client: elicitation, sampling, roots), `features` (resources, prompts,
 //! completion) and `misbehave` (exits, crashes and the rest of the
 //! deliberate breakage). Well-behaved answers are built as
 //! `mcp-protocol`'s types; only the misbehaviours write raw bytes.
@@ -32,6 +33,7 @@ use tokio_util::codec::Decoder;
 use crate::options::{Misbehaviour, ServerOptions};
 use crate::resources::World;
 
+mod asks;
 mod calls;
 mod features;
 pub(crate) mod lifecycle;
@@ -41,6 +43,7 @@ mod params;
 pub(crate) mod tasks;
 mod tools_list;
 
+pub(crate) use asks::ClientSide;
 use outbox::raw;
 pub(crate) use outbox::{Outbox, ProtocolError};
 
@@ -103,6 +106,11 @@ struct Server {
     in_flight: InFlight,
     tasks: JoinSet<()>,
     next_task: u64,
+    /// What the client declared in `initialize` (before 2026-07-28; a
+    /// modern request declares it in its own `_meta`).
+    client: ClientSide,
+    /// The `notifications/roots/list_changed` this connection received.
+    roots_changed: Arc<AtomicU64>,
 }
 
 /// Serves until the reader ends (or forever, with [`Misbehaviour::IgnoreStdinClose`]).
@@ -153,6 +161,8 @@ where
         in_flight: Arc::default(),
         tasks: JoinSet::new(),
         next_task: 0,
+        client: ClientSide::default(),
+        roots_changed: Arc::default(),
     };
     let read = async move {
         let mut server = server;
@@ -286,8 +296,8 @@ impl Server {
         match message {
             Message::Request(request) => self.handle_request(request).await?,
             Message::Notification(n) => self.handle_notification(n),
-            // We send no requests, so responses answer nothing: ignore them.
-            _ => {}
+            // Answers to the requests the client-request tools sent.
+            answer => self.outbox.answered(answer),
         }
         Ok(())
     }
@@ -305,6 +315,9 @@ impl Server {
                 if let Some(params) = params {
                     self.cancel(&params.request_id);
                 }
+            }
+            methods::ROOTS_LIST_CHANGED => {
+                self.roots_changed.fetch_add(1, Ordering::SeqCst);
             }
             _ => {}
         }

@@ -24,6 +24,9 @@ pub const TOOL_NAMES: &[&str] = &[
     "touch_resource",
     "add_resource",
     "countdown",
+    "ask_user",
+    "sample",
+    "list_roots",
 ];
 
 /// The names of the tools a modern (2026-07-28) client sees, in `tools/list`
@@ -43,6 +46,9 @@ pub const MODERN_TOOL_NAMES: &[&str] = &[
     "touch_resource",
     "add_resource",
     "countdown",
+    "ask_user",
+    "sample",
+    "list_roots",
     "ask_name",
     "route",
     "bad_header",
@@ -286,6 +292,46 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
                 }
             }),
         )),
+        Tool {
+            annotations: Some(asks()),
+            ..tool(
+                "ask_user",
+                "Ask user",
+                "Asks the user through the client (elicitation): a form (name, age, \
+                    subscribe) or a URL to open; reports what the client answered.",
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "mode": {"type": "string", "enum": ["form", "url"], "default": "form",
+                                 "description": "Form or URL mode."}
+                    }
+                }),
+            )
+        },
+        Tool {
+            annotations: Some(asks()),
+            ..tool(
+                "sample",
+                "Sample",
+                "Asks the client's model to answer a prompt (sampling/createMessage); \
+                    reports the answer.",
+                json!({
+                    "type": "object",
+                    "properties": {"prompt": {"type": "string", "description": "What to ask."}},
+                    "required": ["prompt"]
+                }),
+            )
+        },
+        Tool {
+            annotations: Some(asks()),
+            ..tool(
+                "list_roots",
+                "List roots",
+                "Asks the client for its roots (roots/list); reports them and how many \
+                    notifications/roots/list_changed this connection received.",
+                json!({"type": "object", "properties": {}}),
+            )
+        },
     ]
 });
 
@@ -293,6 +339,15 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
 fn task_capable(mut tool: Tool) -> Tool {
     mcp_protocol::tasks::TaskSupport::Optional.write(&mut tool);
     tool
+}
+
+/// The annotations of the tools that ask the client: they change nothing,
+/// but each call asks again (and may get another answer).
+fn asks() -> ToolAnnotations {
+    ToolAnnotations {
+        idempotent_hint: Some(false),
+        ..read_only()
+    }
 }
 
 /// The annotations of the tools that change the resources (each call
@@ -317,6 +372,10 @@ pub(crate) struct CallContext {
     pub(crate) modern: bool,
     /// The resources `touch_resource` and `add_resource` change.
     pub(crate) world: std::sync::Arc<crate::resources::World>,
+    /// What the client declared (for the tools that ask it).
+    pub(crate) client: crate::server::ClientSide,
+    /// The `notifications/roots/list_changed` the connection received so far.
+    pub(crate) roots_changed: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub(crate) fn text_result(text: impl Into<String>) -> CallToolResult {

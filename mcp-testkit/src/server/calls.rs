@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::misbehave::CallMisbehaviours;
 use super::params::{Presence, expect, typed};
-use super::{InFlight, ProtocolError, Server, raw};
+use super::{ClientSide, InFlight, ProtocolError, Server, asks, raw};
 use crate::tools::{self, CallContext};
 
 /// The `requestState` the `ask_name` tool hands out and expects back.
@@ -56,7 +56,7 @@ pub(super) fn parse_call(params: Map<String, Value>) -> Result<CallToolParams, P
 /// asking for input first.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum CallAnswer {
+pub(super) enum CallAnswer {
     Complete(CallToolResult),
     InputRequired(InputRequiredResult),
 }
@@ -73,6 +73,8 @@ async fn run_call(
             call.input_responses.as_ref(),
             call.request_state.as_deref(),
         )?
+    } else if asks::NAMES.contains(&call.name.as_str()) {
+        asks::call(&call, &ctx).await?
     } else {
         let arguments = call.arguments.unwrap_or_default();
         CallAnswer::Complete(tools::call(&call.name, &arguments, ctx).await?)
@@ -104,6 +106,12 @@ impl Server {
             progress_token: call.progress_token().cloned(),
             modern,
             world: Arc::clone(&self.world),
+            client: if modern {
+                ClientSide::modern(call.meta.as_ref())
+            } else {
+                self.client.clone()
+            },
+            roots_changed: Arc::clone(&self.roots_changed),
         };
         let misbehaviours = CallMisbehaviours::of(self.options());
         let outbox = self.outbox.clone();

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::misbehave::append_instance_log;
 use super::params::{Presence, expect, typed};
-use super::{BOGUS_PROTOCOL_VERSION, ProtocolError, SERVER_NAME, Server};
+use super::{BOGUS_PROTOCOL_VERSION, ClientSide, ProtocolError, SERVER_NAME, Server};
 use crate::options::{Era, Misbehaviour};
 use crate::tools;
 
@@ -162,9 +162,11 @@ impl Server {
     }
 
     /// An `initialize` request: logged to the instance log; `None` when the
-    /// `never-answer-initialize` misbehaviour leaves it unanswered.
+    /// `never-answer-initialize` misbehaviour leaves it unanswered. What the
+    /// client declares (and the revision agreed) is remembered for the
+    /// tools that ask the client.
     pub(super) fn initialize_request(
-        &self,
+        &mut self,
         params: Result<Map<String, Value>, ProtocolError>,
     ) -> Option<Result<InitializeResult, ProtocolError>> {
         if let Some(log) = &self.options().instance_log
@@ -176,11 +178,12 @@ impl Server {
             self.log("not answering initialize (misbehaviour never-answer-initialize)");
             return None;
         }
-        Some(
-            params
-                .and_then(parse_initialize)
-                .map(|p| self.initialize(&p)),
-        )
+        let answer = params.and_then(parse_initialize).map(|p| {
+            let result = self.initialize(&p);
+            self.client = ClientSide::legacy(&result.protocol_version, p.capabilities);
+            result
+        });
+        Some(answer)
     }
 
     /// The `initialize` result: the requested version when it is one of
@@ -214,7 +217,8 @@ impl Server {
             instructions: Some(format!(
                 "mcp-testkit is a test server. Tools: {}. read_file only reads inside the \
                  workspace folder; slow, progress and fail help test timeouts, progress and \
-                 tool errors; touch_resource and add_resource change the test:// resources.",
+                 tool errors; touch_resource and add_resource change the test:// resources; \
+                 ask_user, sample and list_roots ask the client (elicitation, sampling, roots).",
                 tools::TOOL_NAMES.join(", ")
             )),
             extra: Extra::new(),

@@ -1,17 +1,18 @@
 //! The sending side: every message goes to the writer as whole lines,
 //! preceded by whatever the misbehaviours add to a response.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::BytesMut;
 use mcp_jsonrpc::{
-    ErrorObject, ErrorResponse, Id, Message, NewlineCodec, Notification, RawJson, Response, codes,
-    to_raw,
+    ErrorObject, ErrorResponse, Id, Message, NewlineCodec, Notification, RawJson, Request,
+    Response, codes, to_raw,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Encoder;
 
 use super::Shared;
@@ -89,11 +90,42 @@ pub(super) fn raw<T: Serialize + ?Sized>(result: &T) -> Result<RawJson, Protocol
     })
 }
 
+/// What a client answered to one of our requests: its result, or its error.
+pub(crate) type Answer = Result<Value, ErrorObject>;
+
+/// The requests this server sent the client (before 2026-07-28:
+/// `elicitation/create`, `sampling/createMessage`, `roots/list` while a
+/// call runs) that wait for their answer, by id.
+#[derive(Debug, Default)]
+struct Asked {
+    next: AtomicU64,
+    waiting: Mutex<HashMap<Id, oneshot::Sender<Answer>>>,
+}
+
+impl Asked {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<Id, oneshot::Sender<Answer>>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Forgets a request whose caller stopped waiting (its call was cancelled).
+struct Forget<'a> {
+    asked: &'a Asked,
+    id: Id,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.asked.table().remove(&self.id);
+    }
+}
+
 /// The sending side of the writer: every message goes through here as whole lines.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox {
     tx: mpsc::Sender<Vec<u8>>,
     shared: Arc<Shared>,
+    asked: Arc<Asked>,
 }
 
 fn encode(message: &Message) -> Result<Vec<u8>, mcp_jsonrpc::EncodeError> {
@@ -104,7 +136,53 @@ fn encode(message: &Message) -> Result<Vec<u8>, mcp_jsonrpc::EncodeError> {
 
 impl Outbox {
     pub(super) fn new(tx: mpsc::Sender<Vec<u8>>, shared: Arc<Shared>) -> Self {
-        Outbox { tx, shared }
+        Outbox {
+            tx,
+            shared,
+            asked: Arc::default(),
+        }
+    }
+
+    /// Sends the client a request and waits for its answer. `Err` with
+    /// `INTERNAL_ERROR` when the connection ends first. Ids are strings
+    /// (`testkit-N`), apart from anything a client sends.
+    pub(crate) async fn request<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Answer {
+        let gone = || ErrorObject::new(codes::INTERNAL_ERROR, "the connection ended first");
+        let params = to_raw(params)
+            .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, format!("cannot ask: {e}")))?;
+        let n = self.asked.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = Id::from(format!("testkit-{n}"));
+        let (tx, rx) = oneshot::channel();
+        self.asked.table().insert(id.clone(), tx);
+        let _forget = Forget {
+            asked: &self.asked,
+            id: id.clone(),
+        };
+        let message = Message::from(Request::new(id, method, Some(params)));
+        let bytes = encode(&message).map_err(|_| gone())?;
+        self.send_bytes(bytes).await;
+        rx.await.unwrap_or_else(|_| Err(gone()))
+    }
+
+    /// A response from the client: hands it to the request that waits for
+    /// it. Answers to ids we never sent (or no longer wait for) are dropped.
+    pub(super) fn answered(&self, message: Message) {
+        let (id, answer) = match message {
+            Message::Response(r) => {
+                let value = serde_json::from_str::<Value>(r.result.get()).map_err(|e| {
+                    ErrorObject::new(codes::PARSE_ERROR, format!("the result is not JSON: {e}"))
+                });
+                (r.id, value)
+            }
+            Message::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }) => (id, Err(error)),
+            _ => return,
+        };
+        if let Some(tx) = self.asked.table().remove(&id) {
+            let _ = tx.send(answer);
+        }
     }
 
     /// Queues bytes for the writer; a writer that is gone (client hung up) is ignored.
