@@ -448,6 +448,8 @@ impl Server {
                     progress_token: None,
                     modern,
                     world: Arc::clone(&self.world),
+                    client: self.client.clone(),
+                    roots_changed: Arc::clone(&self.roots_changed),
                 };
                 let world = Arc::clone(&self.world);
                 let (name, arguments) = (call.name.clone(), call.arguments.clone());
