@@ -257,6 +257,9 @@ struct Discovered {
     prm_scopes: Option<Vec<String>>,
     issuer: String,
     meta: AuthorizationServerMetadata,
+    /// Nothing was published: the 2025-03-26 default endpoints are a guess
+    /// (the server may not use OAuth at all).
+    guessed: bool,
 }
 
 fn now_unix() -> u64 {
@@ -462,6 +465,7 @@ impl OAuthClient {
                     prm_scopes: prm.scopes_supported.clone(),
                     issuer,
                     meta,
+                    guessed: false,
                 });
             }
         }
@@ -495,6 +499,7 @@ impl OAuthClient {
                 prm_scopes: None,
                 issuer: meta.issuer.clone(),
                 meta,
+                guessed: false,
             });
         }
         let endpoints = legacy_default_endpoints(server)?;
@@ -514,6 +519,7 @@ impl OAuthClient {
             prm_scopes: None,
             issuer: origin,
             meta,
+            guessed: true,
         })
     }
 
@@ -625,6 +631,15 @@ impl OAuthClient {
             }
             Grant::AuthorizationCode => {
                 let Some(agent) = self.inner.agent.clone() else {
+                    if discovered.guessed {
+                        return Err(AuthError::LoginRequired(format!(
+                            "{} refused the request and publishes no OAuth metadata: if it \
+                             takes an API key or a token, pass it in a header; if it uses \
+                             OAuth, {}",
+                            crate::uri::redact(&config.server_url),
+                            config.login_hint
+                        )));
+                    }
                     return Err(self.needs_login(&format!(
                         "{} needs a login with {}",
                         crate::uri::redact(&config.server_url),

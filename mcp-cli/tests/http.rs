@@ -211,3 +211,23 @@ fn over_http_a_tool_with_an_invalid_header_annotation_is_left_out() {
     assert!(listed.contains(&"route"), "{t}");
     assert!(!listed.contains(&"bad_header"), "{t}");
 }
+
+#[test]
+fn a_401_from_a_server_without_oauth_metadata_suggests_a_header_too() {
+    // An API-key server: its 401 names no OAuth metadata, so the probe
+    // must not send the user only to `mcp login`.
+    let server = Server::start(&["--require-header", "X-Api-Key: k3y"]);
+    let store = std::env::temp_dir().join(format!("mcp-cli-nometa-{}", std::process::id()));
+    let out = Command::new(MCP)
+        .args(["probe", "--url", &server.url])
+        .env("NO_COLOR", "1")
+        .env("MCP_AUTH_DIR", &store)
+        .output()
+        .expect("run mcp");
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("publishes no OAuth metadata"), "{t}");
+    assert!(t.contains("pass it in a header"), "{t}");
+    assert!(t.contains("mcp login --url"), "{t}");
+    let _ = std::fs::remove_dir_all(&store);
+}
