@@ -27,6 +27,8 @@ pub(crate) struct Counters {
     pub(crate) connections: AtomicUsize,
     pub(crate) in_flight: AtomicUsize,
     pub(crate) reaped: AtomicU64,
+    /// Passes the background reaper made over what was due.
+    pub(crate) reaper_passes: AtomicU64,
     pub(crate) connects: AtomicU64,
     pub(crate) builds: AtomicU64,
     pub(crate) failed: AtomicU64,

@@ -438,6 +438,7 @@ impl RuntimeManager {
             in_flight_calls: c.in_flight.load(Ordering::Relaxed),
             leases,
             reaped_sessions: c.reaped.load(Ordering::Relaxed),
+            reaper_passes: c.reaper_passes.load(Ordering::Relaxed),
             connects: c.connects.load(Ordering::Relaxed),
             reuses,
             builds: c.builds.load(Ordering::Relaxed),

@@ -105,6 +105,10 @@ pub struct RuntimeStats {
     pub leases: usize,
     /// Sessions reclaimed by the idle TTL so far.
     pub reaped_sessions: u64,
+    /// Passes the background reaper made so far (each time something was
+    /// due, reaped or found used again): lets a test wait for the reaper to
+    /// have looked before it asserts what it left.
+    pub reaper_passes: u64,
     /// Servers connected so far (handshake and tools/list done).
     pub connects: u64,
     /// Requests served from an existing runtime (fingerprint hit).

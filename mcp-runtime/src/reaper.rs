@@ -102,5 +102,10 @@ pub(crate) async fn reaper_loop(weak: Weak<Inner>, wake: Arc<Notify>) {
             tracing::info!(session = %session, servers = conns.len(), "reaping idle MCP runtime");
             manager.spawn_teardowns(conns, "idle TTL");
         }
+        manager
+            .inner
+            .counters
+            .reaper_passes
+            .fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -159,10 +159,13 @@ async fn reaped_after_the_ttl_and_not_before() {
     settle().await;
     assert_eq!(m.stats().sessions, 1, "not before the TTL");
 
-    // Use refreshes the idle time.
+    // Use refreshes the idle time: the reaper wakes at the first expiry,
+    // finds the session used since, and leaves it (waiting for its pass
+    // first, so the check cannot pass before the reaper has looked).
     drop(m.acquire("s", &cfg).await.unwrap());
+    let passes = m.stats().reaper_passes;
     tokio::time::advance(Duration::from_secs(2)).await;
-    settle().await;
+    until(&m, |s| s.reaper_passes > passes).await;
     assert_eq!(m.stats().sessions, 1, "used a moment ago");
     assert!(idle_from.elapsed() > ttl);
 
@@ -182,8 +185,9 @@ async fn never_reaped_while_leased_or_calling() {
     let (m, _kit) = manager(RuntimeOptions::default().idle_ttl(ttl));
     let cfg = config(r#"{"mcpServers": {"k": {"command": "kit", "requestTimeoutMs": 3600000}}}"#);
     let lease = m.acquire("s", &cfg).await.unwrap();
+    let passes = m.stats().reaper_passes;
     tokio::time::advance(ttl * 10).await;
-    settle().await;
+    until(&m, |s| s.reaper_passes > passes).await;
     assert_eq!(m.stats().sessions, 1, "a held lease keeps it");
 
     // A long call: in flight across many TTLs.
@@ -193,8 +197,9 @@ async fn never_reaped_while_leased_or_calling() {
     });
     settle().await;
     assert_eq!(m.stats().in_flight_calls, 1);
+    let passes = m.stats().reaper_passes;
     tokio::time::advance(ttl * 5).await;
-    settle().await;
+    until(&m, |s| s.reaper_passes > passes).await;
     assert_eq!(m.stats().sessions, 1, "a call in flight keeps it");
     let (r, lease) = call.await.unwrap();
     assert_eq!(r.unwrap().text(), "done after 600000 ms");
