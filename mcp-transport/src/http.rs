@@ -15,8 +15,8 @@
 //!
 //! All three share [`HttpOptions`]: extra headers (values never logged or
 //! shown, CR/LF rejected), connect and request timeouts, the SSE event bound,
-//! TLS roots (webpki roots plus an optional extra CA file; verification is
-//! always on), and an observer that sees each HTTP exchange (for `--trace`).
+//! TLS roots (webpki roots, the operating system's trust store, and an
+//! optional extra CA file; verification is always on), and an observer that sees each HTTP exchange (for `--trace`).
 //!
 //! Redirects are never followed: a 3xx answer is an error naming the status,
 //! so headers are never sent to another origin.
@@ -130,6 +130,7 @@ pub struct HttpOptions {
     max_event_size: usize,
     extra_ca_file: Option<PathBuf>,
     extra_ca_pem: Option<Vec<u8>>,
+    os_roots: bool,
     default_retry: Duration,
     max_reconnects: u32,
     close_timeout: Duration,
@@ -160,6 +161,7 @@ impl fmt::Debug for HttpOptions {
             .field("max_event_size", &self.max_event_size)
             .field("extra_ca_file", &self.extra_ca_file)
             .field("extra_ca_pem", &self.extra_ca_pem.as_ref().map(Vec::len))
+            .field("os_roots", &self.os_roots)
             .field("default_retry", &self.default_retry)
             .field("max_reconnects", &self.max_reconnects)
             .field("close_timeout", &self.close_timeout)
@@ -184,6 +186,7 @@ impl HttpOptions {
             max_event_size: crate::sse::DEFAULT_MAX_EVENT_SIZE,
             extra_ca_file: None,
             extra_ca_pem: None,
+            os_roots: true,
             default_retry: DEFAULT_RETRY,
             max_reconnects: DEFAULT_MAX_RECONNECTS,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
@@ -244,6 +247,15 @@ impl HttpOptions {
     /// Trusts the CA certificates in this PEM file too (on top of the webpki roots).
     pub fn extra_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.extra_ca_file = Some(path.into());
+        self
+    }
+
+    /// Whether the operating system's trust store is trusted too, beside
+    /// the bundled webpki roots (default true: corporate machines put their
+    /// CAs there; `SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured). Off, only
+    /// the bundled roots and the extra CAs are.
+    pub fn os_roots(mut self, trust: bool) -> Self {
+        self.os_roots = trust;
         self
     }
 

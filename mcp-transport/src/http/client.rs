@@ -53,9 +53,27 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
+/// The operating system's trust store, read once per process (a few
+/// hundred files on Linux): certificates that cannot be read are skipped
+/// and logged, never fatal.
+fn os_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: std::sync::OnceLock<Vec<CertificateDer<'static>>> = std::sync::OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let found = rustls_native_certs::load_native_certs();
+        for e in &found.errors {
+            tracing::debug!(error = %e, "a certificate of the system's trust store was skipped");
+        }
+        found.certs
+    })
+}
+
 fn tls_config(options: &HttpOptions) -> Result<rustls::ClientConfig, TransportError> {
     let mut roots = RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if options.os_roots {
+        let (added, ignored) = roots.add_parsable_certificates(os_roots().iter().cloned());
+        tracing::debug!(added, ignored, "the system's trust store");
+    }
     let mut extra: Vec<CertificateDer<'static>> = Vec::new();
     if let Some(path) = &options.extra_ca_file {
         let certs = CertificateDer::pem_file_iter(path)
