@@ -293,6 +293,25 @@ impl Shared {
                 .await;
         });
     }
+
+    /// One connection over HTTP/2.
+    fn serve_connection_h2<IO>(self: &Arc<Self>, io: IO)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Arc::clone(self);
+        let service = service_fn(move |request| {
+            let shared = Arc::clone(&shared);
+            async move { Ok::<_, Infallible>(shared.handle(request).await) }
+        });
+        let mut connections = lock(&self.connections);
+        while connections.try_join_next().is_some() {}
+        connections.spawn(async move {
+            let _ = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .serve_connection(TokioIo::new(io), service)
+                .await;
+        });
+    }
 }
 
 impl HttpServer {
@@ -410,6 +429,15 @@ impl HttpServer {
         IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         self.shared.serve_connection(io);
+    }
+
+    /// Serves one connection over HTTP/2 (a TLS stream that negotiated `h2`
+    /// with ALPN, say): the same server, the other protocol.
+    pub fn serve_connection_h2<IO>(&self, io: IO)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        self.shared.serve_connection_h2(io);
     }
 
     /// Stops accepting, ends every connection and session.

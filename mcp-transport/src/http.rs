@@ -131,6 +131,7 @@ pub struct HttpOptions {
     extra_ca_file: Option<PathBuf>,
     extra_ca_pem: Option<Vec<u8>>,
     os_roots: bool,
+    http2: bool,
     default_retry: Duration,
     max_reconnects: u32,
     close_timeout: Duration,
@@ -162,6 +163,7 @@ impl fmt::Debug for HttpOptions {
             .field("extra_ca_file", &self.extra_ca_file)
             .field("extra_ca_pem", &self.extra_ca_pem.as_ref().map(Vec::len))
             .field("os_roots", &self.os_roots)
+            .field("http2", &self.http2)
             .field("default_retry", &self.default_retry)
             .field("max_reconnects", &self.max_reconnects)
             .field("close_timeout", &self.close_timeout)
@@ -187,6 +189,7 @@ impl HttpOptions {
             extra_ca_file: None,
             extra_ca_pem: None,
             os_roots: true,
+            http2: true,
             default_retry: DEFAULT_RETRY,
             max_reconnects: DEFAULT_MAX_RECONNECTS,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
@@ -256,6 +259,14 @@ impl HttpOptions {
     /// the bundled roots and the extra CAs are.
     pub fn os_roots(mut self, trust: bool) -> Self {
         self.os_roots = trust;
+        self
+    }
+
+    /// Whether HTTP/2 is offered to TLS servers (ALPN `h2` beside
+    /// `http/1.1`; default true): a server that takes it gets HTTP/2, any
+    /// other HTTP/1.1 as before. Plain `http://` is always HTTP/1.1.
+    pub fn http2(mut self, offer: bool) -> Self {
+        self.http2 = offer;
         self
     }
 

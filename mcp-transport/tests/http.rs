@@ -610,3 +610,65 @@ async fn connection_refused_is_an_error_not_a_hang() {
     assert!(matches!(err, TransportError::Http { .. }), "{err}");
     t.close().await;
 }
+
+/// A TLS server that speaks only HTTP/2 (ALPN `h2`): the client gets
+/// there over HTTP/2 by default, session, SSE answers and all; with
+/// `http2(false)` it offers only HTTP/1.1 and the handshake fails, so the
+/// success above was HTTP/2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_over_tls_when_the_server_offers_it() {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let pem = cert.cert.pem();
+    let der = CertificateDer::from(cert.cert.der().to_vec());
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![der], key)
+    .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let s = Arc::new(server(HttpServerOptions::default()).await);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = Arc::clone(&s);
+    let accept = tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            if let Ok(tls) = acceptor.accept(tcp).await {
+                server.serve_connection_h2(tls);
+            }
+        }
+    });
+    let url = format!("https://{addr}/mcp");
+    let trusted = || options().extra_ca_pem(pem.clone());
+
+    let t = StreamableHttpTransport::connect(&url, trusted())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    assert_eq!(
+        echo(&t, 1, "over h2").await["result"]["content"][0]["text"],
+        "over h2"
+    );
+    t.close().await;
+
+    let t = StreamableHttpTransport::connect(&url, trusted().http2(false))
+        .await
+        .unwrap();
+    let init = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(
+        send(&t, &init).await.is_err(),
+        "HTTP/1.1 only cannot reach an h2-only server"
+    );
+    t.close().await;
+    accept.abort();
+}

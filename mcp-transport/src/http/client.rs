@@ -122,11 +122,22 @@ impl HttpClient {
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(options.connect_timeout));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
+        // ALPN offers h2 and http/1.1 over TLS (HTTP/2 when the server
+        // takes it); plain http stays HTTP/1.1.
+        let https = if options.http2 {
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(tls)
+                .https_or_http()
+                .enable_http1()
+                .enable_http2()
+                .wrap_connector(http)
+        } else {
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(tls)
+                .https_or_http()
+                .enable_http1()
+                .wrap_connector(http)
+        };
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .build(https);
