@@ -5,7 +5,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-/// Project tasks: benchmarks and conformance runs.
+/// Project tasks: benchmarks, conformance and soak runs.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask")]
 pub(crate) struct Cli {
