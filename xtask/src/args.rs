@@ -5,7 +5,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
-/// Project tasks: benchmarks and conformance runs.
+/// Project tasks: benchmarks, conformance and soak runs.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask")]
 pub(crate) struct Cli {
@@ -34,6 +34,12 @@ pub(crate) enum Task {
     /// pinned npm packages and a Python virtualenv under
     /// target/conformance/cache; writes target/conformance/report.md.
     Conformance(ConformanceArgs),
+    /// A bounded fault run of the session runtime: many agent sessions
+    /// against misbehaving mcp-testkit servers (stdio and streamable HTTP),
+    /// for a fixed time; prints one table and fails on a broken promise
+    /// (a deadline overrun, a panic, a process, descriptor or task left,
+    /// memory growth past its bound).
+    Soak(SoakArgs),
     /// The client the conformance suite runs (not a task for people).
     #[command(hide = true)]
     ConformanceClient(ClientArgs),
@@ -172,6 +178,53 @@ pub(crate) struct RuntimeArgs {
     pub(crate) servers: usize,
 }
 
+/// `soak`.
+#[derive(Debug, Args)]
+pub(crate) struct SoakArgs {
+    /// The short form CI runs: 40 sessions for 20 s (explicit options win).
+    #[arg(long)]
+    pub(crate) short: bool,
+    /// Agent sessions at once [default: 200; 40 with --short].
+    #[arg(long, value_name = "N")]
+    pub(crate) sessions: Option<usize>,
+    /// Servers in each session's config.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) servers_per_session: usize,
+    /// How long the load runs, in seconds [default: 120; 20 with --short].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) duration: Option<u64>,
+    /// The seed of the run's random choices.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// The chance that a server of a config misbehaves.
+    #[arg(long, value_name = "P", default_value_t = 0.3)]
+    pub(crate) fault_rate: f64,
+}
+
+/// [`SoakArgs`] with the defaults applied.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Soak {
+    pub(crate) sessions: usize,
+    pub(crate) servers_per_session: usize,
+    pub(crate) duration: u64,
+    pub(crate) seed: u64,
+    pub(crate) fault_rate: f64,
+}
+
+impl SoakArgs {
+    /// The options with the long or short form's defaults.
+    pub(crate) fn resolved(&self) -> Soak {
+        let (sessions, duration) = if self.short { (40, 20) } else { (200, 120) };
+        Soak {
+            sessions: self.sessions.unwrap_or(sessions),
+            servers_per_session: self.servers_per_session,
+            duration: self.duration.unwrap_or(duration),
+            seed: self.seed,
+            fault_rate: self.fault_rate,
+        }
+    }
+}
+
 /// `conformance`.
 #[derive(Debug, Args)]
 pub(crate) struct ConformanceArgs {
@@ -243,6 +296,23 @@ mod tests {
         assert_eq!((s.server.as_str(), s.runtime.as_str()), ("both", "multi"));
 
         assert!(parse(&[]).unwrap().task.is_none());
+
+        let soak = |list: &[&str]| match parse(list).unwrap().task {
+            Some(Task::Soak(a)) => a.resolved(),
+            other => panic!("{other:?}"),
+        };
+        let long = soak(&["soak"]);
+        assert_eq!(
+            (long.sessions, long.servers_per_session, long.duration),
+            (200, 3, 120)
+        );
+        let short = soak(&["soak", "--short"]);
+        assert_eq!((short.sessions, short.duration), (40, 20));
+        let mixed = soak(&["soak", "--short", "--sessions=7", "--fault-rate", "0"]);
+        assert_eq!(
+            (mixed.sessions, mixed.duration, mixed.fault_rate),
+            (7, 20, 0.0)
+        );
     }
 
     #[test]

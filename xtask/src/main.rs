@@ -7,6 +7,8 @@
 //! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--sessions N] [--servers N]
 //! cargo xtask bench resources [--resources N] [--page-size N] [--blob-bytes N] [--rounds K]
 //! cargo xtask conformance [--only suite|draft|servers] [--timeout SECS]
+//! cargo xtask soak [--short] [--sessions N] [--servers-per-session N] [--duration SECS]
+//!                  [--seed S] [--fault-rate P]
 //! ```
 //!
 //! Benchmarks always run an optimized build with the `peers` feature (the
@@ -23,6 +25,7 @@ mod conformance;
 // The codec benchmark's input; its tests run in every build.
 #[cfg_attr(not(feature = "peers"), allow(dead_code))]
 mod corpus;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Some(args::Task::Bench { what }) => bench::run(what),
         Some(args::Task::Conformance(args)) => conformance::run(args),
+        Some(args::Task::Soak(args)) => soak::run(args),
         Some(args::Task::ConformanceClient(args)) => conformance::client::main(args),
         None => <args::Cli as clap::CommandFactory>::command()
             .print_help()
