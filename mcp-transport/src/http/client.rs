@@ -242,8 +242,15 @@ impl HttpClient {
         let timeout = self.options.request_timeout;
         let result = match tokio::time::timeout(timeout, self.client.request(request)).await {
             Err(_) => Err(TransportError::Timeout {
-                what: format!("the answer to {what}"),
+                what: format!("the first byte of the answer to {what} (the request timeout)"),
                 after: timeout,
+            }),
+            // Named as the connect timeout, not as a generic client error.
+            Ok(Err(e)) if e.is_connect() && timed_out(&e) => Err(TransportError::Timeout {
+                what: format!(
+                    "a connection for {what} (the connect timeout; is the host reachable?)"
+                ),
+                after: self.options.connect_timeout,
             }),
             Ok(Err(e)) => Err(TransportError::Http {
                 url: what.clone(),
@@ -305,6 +312,20 @@ fn canonical(name: &str) -> String {
         .replace("Www-", "WWW-")
 }
 
+/// Whether an error (or one of its sources) is a timeout.
+fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = next {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return true;
+        }
+        next = err.source();
+    }
+    false
+}
+
 fn describe_client_error(e: &hyper_util::client::legacy::Error) -> String {
     use std::error::Error as _;
     let mut message = e.to_string();
@@ -352,7 +373,7 @@ pub(crate) async fn read_body(
     tokio::time::timeout(timeout, read)
         .await
         .map_err(|_| TransportError::Timeout {
-            what: format!("the body of {what}"),
+            what: format!("the body of {what} (the request timeout)"),
             after: timeout,
         })?
 }
@@ -432,6 +453,29 @@ pub(crate) fn content_type(response: &Response<Incoming>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_is_found_among_the_sources() {
+        #[derive(Debug)]
+        struct Wrapper(std::io::Error);
+        impl std::fmt::Display for Wrapper {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("tcp connect error")
+            }
+        }
+        impl std::error::Error for Wrapper {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let timeout = Wrapper(std::io::Error::new(std::io::ErrorKind::TimedOut, "slow"));
+        assert!(timed_out(&timeout));
+        let refused = Wrapper(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "no",
+        ));
+        assert!(!timed_out(&refused));
+    }
 
     #[test]
     fn canonical_names() {
