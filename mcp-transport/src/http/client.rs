@@ -53,27 +53,37 @@ impl std::fmt::Debug for HttpClient {
     }
 }
 
-/// The operating system's trust store, read once per process (a few
-/// hundred files on Linux): certificates that cannot be read are skipped
-/// and logged, never fatal.
-fn os_roots() -> &'static [CertificateDer<'static>] {
-    static ROOTS: std::sync::OnceLock<Vec<CertificateDer<'static>>> = std::sync::OnceLock::new();
-    ROOTS.get_or_init(|| {
-        let found = rustls_native_certs::load_native_certs();
-        for e in &found.errors {
-            tracing::debug!(error = %e, "a certificate of the system's trust store was skipped");
+/// The trust anchors every client starts from (the bundled web PKI roots,
+/// plus the system's when `os_roots`), built once per process: reading and
+/// parsing a few hundred system certificates on every new client (each
+/// HTTP connect, each OAuth web client) would be the same work again.
+/// System certificates that cannot be read or parsed are skipped and
+/// logged, never fatal.
+fn base_roots(os_roots_too: bool) -> &'static RootCertStore {
+    static WEB: std::sync::OnceLock<RootCertStore> = std::sync::OnceLock::new();
+    static WEB_AND_OS: std::sync::OnceLock<RootCertStore> = std::sync::OnceLock::new();
+    let build = |with_os: bool| {
+        let mut roots = RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if with_os {
+            let found = rustls_native_certs::load_native_certs();
+            for e in &found.errors {
+                tracing::debug!(error = %e, "a certificate of the system's trust store was skipped");
+            }
+            let (added, ignored) = roots.add_parsable_certificates(found.certs);
+            tracing::debug!(added, ignored, "the system's trust store");
         }
-        found.certs
-    })
+        roots
+    };
+    if os_roots_too {
+        WEB_AND_OS.get_or_init(|| build(true))
+    } else {
+        WEB.get_or_init(|| build(false))
+    }
 }
 
 fn tls_config(options: &HttpOptions) -> Result<rustls::ClientConfig, TransportError> {
-    let mut roots = RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if options.os_roots {
-        let (added, ignored) = roots.add_parsable_certificates(os_roots().iter().cloned());
-        tracing::debug!(added, ignored, "the system's trust store");
-    }
+    let mut roots = base_roots(options.os_roots).clone();
     let mut extra: Vec<CertificateDer<'static>> = Vec::new();
     if let Some(path) = &options.extra_ca_file {
         let certs = CertificateDer::pem_file_iter(path)
