@@ -204,7 +204,7 @@ pub struct InitializeParams {
 }
 
 /// `initialize` result.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// The version the server chose.

@@ -29,7 +29,9 @@ pub(crate) struct Entry {
 
 #[derive(Default)]
 pub(crate) struct State {
-    pub(crate) sessions: HashMap<String, Entry>,
+    /// Keyed with foldhash: the warm path hashes a session id on every
+    /// `acquire`, and SipHash was a third of its cost.
+    pub(crate) sessions: HashMap<String, Entry, foldhash::fast::RandomState>,
     pub(crate) expiry: ExpiryQueue,
     pub(crate) next_generation: u64,
     /// Requests served from an existing runtime.

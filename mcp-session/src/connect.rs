@@ -16,6 +16,7 @@ use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, methods};
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;
+use crate::intern::Interner;
 use crate::lifecycle::{DiscoverAnswer, Failure, Lifecycle, Step};
 use crate::pending::PendingTable;
 use crate::reader::{ServerRequests, Shared, read_loop};
@@ -61,7 +62,7 @@ impl Inner {
                     match lifecycle.on_initialize(offered, &init.protocol_version) {
                         Step::Legacy(version) => {
                             self.version = version;
-                            self.init = init;
+                            self.init = intern_init(init);
                             return Ok(());
                         }
                         other => other,
@@ -183,14 +184,22 @@ impl Inner {
         );
         self.version = ProtocolVersion::V2026_07_28;
         self.meta = Some(meta);
-        self.init = InitializeResult {
+        self.init = intern_init(InitializeResult {
             protocol_version: ProtocolVersion::V2026_07_28.as_str().into(),
             capabilities: discovered.capabilities,
             server_info,
             instructions: discovered.instructions,
             extra,
-        };
+        });
     }
+}
+
+/// The server descriptions of every connection of the process, each kept
+/// once (many agent sessions connect the same servers).
+static INITS: Interner<InitializeResult> = Interner::new();
+
+fn intern_init(init: InitializeResult) -> Arc<InitializeResult> {
+    INITS.intern(init, |i| i, |i| i)
 }
 
 impl Session {
@@ -254,16 +263,16 @@ impl Session {
             next_id: AtomicI64::new(0),
             version: config.offered_version(),
             meta: None,
-            init: InitializeResult {
+            init: Arc::new(InitializeResult {
                 protocol_version: String::new(),
                 capabilities: Default::default(),
                 server_info: Implementation::new("", ""),
                 instructions: None,
                 extra: Default::default(),
-            },
+            }),
             catalog: tokio::sync::Mutex::new(None),
             call_gate: tokio::sync::Mutex::new(()),
-            features: crate::features::FeatureCaches::default(),
+            features: std::sync::OnceLock::new(),
             config,
         };
         if let Err(e) = inner.run_lifecycle(&capabilities).await {

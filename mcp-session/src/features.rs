@@ -235,7 +235,7 @@ impl Session {
     /// `notifications/resources/list_changed` (or a modern server's TTL).
     pub async fn list_resources(&self) -> Result<Arc<Vec<Resource>>, SessionError> {
         self.has_resources()?;
-        let f = &self.inner.features;
+        let f = self.inner.features();
         self.cached_list::<ListResourcesResult>(
             methods::RESOURCES_LIST,
             &f.resources,
@@ -257,7 +257,7 @@ impl Session {
         &self,
     ) -> Result<Arc<Vec<ResourceTemplate>>, SessionError> {
         self.has_resources()?;
-        let f = &self.inner.features;
+        let f = self.inner.features();
         self.cached_list::<ListResourceTemplatesResult>(
             methods::RESOURCES_TEMPLATES_LIST,
             &f.templates,
@@ -317,7 +317,7 @@ impl Session {
     /// `notifications/prompts/list_changed` (or a modern server's TTL).
     pub async fn list_prompts(&self) -> Result<Arc<Vec<Prompt>>, SessionError> {
         self.has_prompts()?;
-        let f = &self.inner.features;
+        let f = self.inner.features();
         self.cached_list::<ListPromptsResult>(
             methods::PROMPTS_LIST,
             &f.prompts,

@@ -62,6 +62,7 @@ mod connect;
 mod error;
 mod features;
 pub mod handlers;
+mod intern;
 mod lifecycle;
 mod pending;
 mod queue;

@@ -2,8 +2,8 @@
 //! resources, subscriptions, diagnostics).
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_jsonrpc::{Id, Message, Notification, RawJson, RawValue};
@@ -47,14 +47,24 @@ pub(crate) struct Inner {
     pub(crate) reader: JoinHandle<()>,
     pub(crate) next_id: AtomicI64,
     pub(crate) config: SessionConfig,
-    pub(crate) init: InitializeResult,
+    /// The server's `initialize` result, shared with every connection
+    /// that got an identical one (see `intern`).
+    pub(crate) init: Arc<InitializeResult>,
     pub(crate) version: ProtocolVersion,
     /// Per-request metadata, for a modern session.
     pub(crate) meta: Option<RequestMeta>,
     pub(crate) catalog: tokio::sync::Mutex<Option<CachedCatalog>>,
     pub(crate) call_gate: tokio::sync::Mutex<()>,
-    /// The cached lists beside tools.
-    pub(crate) features: crate::features::FeatureCaches,
+    /// The cached lists beside tools, made on first use (most connections
+    /// of a runtime never list resources or prompts).
+    pub(crate) features: OnceLock<Box<crate::features::FeatureCaches>>,
+}
+
+impl Inner {
+    /// The caches of the lists beside tools.
+    pub(crate) fn features(&self) -> &crate::features::FeatureCaches {
+        self.features.get_or_init(Box::default)
+    }
 }
 
 impl Drop for Inner {

@@ -220,7 +220,7 @@ impl Session {
         self.skills_settings()?;
         self.cached_list::<ListSkillsResult>(
             methods::SKILLS_LIST,
-            &self.inner.features.skills,
+            &self.inner.features().skills,
             &self.inner.shared.stale.skills,
         )
         .await

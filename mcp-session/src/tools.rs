@@ -1,12 +1,16 @@
 //! The tool catalog and JSON Schema checks of arguments and structured output.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use crate::error::SchemaProblem;
+use crate::intern::Interner;
+
+/// The tools of every catalog of the process, each kept once.
+static TOOLS: Interner<CatalogTool> = Interner::new();
 use mcp_protocol::types::Tool;
 use mcp_protocol::x_mcp_header::{self as headers, HeaderParam};
 
@@ -28,12 +32,16 @@ enum Validator {}
 /// The tools a server offers, as of the last `tools/list`.
 ///
 /// Validators for each tool's input and output schemas are compiled on first
-/// use and kept with the catalog, so a tool's schema is compiled once however
-/// often it is called.
+/// use and kept with the tool, so a tool's schema is compiled once however
+/// often it is called. Identical tools are shared by every catalog of the
+/// process that lists them (many agent sessions connect the same servers):
+/// one copy of the tool and one compiled schema, however many connections.
 #[derive(Debug, Default)]
 pub struct ToolCatalog {
-    tools: Vec<CatalogTool>,
-    by_name: HashMap<String, usize>,
+    tools: Vec<Arc<CatalogTool>>,
+    /// Indexes of `tools`, sorted by name (a binary search finds a tool; no
+    /// second copy of the names).
+    by_name: Box<[u32]>,
     diagnostics: Vec<String>,
 }
 
@@ -213,22 +221,28 @@ impl ToolCatalog {
     /// A catalog of these tools. A repeated name keeps the first and adds a
     /// diagnostic.
     pub fn new(tools: Vec<Tool>, mut diagnostics: Vec<String>) -> Self {
-        let mut by_name = HashMap::with_capacity(tools.len());
+        let mut seen = HashSet::with_capacity(tools.len());
         let mut kept = Vec::with_capacity(tools.len());
         for tool in tools {
-            if by_name.contains_key(&tool.name) {
+            if !seen.insert(tool.name.clone()) {
                 diagnostics.push(format!(
                     "the server lists tool `{}` more than once; the first is used",
                     tool.name
                 ));
                 continue;
             }
-            by_name.insert(tool.name.clone(), kept.len());
-            kept.push(CatalogTool::new(tool));
+            kept.push(TOOLS.intern(tool, |c| &*c.tool, CatalogTool::new));
         }
+        drop(seen);
+        // A catalog of more than 4 billion tools cannot be fetched within
+        // any frame limit; the index type only has to hold the real ones.
+        let mut by_name: Vec<u32> = (0..kept.len())
+            .filter_map(|i| u32::try_from(i).ok())
+            .collect();
+        by_name.sort_unstable_by(|&a, &b| name_of(&kept, a).cmp(name_of(&kept, b)));
         ToolCatalog {
             tools: kept,
-            by_name,
+            by_name: by_name.into_boxed_slice(),
             diagnostics,
         }
     }
@@ -250,7 +264,12 @@ impl ToolCatalog {
 
     /// A tool by name.
     pub fn get(&self, name: &str) -> Option<&CatalogTool> {
-        self.by_name.get(name).and_then(|&i| self.tools.get(i))
+        let at = self
+            .by_name
+            .binary_search_by(|&i| name_of(&self.tools, i).cmp(name))
+            .ok()?;
+        let index = usize::try_from(*self.by_name.get(at)?).ok()?;
+        self.tools.get(index).map(|t| &**t)
     }
 
     /// Things worth telling a person about this catalog (no `tools`
@@ -267,6 +286,14 @@ impl ToolCatalog {
             .map(|t| t.tool.name.clone())
             .collect()
     }
+}
+
+/// The name of tool `i` ("" past the end, which the index never points to).
+fn name_of(tools: &[Arc<CatalogTool>], i: u32) -> &str {
+    usize::try_from(i)
+        .ok()
+        .and_then(|i| tools.get(i))
+        .map_or("", |t| t.tool.name.as_str())
 }
 
 #[cfg(test)]

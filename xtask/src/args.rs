@@ -170,12 +170,15 @@ pub(crate) struct RuntimeArgs {
     /// Acquisitions on the cold path.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub(crate) cold_iters: usize,
-    /// Idle sessions for the memory figure.
-    #[arg(long, value_name = "N", default_value_t = 1000)]
-    pub(crate) sessions: usize,
+    /// Idle sessions for the memory figures, one figure per count.
+    #[arg(long, value_name = "N,N…", value_delimiter = ',', default_values_t = [1000, 100_000])]
+    pub(crate) sessions: Vec<usize>,
     /// Servers per session config.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub(crate) servers: usize,
+    /// Sessions registered for the warm path, one figure per count.
+    #[arg(long, value_name = "N,N…", value_delimiter = ',', default_values_t = [10, 1000, 100_000])]
+    pub(crate) registered: Vec<usize>,
 }
 
 /// `soak`.

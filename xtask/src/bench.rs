@@ -9,6 +9,10 @@ mod clients;
 #[cfg(feature = "peers")]
 mod codec;
 #[cfg(feature = "peers")]
+// The counting global allocator is the one place that needs `unsafe`.
+#[allow(unsafe_code)]
+mod heap;
+#[cfg(feature = "peers")]
 mod http;
 #[cfg(feature = "peers")]
 mod resources;

@@ -4,7 +4,7 @@
 //! cargo xtask bench codec [--mb N] [--iters K] [--seed S]
 //! cargo xtask bench stdio [--n N] [--n-inflight N] [--rounds K] [--server testkit|fast|both]
 //! cargo xtask bench http [--n N] [--n-inflight N] [--rounds K] [--answers json|sse]
-//! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--sessions N] [--servers N]
+//! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--registered N,N…] [--sessions N,N…] [--servers N]
 //! cargo xtask bench resources [--resources N] [--page-size N] [--blob-bytes N] [--rounds K]
 //! cargo xtask conformance [--only suite|draft|servers] [--timeout SECS]
 //! cargo xtask soak [--short] [--sessions N] [--servers-per-session N] [--duration SECS]

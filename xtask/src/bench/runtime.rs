@@ -1,11 +1,13 @@
 //! `bench runtime`: the session runtime manager's warm path (fingerprint
-//! hit) against a plain `HashMap` lookup plus fingerprint comparison, its
-//! cold path (start, handshake, tools/list), and the memory of idle
-//! sessions (in-memory transports).
+//! hit) against a plain `HashMap` lookup plus fingerprint comparison, with
+//! 10 to 100,000 sessions registered; a reaper pass and `dispose_all` at
+//! 100,000; the cold path (start, handshake, tools/list); and the memory of
+//! idle sessions (in-memory transports, live heap bytes).
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_config::{Fingerprint, Options, ResolvedConfig, ResolvedServer, parse_str, resolve};
@@ -15,14 +17,18 @@ use mcp_testkit::{InProcessConnector, ServerOptions};
 use mcp_transport::{BoxFuture, Received, Transport, memory};
 use serde_json::json;
 
-use super::median;
+use super::{heap, median};
 use crate::args::RuntimeArgs;
 
 /// The least server there is: an in-memory pair and a task answering
 /// `initialize` and `tools/list` (two tools) from constants. Used for the
 /// memory figure, so that the server's own state is nearly nothing.
 #[derive(Debug)]
-struct Minimal;
+struct Minimal {
+    tools: Tools,
+    /// Connections made, to tell them apart (`Tools::Distinct`).
+    next: AtomicUsize,
+}
 
 impl Connector for Minimal {
     fn connect<'a>(
@@ -30,13 +36,19 @@ impl Connector for Minimal {
         _: &'a ResolvedServer,
     ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
         let (client, server) = memory::pair();
-        tokio::spawn(minimal_server(server));
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(minimal_server(server, self.tools, i));
         Box::pin(async move { Ok(Arc::new(client) as Arc<dyn Transport>) })
     }
 }
 
-async fn minimal_server(t: memory::MemoryTransport) {
-    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+async fn minimal_server(t: memory::MemoryTransport, tools: Tools, i: usize) {
+    let text = match tools {
+        Tools::Same => json!({"type": "string"}),
+        // A description of its own makes each connection's schemas differ.
+        Tools::Distinct => json!({"type": "string", "description": format!("text {i}")}),
+    };
+    let schema = json!({"type": "object", "properties": {"text": text}});
     while let Ok(item) = t.recv().await {
         let Received::Message(Message::Request(r)) = item else {
             continue;
@@ -75,14 +87,6 @@ fn config(servers: usize) -> Result<ResolvedConfig, String> {
     resolve(&loaded.config, &|_: &str| None).map_err(|e| e.to_string())
 }
 
-/// Resident set size in bytes, from /proc/self/status (Linux).
-fn rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 /// Interleaved rounds of the warm path and its floor.
 const ROUNDS: usize = 40;
 
@@ -92,97 +96,75 @@ pub(crate) fn run(args: RuntimeArgs) -> Result<(), String> {
         cold_iters,
         sessions,
         servers,
+        registered,
     } = args;
-    if warm_iters == 0 || cold_iters == 0 || sessions == 0 || servers == 0 {
+    if warm_iters == 0
+        || cold_iters == 0
+        || sessions.contains(&0)
+        || servers == 0
+        || registered.contains(&0)
+    {
         return Err("every count must be at least 1".into());
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start tokio: {e}"))?;
-    rt.block_on(bench(warm_iters, cold_iters, sessions, servers))
+    rt.block_on(bench(
+        warm_iters,
+        cold_iters,
+        &registered,
+        sessions,
+        servers,
+    ))
 }
 
 async fn bench(
     warm_iters: usize,
     cold_iters: usize,
-    sessions: usize,
+    registered: &[usize],
+    sessions: Vec<usize>,
     servers: usize,
 ) -> Result<(), String> {
     let cfg = config(servers)?;
     let err = |e: mcp_runtime::RuntimeError| e.to_string();
+    heap::counting();
     println!(
         "bench runtime: {servers} servers per session (mcp-testkit in-process over duplex streams \
          unless said otherwise); best and median of the rounds"
     );
 
-    // Warm path: 100 sessions registered; requests rotate over them.
-    let manager = RuntimeManager::with_connector(RuntimeOptions::default(), testkit());
-    let ids: Vec<String> = (0..100).map(|i| format!("agent-session-{i}")).collect();
-    for id in &ids {
-        drop(manager.acquire(id, &cfg).await.map_err(err)?);
-    }
-    let mut plain: HashMap<String, (Fingerprint, Arc<()>)> = HashMap::new();
-    for id in &ids {
-        plain.insert(id.clone(), (cfg.fingerprint, Arc::new(())));
-    }
-    let fp = cfg.fingerprint;
-    let mut ours = Vec::new();
-    let mut floor = Vec::new();
-    // Many short interleaved rounds: load from elsewhere hits both alike,
-    // and the best round of each is compared.
-    let round = (warm_iters / ROUNDS).max(1);
-    for _ in 0..ROUNDS {
-        let t = Instant::now();
-        for i in 0..round {
-            let id = ids.get(i % ids.len()).map_or("", String::as_str);
-            let lease = manager.acquire(black_box(id), &cfg).await.map_err(err)?;
-            black_box(&lease);
-        }
-        ours.push(t.elapsed() / round as u32);
-        let t = Instant::now();
-        for i in 0..round {
-            let id = ids.get(i % ids.len()).map_or("", String::as_str);
-            let hit = plain
-                .get(black_box(id))
-                .is_some_and(|e| e.0 == black_box(fp));
-            black_box(hit);
-        }
-        floor.push(t.elapsed() / round as u32);
-    }
-    ours.sort();
-    floor.sort();
-    let stats = manager.stats();
-    if stats.connects != (ids.len() * servers) as u64 {
-        return Err(format!("the warm path connected again: {stats:?}"));
-    }
-    let ns = |d: Duration| d.as_nanos() as f64;
-    let (best_ours, best_floor) = (ours.first().copied(), floor.first().copied());
-    let (best_ours, best_floor) = (
-        best_ours.unwrap_or_default(),
-        best_floor.unwrap_or_default(),
-    );
+    // Warm path: `n` sessions registered; requests rotate over them.
+    let mut medians = Vec::new();
     println!();
     println!(
-        "warm path ({warm_iters} requests in {ROUNDS} interleaved rounds, 100 sessions registered)"
+        "warm path ({warm_iters} requests per size in {ROUNDS} interleaved rounds; sessions \
+         registered through the minimal in-memory server; requests rotate over them)"
     );
-    println!(
-        "  {:<52} {:>8.1} ns  (median {:>6.1})",
-        "RuntimeManager::acquire + drop lease",
-        ns(best_ours),
-        ns(median(&ours))
-    );
-    println!(
-        "  {:<52} {:>8.1} ns  (median {:>6.1})",
-        "floor: HashMap::get + fingerprint ==",
-        ns(best_floor),
-        ns(median(&floor))
-    );
-    println!(
-        "  ratio: {:.2}x the floor (target: within 3x)",
-        ns(best_ours) / ns(best_floor).max(0.001)
-    );
-    manager.dispose_all().await;
+    for &n in registered {
+        let w = warm_path(&cfg, n, warm_iters).await?;
+        println!(
+            "  {n:>7} sessions: acquire + drop lease {:>6.1} ns (median {:>6.1}); floor: \
+             HashMap::get + fingerprint == {:>5.1} ns (median {:>5.1}); {:.2}x the floor \
+             (target: within 2x)",
+            w.best_ours,
+            w.median_ours,
+            w.best_floor,
+            w.median_floor,
+            w.best_ours / w.best_floor.max(0.001)
+        );
+        if let Some(reap) = w.reap_pass {
+            println!(
+                "  {n:>7} sessions idle, none due: a reaper pass (reap_expired) takes {:.1} µs; \
+                 dispose_all then closes them in {:.1} ms ({:.2} µs per session)",
+                reap.as_secs_f64() * 1e6,
+                w.dispose.as_secs_f64() * 1e3,
+                w.dispose.as_secs_f64() * 1e6 / n as f64
+            );
+        }
+        medians.push(w.median_ours);
+    }
+    let warm_median = medians.first().copied().unwrap_or_default();
 
     // Cold path: a new session each time.
     let manager = RuntimeManager::with_connector(RuntimeOptions::default(), testkit());
@@ -211,61 +193,205 @@ async fn bench(
     );
     println!(
         "  warm path is {:.0}x faster than the cold path (medians)",
-        median(&cold).as_secs_f64() / median(&ours).as_secs_f64().max(1e-12)
+        median(&cold).as_secs_f64() * 1e9 / warm_median.max(1e-3)
     );
 
-    // Memory of idle sessions.
-    let Some(before) = rss() else {
-        println!("\nmemory: /proc/self/status not readable; skipped");
-        return Ok(());
+    // Memory of idle sessions: live heap bytes, counted by the allocator.
+    println!();
+    println!(
+        "memory per idle session ({servers} servers each, in-memory transports, a minimal \
+         in-process server; live heap bytes, counted by the allocator)"
+    );
+    for &n in &sessions {
+        for tools in [Tools::Same, Tools::Distinct] {
+            let m = idle_memory(&cfg, n, servers, tools).await?;
+            println!(
+                "  {n:>7} sessions, {:<28} {:>6.1} KiB client side  ({:.1} KiB with the \
+                 servers' tasks and pairs; {} connections)",
+                tools.label(),
+                m.client as f64 / n as f64 / 1024.0,
+                m.total as f64 / n as f64 / 1024.0,
+                m.connections,
+            );
+        }
+    }
+    println!(
+        "  (same tool lists: every session connects the same servers, as agents of one platform \
+         do; distinct: each connection's tools differ, so nothing is shared)"
+    );
+    Ok(())
+}
+
+/// The warm path with `n` sessions registered, in nanoseconds.
+struct Warm {
+    best_ours: f64,
+    median_ours: f64,
+    best_floor: f64,
+    median_floor: f64,
+    /// One reaper pass with nothing due (measured at the largest size).
+    reap_pass: Option<Duration>,
+    dispose: Duration,
+}
+
+async fn warm_path(cfg: &ResolvedConfig, n: usize, iters: usize) -> Result<Warm, String> {
+    let err = |e: mcp_runtime::RuntimeError| e.to_string();
+    let minimal = Minimal {
+        tools: Tools::Same,
+        next: AtomicUsize::new(0),
     };
-    // The servers alone: the same tasks and pairs with no client session.
-    let mut parked = Vec::with_capacity(sessions * servers);
-    for _ in 0..sessions * servers {
+    let options = RuntimeOptions::default().max_sessions(n.max(10_000));
+    let manager = RuntimeManager::with_connector(options, Arc::new(minimal));
+    let ids: Vec<String> = (0..n).map(|i| format!("agent-session-{i}")).collect();
+    for id in &ids {
+        drop(manager.acquire(id, cfg).await.map_err(err)?);
+    }
+    let mut plain: HashMap<String, (Fingerprint, Arc<()>)> = HashMap::new();
+    for id in &ids {
+        plain.insert(id.clone(), (cfg.fingerprint, Arc::new(())));
+    }
+    let fp = cfg.fingerprint;
+    let mut ours = Vec::new();
+    let mut floor = Vec::new();
+    // Many short interleaved rounds: load from elsewhere hits both alike,
+    // and the best round of each is compared.
+    let round = (iters / ROUNDS).max(1);
+    let mut next = 0usize;
+    for _ in 0..ROUNDS {
+        let start = next;
+        let t = Instant::now();
+        for _ in 0..round {
+            let id = ids.get(next % n).map_or("", String::as_str);
+            next = next.wrapping_add(1);
+            let lease = manager.acquire(black_box(id), cfg).await.map_err(err)?;
+            black_box(&lease);
+        }
+        ours.push(t.elapsed() / round as u32);
+        let mut next_floor = start;
+        let t = Instant::now();
+        for _ in 0..round {
+            let id = ids.get(next_floor % n).map_or("", String::as_str);
+            next_floor = next_floor.wrapping_add(1);
+            let hit = plain
+                .get(black_box(id))
+                .is_some_and(|e| e.0 == black_box(fp));
+            black_box(hit);
+        }
+        floor.push(t.elapsed() / round as u32);
+    }
+    ours.sort();
+    floor.sort();
+    let stats = manager.stats();
+    if stats.builds != n as u64 {
+        return Err(format!("the warm path built again: {stats:?}"));
+    }
+    let ns = |d: Option<&Duration>| d.copied().unwrap_or_default().as_nanos() as f64;
+    let reap_pass = if n >= 100_000 {
+        let t = Instant::now();
+        let reaped = manager.reap_expired().await;
+        let pass = t.elapsed();
+        if reaped != 0 {
+            return Err(format!("{reaped} sessions reaped before their TTL"));
+        }
+        Some(pass)
+    } else {
+        None
+    };
+    let t = Instant::now();
+    manager.dispose_all().await;
+    Ok(Warm {
+        best_ours: ns(ours.first()),
+        median_ours: ns(ours.get(ours.len() / 2)),
+        best_floor: ns(floor.first()),
+        median_floor: ns(floor.get(floor.len() / 2)),
+        reap_pass,
+        dispose: t.elapsed(),
+    })
+}
+
+/// Whether the minimal servers of different connections list the same tools.
+#[derive(Debug, Clone, Copy)]
+enum Tools {
+    Same,
+    Distinct,
+}
+
+impl Tools {
+    fn label(self) -> &'static str {
+        match self {
+            Tools::Same => "same tool lists",
+            Tools::Distinct => "distinct tool lists",
+        }
+    }
+}
+
+/// Lets the tasks that are ending (servers whose peer left, teardowns)
+/// finish, until the live heap stops shrinking: frees of earlier work must
+/// not be counted against the next measurement.
+async fn settle() {
+    let mut last = heap::live();
+    let mut still = 0;
+    while still < 8 {
+        tokio::task::yield_now().await;
+        let now = heap::live();
+        still = if now < last { 0 } else { still + 1 };
+        last = now;
+    }
+}
+
+/// What `n` idle sessions hold, in bytes.
+struct IdleMemory {
+    /// Everything: the sessions, and the servers' tasks and in-memory pairs.
+    total: usize,
+    /// Without the servers' tasks and pairs (measured alone, the same way).
+    client: usize,
+    connections: usize,
+}
+
+async fn idle_memory(
+    cfg: &ResolvedConfig,
+    n: usize,
+    servers: usize,
+    tools: Tools,
+) -> Result<IdleMemory, String> {
+    let err = |e: mcp_runtime::RuntimeError| e.to_string();
+    // The servers alone: the same tasks and pairs with no client session
+    // (each answers nothing until asked, so this is their idle state).
+    settle().await;
+    let before = heap::live();
+    let mut parked = Vec::with_capacity(n * servers);
+    for i in 0..n * servers {
         let (client, server) = memory::pair();
-        tokio::spawn(minimal_server(server));
+        tokio::spawn(minimal_server(server, tools, i));
         parked.push(client);
     }
     tokio::task::yield_now().await;
-    let servers_only = rss().unwrap_or(before).saturating_sub(before);
+    let servers_only = usize::try_from(heap::live() - before).unwrap_or(0);
     drop(parked);
-    tokio::task::yield_now().await;
 
-    let manager = RuntimeManager::with_connector(RuntimeOptions::default(), Arc::new(Minimal));
-    let before = rss().unwrap_or(0);
-    for i in 0..sessions {
+    let manager = RuntimeManager::with_connector(
+        RuntimeOptions::default().max_sessions(n.max(10_000)),
+        Arc::new(Minimal {
+            tools,
+            next: AtomicUsize::new(0),
+        }),
+    );
+    settle().await;
+    let before = heap::live();
+    for i in 0..n {
         drop(
             manager
-                .acquire(&format!("idle-{i}"), &cfg)
+                .acquire(&format!("idle-{i}"), cfg)
                 .await
                 .map_err(err)?,
         );
     }
-    let after = rss().unwrap_or(0);
-    let total = after.saturating_sub(before);
-    let stats = manager.stats();
-    println!();
-    println!(
-        "memory per idle session at {sessions} sessions ({servers} servers each, in-memory \
-         transports, minimal in-process server; RSS delta from /proc/self/status)"
-    );
-    println!(
-        "  {:<52} {:>8.1} KiB",
-        "client + server, per session",
-        total as f64 / sessions as f64 / 1024.0
-    );
-    println!(
-        "  {:<52} {:>8.1} KiB",
-        "of which the servers' tasks and pairs (measured alone)",
-        servers_only as f64 / sessions as f64 / 1024.0
-    );
-    println!(
-        "  {:<52} {:>8.1} KiB  ({} sessions, {} connections live)",
-        "runtime client side, per session (difference)",
-        total.saturating_sub(servers_only) as f64 / sessions as f64 / 1024.0,
-        stats.sessions,
-        stats.connections
-    );
+    let total = usize::try_from(heap::live() - before).unwrap_or(0);
+    let connections = manager.stats().connections;
     manager.dispose_all().await;
-    Ok(())
+    drop(manager);
+    Ok(IdleMemory {
+        total,
+        client: total.saturating_sub(servers_only),
+        connections,
+    })
 }
