@@ -76,6 +76,8 @@ struct Server {
     url: String,
     settings: OAuthSettings,
     hint: String,
+    /// The config's proxy for it; else the environment's.
+    proxy: mcp_transport::http::Proxy,
 }
 
 fn server_of(args: &ServerArgs) -> Result<Server, String> {
@@ -84,6 +86,7 @@ fn server_of(args: &ServerArgs) -> Result<Server, String> {
             url: url.clone(),
             settings: OAuthSettings::default(),
             hint: format!("run `mcp login --url {}`", mcp_config::redact_url(url)),
+            proxy: mcp_transport::http::Proxy::from_env(),
         });
     }
     let (Some(path), Some(name)) = (&args.config, &args.server) else {
@@ -103,6 +106,7 @@ fn server_of(args: &ServerArgs) -> Result<Server, String> {
         url: url.clone(),
         settings: server.oauth.clone().unwrap_or_default(),
         hint: login_hint(url, Some((path, name))),
+        proxy: mcp_runtime::http_proxy(server),
     })
 }
 
@@ -268,7 +272,8 @@ async fn login_inner(args: &LoginArgs, style: Style) -> Result<StoredAuth, Strin
         .port(port)
         .timeout(Duration::from_secs(args.timeout));
     let config = oauth_config(&server.url, &settings, &server.hint);
-    let client = OAuthClient::new(config, &HttpOptions::new(), store()?, Some(Arc::new(agent)))
+    let options = HttpOptions::new().proxy(server.proxy.clone());
+    let client = OAuthClient::new(config, &options, store()?, Some(Arc::new(agent)))
         .map_err(|e| e.to_string())?;
     client.login().await.map_err(|e| e.to_string())
 }

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use mcp_config::{
-    ConfigError, EnvLookup, Loaded, McpConfig, Options, Problem, Report, ResolvedConfig, Severity,
-    TransportConfig, has_vars, load_path, redact_url, resolve,
+    ConfigError, EnvLookup, Loaded, McpConfig, Options, Problem, ProxySetting, Report,
+    ResolvedConfig, Severity, TransportConfig, has_vars, load_path, redact_url, resolve,
 };
 use serde_json::Value;
 
@@ -180,7 +180,12 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
                     out.push(format!("  env: {}", e.join(", ")));
                 }
             }
-            TransportConfig::Http { url, headers, kind } => {
+            TransportConfig::Http {
+                url,
+                headers,
+                kind,
+                proxy,
+            } => {
                 out.push(format!("server {name}: {}", kind.name()));
                 out.push(format!("  fingerprint: {}", s.fingerprint));
                 // Redacted as written too: a literal `user:password@` or
@@ -190,6 +195,18 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
                 if !headers.is_empty() {
                     let h: Vec<String> = headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
                     out.push(format!("  headers: {}", h.join(", ")));
+                }
+                match proxy {
+                    Some(ProxySetting::Direct) => out.push("  proxy: none".to_owned()),
+                    // As written when from `${VAR}`; user info redacted.
+                    Some(ProxySetting::Url(p)) => {
+                        let written = raw
+                            .and_then(|r| r.proxy.as_ref())
+                            .map(|w| w.expose().to_owned());
+                        let p = redact_url(&as_written(p.expose(), written.as_ref()));
+                        out.push(format!("  proxy: {p}"));
+                    }
+                    _ => {}
                 }
             }
             // A transport this build does not know how to show: its name and
@@ -359,6 +376,27 @@ env_http_headers = { "X-Api-Key" = "MCP_SERVER_TOKEN" }
             "{shown}"
         );
         assert!(!shown.contains("token=lit"), "{shown}");
+        assert_clean("show", &shown);
+    }
+
+    #[test]
+    fn show_gives_the_proxy_without_credentials() {
+        let text = r#"{"mcpServers": {
+            "a": {"url": "https://h/mcp", "proxy": "http://me:s3cret-in-url@proxy.corp:3128"},
+            "b": {"url": "https://h/mcp", "proxy": "http://me:${URL_KEY}@proxy.corp:3128"},
+            "c": {"url": "https://h/mcp", "proxy": "none"}
+        }}"#;
+        let loaded = parse_str(text, &Options::new()).unwrap();
+        let r = resolve(&loaded.config, &env).unwrap();
+        let shown = show_lines(&loaded.config, &r).join("\n");
+        assert_eq!(
+            shown
+                .matches("proxy: http://<redacted>@proxy.corp:3128")
+                .count(),
+            2,
+            "{shown}"
+        );
+        assert!(shown.contains("  proxy: none"), "{shown}");
         assert_clean("show", &shown);
     }
 

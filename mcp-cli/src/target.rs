@@ -282,8 +282,11 @@ fn config_targets(
                 Some(c) => Connect::Stdio(with_stderr(c, trace)),
                 None => Connect::Unsupported("not a stdio server".into()),
             },
-            mcp_config::TransportConfig::Http { url, headers, kind } => {
-                let mut options = http_options(name, args, trace);
+            mcp_config::TransportConfig::Http {
+                url, headers, kind, ..
+            } => {
+                let mut options =
+                    http_options(name, args, trace).proxy(mcp_runtime::http_proxy(server));
                 if millis(args.timeout).is_none() {
                     options = options.request_timeout(server.request_timeout);
                 }

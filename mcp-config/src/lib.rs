@@ -29,6 +29,11 @@
 //!    any change in behaviour does. Env and header values enter it only
 //!    through their own hash.
 //!
+//! An HTTP server's `proxy` (`"http://[user:password@]host:port"`, or
+//! `"none"` for a direct connection whatever `HTTPS_PROXY` says; absent:
+//! the environment decides) resolves to a [`ProxySetting`]; its URL is a
+//! [`Secret`] (it may hold credentials) and enters fingerprints as a hash.
+//!
 //! Env and header values are [`Secret`]s: `Debug`, `Display` and errors
 //! print `<redacted>`. Other values may come from `${VAR}` too; a program
 //! that shows a config (as `mcp config show` does) asks [`has_vars`] and
@@ -85,8 +90,9 @@ pub use expand::has_vars;
 pub use fingerprint::Fingerprint;
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
 pub use model::{
-    AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, OAuthSettings, ResolvedConfig,
-    ResolvedServer, ServerConfig, ToolFilter, TransportConfig, UnknownFormatName, redact_url,
+    AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, OAuthSettings, ProxySetting,
+    ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter, TransportConfig, UnknownFormatName,
+    redact_url,
 };
 pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, process_env, resolve};

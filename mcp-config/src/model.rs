@@ -168,6 +168,10 @@ pub struct ServerConfig {
     /// `oauth` (Claude Code, Gemini CLI, this client) or `auth` (Cursor):
     /// how to authorize with an OAuth-protected HTTP server.
     pub oauth: Option<OAuthSettings>,
+    /// `proxy` (HTTP servers): `http://[user:password@]host:port`, or
+    /// `none`, as written (may hold `${VAR}`; a secret: it may carry
+    /// credentials). Absent: the environment's `HTTPS_PROXY` and friends.
+    pub proxy: Option<Secret>,
 }
 
 /// OAuth settings of one HTTP server. As written, `client_id`,
@@ -259,7 +263,24 @@ pub enum TransportConfig {
         headers: BTreeMap<String, Secret>,
         /// Which HTTP transport(s) to use.
         kind: HttpKind,
+        /// The server's `proxy` setting; `None`: the environment decides
+        /// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`).
+        proxy: Option<ProxySetting>,
     },
+}
+
+/// A server's explicit `proxy` setting, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProxySetting {
+    /// `"none"` (or empty, as curl has it): straight to the server,
+    /// whatever the environment says.
+    Direct,
+    /// `http://[user:password@]host:port`: through this HTTP proxy (checked
+    /// with [`check_proxy_url`](mcp_protocol::endpoint::check_proxy_url)).
+    /// A secret: the user info is a credential; show it with
+    /// [`redact_url`].
+    Url(Secret),
 }
 
 impl fmt::Debug for TransportConfig {
@@ -277,11 +298,17 @@ impl fmt::Debug for TransportConfig {
                 .field("env", env)
                 .field("cwd", cwd)
                 .finish(),
-            TransportConfig::Http { url, headers, kind } => f
+            TransportConfig::Http {
+                url,
+                headers,
+                kind,
+                proxy,
+            } => f
                 .debug_struct("Http")
                 .field("url", &redact_url(url))
                 .field("headers", headers)
                 .field("kind", kind)
+                .field("proxy", proxy)
                 .finish(),
         }
     }

@@ -11,10 +11,10 @@ use crate::fingerprint::secret_digest;
 use mcp_protocol::defaults;
 
 use crate::model::{
-    DeclaredTransport, HttpKind, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
-    TransportConfig,
+    DeclaredTransport, HttpKind, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig,
+    ToolFilter, TransportConfig,
 };
-use crate::validate::{header_value_problem, join, url_problem};
+use crate::validate::{header_value_problem, is_no_proxy, join, proxy_problem, url_problem};
 use crate::{ConfigError, Fingerprint, Format, McpConfig, Problem, Report, Secret};
 
 /// An injected environment lookup: `None` means unset.
@@ -206,10 +206,26 @@ impl Resolver<'_> {
                 Some(DeclaredTransport::StreamableHttp) => HttpKind::StreamableHttp,
                 _ => HttpKind::StreamableHttpWithSseFallback,
             };
+            let proxy = s.proxy.as_ref().and_then(|p| {
+                let path = join(&self.base, "proxy");
+                let p = self.expand(path.clone(), p.expose())?;
+                if is_no_proxy(&p) {
+                    return Some(ProxySetting::Direct);
+                }
+                match proxy_problem(&p) {
+                    Some(m) => {
+                        self.problems
+                            .push(Problem::error(path, format!("after expansion, {m}")));
+                        None
+                    }
+                    None => Some(ProxySetting::Url(Secret::new(p.trim()))),
+                }
+            });
             TransportConfig::Http {
                 url: url.unwrap_or_default(),
                 headers,
                 kind,
+                proxy,
             }
         } else {
             self.problems.push(Problem::error(
@@ -292,11 +308,28 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
             "env": env.iter().map(|(k, v)| (k.clone(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
             "cwd": cwd.as_ref().map(|c| c.to_string_lossy().into_owned()),
         }),
-        TransportConfig::Http { url, headers, kind } => json!({
-            "kind": kind.name(),
-            "url": url,
-            "headers": headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
-        }),
+        TransportConfig::Http {
+            url,
+            headers,
+            kind,
+            proxy,
+        } => {
+            let mut http = json!({
+                "kind": kind.name(),
+                "url": url,
+                "headers": headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
+            });
+            // Only when set, so fingerprints of configs without it stay as
+            // they were; a URL only as its digest (it may hold credentials).
+            if let (Some(p), Value::Object(map)) = (proxy, &mut http) {
+                let p = match p {
+                    ProxySetting::Direct => json!("none"),
+                    ProxySetting::Url(url) => json!({"url": secret_digest(url.expose())}),
+                };
+                map.insert("proxy".into(), p);
+            }
+            http
+        }
     };
     let mut canonical = json!({
         "v": 1,

@@ -152,6 +152,7 @@ enum Field {
     ProtocolVersion,
     EnvFile,
     OAuth,
+    Proxy,
 }
 
 impl Field {
@@ -177,6 +178,7 @@ impl Field {
             Field::ProtocolVersion => "the protocol version",
             Field::EnvFile => "the env file",
             Field::OAuth => "the OAuth settings",
+            Field::Proxy => "the proxy",
         }
     }
 }
@@ -223,6 +225,7 @@ const KEYS: &[(&str, Field)] = &[
     ("env_file", Field::EnvFile),
     ("oauth", Field::OAuth),
     ("auth", Field::OAuth),
+    ("proxy", Field::Proxy),
 ];
 
 #[derive(Clone, Copy)]
@@ -425,6 +428,24 @@ pub(crate) fn url_problem(url: &str) -> Option<String> {
     }
     plain.push_str(rest);
     check_url(&plain).err().map(|p| p.to_string())
+}
+
+/// Checks a `proxy` value (a template before expansion, or the expanded
+/// value): `none`, empty, or an http:// proxy URL. `None` when fine or
+/// when it cannot be judged before expansion. Never quotes the value.
+pub(crate) fn proxy_problem(value: &str) -> Option<String> {
+    if is_no_proxy(value) || expand::has_vars(value) {
+        return None;
+    }
+    mcp_protocol::endpoint::check_proxy_url(value.trim())
+        .err()
+        .map(|p| format!("{p}; or write \"none\" to connect directly"))
+}
+
+/// `none` (any case) or empty: no proxy, whatever the environment says.
+pub(crate) fn is_no_proxy(value: &str) -> bool {
+    let v = value.trim();
+    v.is_empty() || v.eq_ignore_ascii_case("none")
 }
 
 /// Entries by key, whatever order `serde_json`'s map keeps (so reports are stable).
@@ -666,6 +687,15 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
                 http_only.push(path.clone());
                 s.oauth = oauth_settings(&mut ck, &path, v);
             }
+            Field::Proxy => {
+                http_only.push(path.clone());
+                if let Some(p) = ck.template(path.clone(), v) {
+                    match proxy_problem(&p) {
+                        Some(m) => ck.error(path, m),
+                        None => s.proxy = Some(Secret::new(p)),
+                    }
+                }
+            }
         }
     }
 
@@ -751,6 +781,34 @@ mod tests {
                 .unwrap()
                 .starts_with("is not a valid URL")
         );
+    }
+
+    #[test]
+    fn proxy_checks() {
+        for ok in [
+            "http://proxy:3128",
+            "none",
+            "NONE",
+            "",
+            "http://${U}:${P}@proxy:3128",
+            "${PROXY}",
+        ] {
+            assert_eq!(proxy_problem(ok), None, "{ok}");
+        }
+        let p = only(json!({"url": "https://h/mcp", "proxy": "https://u:secret@proxy:443"}));
+        assert_eq!(p.path, "mcpServers.s.proxy");
+        assert!(p.message.contains("https:// proxy"), "{}", p.message);
+        assert!(!p.message.contains("secret"), "{}", p.message);
+        assert!(
+            proxy_problem("socks5://proxy:1080")
+                .unwrap()
+                .contains("SOCKS")
+        );
+        assert!(proxy_problem("proxy:3128").unwrap().contains("http://"));
+        let p = only(json!({"url": "https://h/mcp", "proxy": 3128}));
+        assert_eq!(p.message, "must be a string, found a number");
+        let p = only(json!({"command": "x", "proxy": "none"}));
+        assert!(p.message.contains("only HTTP servers"), "{}", p.message);
     }
 
     #[test]

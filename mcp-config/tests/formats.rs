@@ -104,7 +104,9 @@ fn the_remote_server_is_the_same_in_cursor_vscode_and_codex() {
     assert_eq!(fps[0], fps[2]);
 
     let (_, cursor) = load("cursor/mcp.json");
-    let TransportConfig::Http { url, headers, kind } = &cursor.servers["remote-tools"].transport
+    let TransportConfig::Http {
+        url, headers, kind, ..
+    } = &cursor.servers["remote-tools"].transport
     else {
         panic!()
     };

@@ -219,3 +219,66 @@ fn oauth_settings_are_expanded_and_their_secret_enters_the_fingerprint_only_as_a
     assert_ne!(plain.servers["remote"].fingerprint, server.fingerprint);
     assert!(plain.servers["remote"].oauth.is_none());
 }
+
+/// `proxy`: an http:// URL (credentials from `${VAR}` are secrets), or
+/// `none`; absent leaves it to the environment. It changes the fingerprint
+/// only when set.
+#[test]
+fn proxy_settings_resolve_and_stay_secret() {
+    use mcp_config::ProxySetting;
+    let text = r#"{"mcpServers": {
+        "via": {"url": "https://h/mcp", "proxy": "http://me:${PROXY_PASSWORD}@proxy.corp:3128"},
+        "direct": {"url": "https://h/mcp", "proxy": "none"},
+        "from-env": {"url": "https://h/mcp", "proxy": "${MCP_PROXY:-}"},
+        "plain": {"url": "https://h/mcp"}
+    }}"#;
+    let loaded = parse_str(text, &Options::new()).unwrap();
+    assert!(loaded.report.problems.is_empty(), "{}", loaded.report);
+    let vars: HashMap<&str, &str> = [("PROXY_PASSWORD", "pr0xy-Secret")].into();
+    let resolved = resolve(&loaded.config, &|n: &str| {
+        vars.get(n).map(|v| (*v).to_owned())
+    })
+    .unwrap();
+    let proxy = |name: &str| match &resolved.servers[name].transport {
+        TransportConfig::Http { proxy, .. } => proxy.clone(),
+        other => panic!("{other:?}"),
+    };
+    let Some(ProxySetting::Url(url)) = proxy("via") else {
+        panic!()
+    };
+    assert_eq!(url.expose(), "http://me:pr0xy-Secret@proxy.corp:3128");
+    assert_eq!(proxy("direct"), Some(ProxySetting::Direct));
+    // `${VAR:-}` unset: empty, which means none (as curl's empty proxy).
+    assert_eq!(proxy("from-env"), Some(ProxySetting::Direct));
+    assert_eq!(proxy("plain"), None);
+    assert!(!format!("{resolved:?}").contains("pr0xy-Secret"));
+    let fp = |name: &str| resolved.servers[name].fingerprint;
+    assert_ne!(fp("via"), fp("plain"));
+    assert_ne!(fp("direct"), fp("plain"));
+
+    // Checked again after expansion, naming the path, never the value.
+    let text = r#"{"mcpServers": {"s": {"url": "https://h/mcp", "proxy": "${P}"}}}"#;
+    let loaded = parse_str(text, &Options::new()).unwrap();
+    let err = resolve(&loaded.config, &|_: &str| {
+        Some("socks5://u:pr0xy-Secret@s:1080".to_owned())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("mcpServers.s.proxy: after expansion, is a SOCKS proxy"),
+        "{err}"
+    );
+    assert!(!err.contains("pr0xy-Secret"), "{err}");
+
+    // TOML (Codex) reads the same key.
+    let text = "[mcp_servers.s]\nurl = \"https://h/mcp\"\nproxy = \"http://proxy:8080\"\n";
+    let loaded = parse_str(text, &Options::new().format(Format::Codex)).unwrap();
+    let resolved = resolve(&loaded.config, &|_: &str| None).unwrap();
+    assert!(matches!(
+        &resolved.servers["s"].transport,
+        TransportConfig::Http {
+            proxy: Some(ProxySetting::Url(_)),
+            ..
+        }
+    ));
+}

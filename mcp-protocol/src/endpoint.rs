@@ -1,7 +1,8 @@
 //! What an MCP server URL must be, checked one way everywhere: the config
 //! validator, the resolver (after `${VAR}` expansion) and the HTTP
 //! transports all call [`check_url`], so a URL one layer accepts is never
-//! refused by another.
+//! refused by another. An HTTP proxy's URL is checked the same way, by
+//! [`check_proxy_url`].
 
 use std::fmt;
 
@@ -85,6 +86,82 @@ pub fn check_url(url: &str) -> Result<Uri, UrlProblem> {
     }
 }
 
+/// Why a string is not a proxy URL this stack can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProxyProblem {
+    /// An `https://` proxy (TLS to the proxy itself): not supported.
+    HttpsProxy,
+    /// A SOCKS proxy (`socks4://`, `socks5://`, `socks5h://`): not supported.
+    Socks,
+    /// Not an `http://` URL at all.
+    NotHttp,
+    /// There is no host.
+    NoHost,
+    /// A path, query or fragment: a proxy is a host and a port.
+    NotJustHostAndPort,
+    /// Not a URL at all (bad characters, a port out of range, whitespace…).
+    Invalid,
+}
+
+impl fmt::Display for ProxyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProxyProblem::HttpsProxy => {
+                "is an https:// proxy, which is not supported (TLS to the proxy itself); \
+                 use the proxy's http:// address: traffic to https servers stays encrypted \
+                 inside the tunnel"
+            }
+            ProxyProblem::Socks => "is a SOCKS proxy, which is not supported; use an HTTP proxy",
+            ProxyProblem::NotHttp => "must be an http:// proxy URL (http://host:port)",
+            ProxyProblem::NoHost => "has no host; write it as http://host:port",
+            ProxyProblem::NotJustHostAndPort => {
+                "must be just http://[user:password@]host:port, with no path or query"
+            }
+            ProxyProblem::Invalid => {
+                "is not a valid proxy URL (check for characters to percent-encode in the \
+                 user name and password, the port, and brackets around an IPv6 address)"
+            }
+        })
+    }
+}
+
+impl std::error::Error for ProxyProblem {}
+
+/// Parses an HTTP proxy URL: `http://[user:password@]host[:port][/]`. The
+/// config validator, the resolver and the HTTP transports all call it, as
+/// they do [`check_url`]. `https://` and SOCKS proxies are refused with
+/// their own reasons, so the message can say so.
+///
+/// ```
+/// use mcp_protocol::endpoint::{ProxyProblem, check_proxy_url};
+/// assert_eq!(check_proxy_url("http://proxy.corp:3128").unwrap().port_u16(), Some(3128));
+/// assert_eq!(check_proxy_url("https://proxy.corp").unwrap_err(), ProxyProblem::HttpsProxy);
+/// assert_eq!(check_proxy_url("socks5h://proxy:1080").unwrap_err(), ProxyProblem::Socks);
+/// assert_eq!(check_proxy_url("http://proxy/path").unwrap_err(), ProxyProblem::NotJustHostAndPort);
+/// ```
+pub fn check_proxy_url(url: &str) -> Result<Uri, ProxyProblem> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("http") => {}
+        Some("https") => return Err(ProxyProblem::HttpsProxy),
+        Some("socks4" | "socks4a" | "socks5" | "socks5h" | "socks") => {
+            return Err(ProxyProblem::Socks);
+        }
+        _ => return Err(ProxyProblem::NotHttp),
+    }
+    let uri = check_url(url).map_err(|problem| match problem {
+        UrlProblem::NoHost => ProxyProblem::NoHost,
+        UrlProblem::NotHttp => ProxyProblem::NotHttp,
+        _ => ProxyProblem::Invalid,
+    })?;
+    let path_ok = matches!(uri.path(), "" | "/");
+    if !path_ok || uri.query().is_some() || url.contains('#') {
+        return Err(ProxyProblem::NotJustHostAndPort);
+    }
+    Ok(uri)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +192,34 @@ mod tests {
             ("https://h:-1/", UrlProblem::Invalid),
         ] {
             assert_eq!(check_url(bad).unwrap_err(), why, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_proxy_rule() {
+        for ok in [
+            "http://proxy:3128",
+            "HTTP://proxy",
+            "http://proxy:3128/",
+            "http://u:p%40ss@proxy:8080",
+            "http://[::1]:3128",
+        ] {
+            assert!(check_proxy_url(ok).is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("https://proxy:443", ProxyProblem::HttpsProxy),
+            ("socks5://proxy:1080", ProxyProblem::Socks),
+            ("SOCKS5H://proxy:1080", ProxyProblem::Socks),
+            ("proxy:3128", ProxyProblem::NotHttp),
+            ("ftp://proxy", ProxyProblem::NotHttp),
+            ("http://", ProxyProblem::NoHost),
+            ("http://proxy/x", ProxyProblem::NotJustHostAndPort),
+            ("http://proxy/?a=1", ProxyProblem::NotJustHostAndPort),
+            ("http://proxy/#f", ProxyProblem::NotJustHostAndPort),
+            ("http://proxy:99999", ProxyProblem::Invalid),
+            ("http://pro xy", ProxyProblem::Invalid),
+        ] {
+            assert_eq!(check_proxy_url(bad).unwrap_err(), why, "{bad:?}");
         }
     }
 }

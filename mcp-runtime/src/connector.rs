@@ -72,7 +72,27 @@ pub trait AuthorizerSource: Send + Sync + fmt::Debug + 'static {
     ) -> Option<Arc<dyn mcp_transport::http::auth::Authorizer>>;
 }
 
-/// Connects an HTTP server with its headers and request timeout.
+/// The proxy an HTTP server's requests (and its OAuth exchanges) go
+/// through: its `proxy` setting, else the environment's (`HTTPS_PROXY`,
+/// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, read when its client is built).
+#[cfg(feature = "http")]
+pub fn http_proxy(server: &ResolvedServer) -> mcp_transport::http::Proxy {
+    use mcp_config::ProxySetting;
+    use mcp_transport::http::Proxy;
+    match &server.transport {
+        TransportConfig::Http {
+            proxy: Some(ProxySetting::Url(url)),
+            ..
+        } => Proxy::url(url.expose()),
+        TransportConfig::Http {
+            proxy: Some(ProxySetting::Direct),
+            ..
+        } => Proxy::none(),
+        _ => Proxy::from_env(),
+    }
+}
+
+/// Connects an HTTP server with its headers, request timeout and proxy.
 #[cfg(feature = "http")]
 async fn connect_http(
     server: &ResolvedServer,
@@ -81,12 +101,16 @@ async fn connect_http(
 ) -> Result<Arc<dyn Transport>, ConnectError> {
     use mcp_config::HttpKind;
     use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, auto};
-    let TransportConfig::Http { url, headers, kind } = &server.transport else {
+    let TransportConfig::Http {
+        url, headers, kind, ..
+    } = &server.transport
+    else {
         return Err(ConnectError::Unsupported("not an HTTP server".into()));
     };
     let mut options = HttpOptions::new()
         .server_name(server.name.clone())
         .request_timeout(server.request_timeout)
+        .proxy(http_proxy(server))
         .headers(
             headers
                 .iter()
@@ -157,5 +181,29 @@ impl Connector for DefaultConnector {
                 )),
             }
         })
+    }
+}
+
+#[cfg(all(test, feature = "http"))]
+mod proxy_tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use mcp_config::{Options, parse_str, resolve};
+
+    /// A server's `proxy` reaches the transport's options; without one
+    /// the environment decides (credentials never shown).
+    #[test]
+    fn the_config_proxy_becomes_the_transport_proxy() {
+        let text = r#"{"mcpServers": {
+            "a": {"url": "https://h/mcp", "proxy": "http://u:pw-secret@proxy:3128"},
+            "b": {"url": "https://h/mcp", "proxy": "none"},
+            "c": {"url": "https://h/mcp"}
+        }}"#;
+        let loaded = parse_str(text, &Options::new()).unwrap();
+        let resolved = resolve(&loaded.config, &|_: &str| None).unwrap();
+        let shown = |name: &str| format!("{:?}", http_proxy(&resolved.servers[name]));
+        assert_eq!(shown("a"), r#"Proxy::url("http://proxy:3128")"#);
+        assert_eq!(shown("b"), "Proxy::none()");
+        assert_eq!(shown("c"), "Proxy::from_env()");
     }
 }

@@ -106,7 +106,7 @@ pub use catalog::{
     RuntimeTool, ServerFailure, ServerNote, StartupStep,
 };
 #[cfg(feature = "http")]
-pub use connector::AuthorizerSource;
+pub use connector::{AuthorizerSource, http_proxy};
 pub use connector::{Connector, DefaultConnector, stdio_config};
 pub use error::{ConnectError, EntryKind, RuntimeError};
 pub use lease::{RuntimeLease, SessionRuntime};

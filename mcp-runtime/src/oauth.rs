@@ -78,7 +78,9 @@ impl AuthorizerSource for StoredLogins {
         if let Some(url) = &settings.client_metadata_url {
             config = config.client_metadata_url(url.clone());
         }
-        let options = HttpOptions::new().request_timeout(server.request_timeout);
+        let options = HttpOptions::new()
+            .request_timeout(server.request_timeout)
+            .proxy(crate::connector::http_proxy(server));
         match OAuthClient::new(config, &options, self.store.clone(), None) {
             Ok(client) => {
                 let client = Arc::new(client);

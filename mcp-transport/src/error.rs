@@ -81,6 +81,23 @@ pub enum TransportError {
         /// What went wrong.
         message: String,
     },
+    /// The HTTP proxy would not open a tunnel to the server: it answered
+    /// `CONNECT` with a status other than 2xx. The status is the proxy's,
+    /// not the server's ([`http_status`](Self::http_status) is `None`).
+    #[error(
+        "the proxy {proxy} answered HTTP {status} to CONNECT {target}{}",
+        proxy_hint(*.status, *.credentials_sent)
+    )]
+    ProxyRefused {
+        /// The proxy, `http://host:port` (never its user info).
+        proxy: String,
+        /// The server the tunnel was for, `host:port`.
+        target: String,
+        /// The proxy's status code (407: it wants credentials).
+        status: u16,
+        /// Whether credentials from the proxy URL were sent.
+        credentials_sent: bool,
+    },
     /// Something took longer than its bound.
     #[error("timed out after {}: {what}", crate::describe_duration(*.after))]
     Timeout {
@@ -121,6 +138,22 @@ fn status_hint(status: u16) -> &'static str {
         403 => " (the credentials were accepted but are not allowed here)",
         404 => " (check the URL path, e.g. /mcp or /sse)",
         405 => " (the server does not take this method here; try the other HTTP transport)",
+        _ => "",
+    }
+}
+
+fn proxy_hint(status: u16, credentials_sent: bool) -> &'static str {
+    match (status, credentials_sent) {
+        (407, false) => {
+            " (the proxy needs credentials: put them in the proxy URL, \
+             http://user:password@host:port, percent-encoded)"
+        }
+        (407, true) => " (the proxy refused the credentials in the proxy URL)",
+        (403, _) => {
+            " (the proxy does not allow this destination; some allow CONNECT only to \
+             port 443, or the server's host must be in NO_PROXY)"
+        }
+        (502..=504, _) => " (the proxy could not reach the server)",
         _ => "",
     }
 }

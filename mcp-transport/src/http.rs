@@ -16,7 +16,12 @@
 //! All three share [`HttpOptions`]: extra headers (values never logged or
 //! shown, CR/LF rejected), connect and request timeouts, the SSE event bound,
 //! TLS roots (webpki roots, the operating system's trust store, and an
-//! optional extra CA file; verification is always on), and an observer that sees each HTTP exchange (for `--trace`).
+//! optional extra CA file; verification is always on), the HTTP [`Proxy`]
+//! (the environment's `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
+//! `NO_PROXY` as curl reads them, an explicit proxy, or none; every server
+//! is reached through a `CONNECT` tunnel, TLS inside it; a refusal is
+//! [`TransportError::ProxyRefused`](crate::TransportError::ProxyRefused)),
+//! and an observer that sees each HTTP exchange (for `--trace`).
 //!
 //! Redirects are never followed: a 3xx answer is an error naming the status,
 //! so headers are never sent to another origin.
@@ -50,10 +55,12 @@ pub mod auto;
 mod client;
 mod legacy_sse;
 mod mirror;
+mod proxy;
 mod streamable;
 mod web;
 
 pub use legacy_sse::SseTransport;
+pub use proxy::Proxy;
 pub use streamable::StreamableHttpTransport;
 pub use web::{WEB_BODY_LIMIT, WebClient, WebResponse};
 
@@ -139,6 +146,7 @@ pub struct HttpOptions {
     observer: Option<HttpObserver>,
     server_name: Option<String>,
     authorizer: Option<Arc<dyn auth::Authorizer>>,
+    proxy: Proxy,
 }
 
 impl Default for HttpOptions {
@@ -171,6 +179,7 @@ impl fmt::Debug for HttpOptions {
             .field("observer", &self.observer.as_ref().map(|_| "<fn>"))
             .field("server_name", &self.server_name)
             .field("authorizer", &self.authorizer)
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
@@ -197,6 +206,7 @@ impl HttpOptions {
             observer: None,
             server_name: None,
             authorizer: None,
+            proxy: Proxy::from_env(),
         }
     }
 
@@ -314,6 +324,16 @@ impl HttpOptions {
     /// [`Authorizer`](auth::Authorizer).
     pub fn authorizer(mut self, authorizer: Arc<dyn auth::Authorizer>) -> Self {
         self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Which HTTP proxy requests go through (default
+    /// [`Proxy::from_env`]: `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
+    /// `NO_PROXY`, read when the transport's client is built). The OAuth
+    /// exchanges of a [`WebClient`] built from these options go through the
+    /// same proxy. See [`Proxy`] for the rules.
+    pub fn proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = proxy;
         self
     }
 

@@ -17,6 +17,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use super::auth::{AuthDecision, MAX_AUTH_RETRIES, RequestTarget, challenge_of};
+use super::proxy::{Failure, ProxyConnector, TunnelError};
 use super::{HttpOptions, HttpTrace, redact_url};
 use crate::TransportError;
 
@@ -39,7 +40,7 @@ const SHOWN: &[&str] = &[
 /// separate connections, idle ones are reused.
 #[derive(Clone)]
 pub(crate) struct HttpClient {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<HttpsConnector<ProxyConnector>, Full<Bytes>>,
     options: Arc<HttpOptions>,
     /// The configured headers, checked.
     headers: HeaderMap,
@@ -132,6 +133,12 @@ impl HttpClient {
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(options.connect_timeout));
+        // Under TLS, so TLS to an https server runs inside a proxy's tunnel.
+        let rules = options.proxy.rules()?;
+        if rules.any() {
+            tracing::debug!(server = options.name(), proxy = ?rules, "proxy settings");
+        }
+        let http = ProxyConnector::new(http, rules, options.connect_timeout);
         // ALPN offers h2 and http/1.1 over TLS (HTTP/2 when the server
         // takes it); plain http stays HTTP/1.1.
         let https = if options.http2 {
@@ -255,16 +262,20 @@ impl HttpClient {
                 what: format!("the first byte of the answer to {what} (the request timeout)"),
                 after: timeout,
             }),
-            // Named as the connect timeout, not as a generic client error.
-            Ok(Err(e)) if e.is_connect() && timed_out(&e) => Err(TransportError::Timeout {
-                what: format!(
-                    "a connection for {what} (the connect timeout; is the host reachable?)"
-                ),
-                after: self.options.connect_timeout,
-            }),
-            Ok(Err(e)) => Err(TransportError::Http {
-                url: what.clone(),
-                message: describe_client_error(&e),
+            // A proxy's refusal or failure, named as the proxy's.
+            Ok(Err(e)) => Err(match tunnel_error(&e) {
+                Some(tunnel) => proxy_error(tunnel, &what),
+                // Named as the connect timeout, not as a generic client error.
+                None if e.is_connect() && timed_out(&e) => TransportError::Timeout {
+                    what: format!(
+                        "a connection for {what} (the connect timeout; is the host reachable?)"
+                    ),
+                    after: self.options.connect_timeout,
+                },
+                None => TransportError::Http {
+                    url: what.clone(),
+                    message: describe_client_error(&e),
+                },
             }),
             Ok(Ok(response)) => Ok(response),
         };
@@ -322,8 +333,47 @@ fn canonical(name: &str) -> String {
         .replace("Www-", "WWW-")
 }
 
+/// The proxy's failure among an error's sources, when there is one.
+fn tunnel_error<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e TunnelError> {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = next {
+        if let Some(tunnel) = err.downcast_ref::<TunnelError>() {
+            return Some(tunnel);
+        }
+        next = err.source();
+    }
+    None
+}
+
+/// The typed error for a proxy's failure.
+fn proxy_error(tunnel: &TunnelError, what: &str) -> TransportError {
+    match &tunnel.failure {
+        Failure::Refused(status) => TransportError::ProxyRefused {
+            proxy: tunnel.proxy.clone(),
+            target: tunnel.target.clone(),
+            status: *status,
+            credentials_sent: tunnel.credentials_sent,
+        },
+        Failure::Timeout(after) => TransportError::Timeout {
+            what: format!(
+                "a tunnel through the proxy {} for {what} (the connect timeout covers the \
+                 proxy's connect and CONNECT; is the proxy reachable?)",
+                tunnel.proxy
+            ),
+            after: *after,
+        },
+        Failure::Unusable(problem) => TransportError::InvalidConfig(format!(
+            "{problem}; fix or unset it, put the host in NO_PROXY, or set this server's proxy"
+        )),
+        _ => TransportError::Http {
+            url: what.to_owned(),
+            message: tunnel.to_string(),
+        },
+    }
+}
+
 /// Whether an error (or one of its sources) is a timeout.
-fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+pub(crate) fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = next {
         if let Some(io) = err.downcast_ref::<std::io::Error>()
