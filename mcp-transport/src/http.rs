@@ -9,7 +9,11 @@
 //!   session and the request metadata headers (`Mcp-Method`, `Mcp-Name`,
 //!   `Mcp-Param-*`).
 //! * [`SseTransport`]: the HTTP+SSE transport of 2024-11-05. A GET opens the
-//!   event stream, whose `endpoint` event says where to POST.
+//!   event stream, whose `endpoint` event says where to POST. A dropped
+//!   stream is reconnected (backoff, `Last-Event-ID`, at most
+//!   [`HttpOptions::max_reconnects`] attempts in a row) and a new session
+//!   initialized with the recorded handshake; the requests in flight on the
+//!   dropped stream fail at once.
 //! * [`auto::connect`]: tries streamable HTTP and falls back to SSE on 400,
 //!   404 or 405, remembering the choice in a [`auto::TransportCache`].
 //!
@@ -276,14 +280,18 @@ impl HttpOptions {
         self
     }
 
-    /// Wait before reconnecting a dropped SSE stream when the server sent no
-    /// `retry` (default 1 s). A server's `retry` always wins.
+    /// Wait before reconnecting a dropped SSE stream (streamable HTTP's GET
+    /// and request streams, the legacy transport's stream) when the server
+    /// sent no `retry` (default 1 s); the GET streams back off from it,
+    /// doubling with jitter up to 30 s. A server's `retry` always wins.
     pub fn default_retry(mut self, wait: Duration) -> Self {
         self.default_retry = wait;
         self
     }
 
-    /// Reconnection attempts for one dropped SSE stream (default 5).
+    /// Reconnection attempts in a row for one dropped SSE stream (default
+    /// 5); a successful reconnection counts from zero again. 0 turns
+    /// reconnecting off: the legacy transport then closes when its stream drops.
     pub fn max_reconnects(mut self, attempts: u32) -> Self {
         self.max_reconnects = attempts;
         self
