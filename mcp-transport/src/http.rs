@@ -70,6 +70,10 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = mcp_protocol::defaults::REQUEST_TI
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Default number of reconnection attempts for one dropped SSE stream.
 pub const DEFAULT_MAX_RECONNECTS: u32 = 5;
+/// Default bound on silence on a long-lived SSE stream (streamable HTTP's
+/// GET stream, the legacy transport's stream): no byte, not even a comment,
+/// for this long and the stream is treated as dropped.
+pub const DEFAULT_IDLE_STREAM_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Default bound on the `DELETE` that ends a session at close.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default time `send` waits for the head of a request's answer before
@@ -138,6 +142,7 @@ pub struct HttpOptions {
     http2: bool,
     default_retry: Duration,
     max_reconnects: u32,
+    idle_stream_timeout: Duration,
     close_timeout: Duration,
     get_stream: bool,
     observer: Option<HttpObserver>,
@@ -170,6 +175,7 @@ impl fmt::Debug for HttpOptions {
             .field("http2", &self.http2)
             .field("default_retry", &self.default_retry)
             .field("max_reconnects", &self.max_reconnects)
+            .field("idle_stream_timeout", &self.idle_stream_timeout)
             .field("close_timeout", &self.close_timeout)
             .field("get_stream", &self.get_stream)
             .field("observer", &self.observer.as_ref().map(|_| "<fn>"))
@@ -182,7 +188,7 @@ impl fmt::Debug for HttpOptions {
 impl HttpOptions {
     /// The defaults: no extra headers, 10 s connect timeout, 60 s request
     /// timeout, 16 MiB events, webpki roots, 1 s default retry, 5 reconnects,
-    /// a GET stream when the server offers one.
+    /// 5 min idle streams, a GET stream when the server offers one.
     pub fn new() -> Self {
         HttpOptions {
             headers: Vec::new(),
@@ -196,6 +202,7 @@ impl HttpOptions {
             http2: true,
             default_retry: DEFAULT_RETRY,
             max_reconnects: DEFAULT_MAX_RECONNECTS,
+            idle_stream_timeout: DEFAULT_IDLE_STREAM_TIMEOUT,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             get_stream: true,
             observer: None,
@@ -294,6 +301,18 @@ impl HttpOptions {
     /// reconnecting off: the legacy transport then closes when its stream drops.
     pub fn max_reconnects(mut self, attempts: u32) -> Self {
         self.max_reconnects = attempts;
+        self
+    }
+
+    /// Bound on silence on a long-lived SSE stream (default 5 min): when no
+    /// byte arrives for this long (not even a keep-alive comment) on
+    /// streamable HTTP's GET stream or the legacy transport's stream, the
+    /// stream is treated as dropped and reconnected, and the trace and the
+    /// errors name this timeout. A silent proxy or a half-open connection
+    /// is found this way. A POST's SSE answer has no idle bound of its own:
+    /// the session's request timeout bounds it (and cancels the request).
+    pub fn idle_stream_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_stream_timeout = timeout;
         self
     }
 

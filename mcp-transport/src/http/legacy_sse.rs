@@ -7,7 +7,8 @@
 //! and the server's messages arrive as `message` events on the stream.
 //!
 //! When the stream drops (the server ends it, the connection resets or
-//! breaks) and it was not our own close, the transport reconnects; the
+//! breaks, or it sends nothing for [`HttpOptions::idle_stream_timeout`]) and
+//! it was not our own close, the transport reconnects; the
 //! decisions are the IO-free [`state`] module's:
 //!
 //! * The requests posted on the dropped stream whose answers had not come
@@ -297,9 +298,13 @@ impl Inner {
     ) -> StreamEnd {
         let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
         parser.set_last_event_id(last_event_id);
+        let idle = self.options().idle_stream_timeout;
         let why = 'read: loop {
             let frame = tokio::select! {
-                frame = body.frame() => frame,
+                frame = tokio::time::timeout(idle, body.frame()) => match frame {
+                    Ok(frame) => frame,
+                    Err(_) => break 'read crate::sse::idle_message(idle),
+                },
                 () = self.closing.cancelled() => break 'read "closed by the client".to_owned(),
             };
             let data = match frame {
