@@ -4,8 +4,8 @@
 //! sentences for the report's `diagnosis:` section. Nothing here prints or
 //! does IO, so each rule is unit-tested on its own.
 
-use mcp_session::SessionError;
 use mcp_session::types::CallToolResult;
+use mcp_session::{SessionError, TimeoutKind};
 use mcp_transport::{ExitInfo, TransportError};
 use serde_json::Value;
 
@@ -78,7 +78,7 @@ pub(crate) fn handshake(e: &SessionError, exit: Option<&ExitInfo>, noise: &Noise
     }
     let mut found = vec![match e {
         SessionError::Timeout { after, .. } => format!(
-            "the server did not answer initialize within {}: it may be slow to start, or stuck before reading stdin",
+            "the server did not answer initialize within {}: it may be slow to start (raise --handshake-timeout), or stuck before reading stdin",
             ms(*after)
         ),
         SessionError::VersionMismatch {
@@ -155,6 +155,14 @@ pub(crate) fn call(e: &SessionError) -> Option<String> {
                 "-32602 invalid params: the server rejected the arguments{field}; compare them with the tool's inputSchema from tools/list"
             ))
         }
+        SessionError::Timeout {
+            kind: TimeoutKind::MaxTotal,
+            bound,
+            ..
+        } => Some(format!(
+            "the tool kept reporting progress but ran past the {} cap on a whole call, which progress cannot extend (the session's max total timeout)",
+            ms(*bound)
+        )),
         SessionError::Timeout { after, .. } => Some(format!(
             "the tool did not answer within {}; raise the timeout (--timeout) if it is just slow",
             ms(*after)
@@ -236,10 +244,8 @@ mod tests {
 
     #[test]
     fn a_silent_handshake_and_stdout_noise_are_both_explained() {
-        let e = SessionError::Timeout {
-            method: "initialize".into(),
-            after: Duration::from_millis(1500),
-        };
+        let after = Duration::from_millis(1500);
+        let e = SessionError::timeout("initialize", TimeoutKind::Handshake, after, after);
         let found = handshake(&e, None, &noise(2, "hello"));
         assert_eq!(found.len(), 2, "{found:?}");
         assert!(
@@ -269,11 +275,14 @@ mod tests {
 
     #[test]
     fn call_failures_and_the_end_of_probe_notes() {
-        let e = SessionError::Timeout {
-            method: "tools/call".into(),
-            after: Duration::from_millis(200),
-        };
-        assert!(call(&e).is_some_and(|d| d.contains("within 200 ms")));
+        let after = Duration::from_millis(200);
+        let e = SessionError::timeout("tools/call", TimeoutKind::Request, after, after);
+        assert!(call(&e).is_some_and(|d| d.contains("within 200 ms") && d.contains("--timeout")));
+        let cap = Duration::from_secs(600);
+        let e = SessionError::timeout("tools/call", TimeoutKind::MaxTotal, cap, cap);
+        assert!(
+            call(&e).is_some_and(|d| d.contains("cap on a whole call") && !d.contains("--timeout"))
+        );
         assert_eq!(no_tools(false), None);
         assert!(no_tools(true).is_some());
         assert_eq!(stdout_noise(&Noise::default()), None);

@@ -15,7 +15,7 @@ use mcp_protocol::types::{ClientCapabilities, Implementation, InitializeParams, 
 use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, methods};
 
 use crate::config::SessionConfig;
-use crate::error::SessionError;
+use crate::error::{SessionError, TimeoutKind};
 use crate::intern::Interner;
 use crate::lifecycle::{DiscoverAnswer, Failure, Lifecycle, Step};
 use crate::pending::PendingTable;
@@ -86,17 +86,19 @@ impl Inner {
         let mut params = json!({});
         meta.apply(&mut params);
         let raw = to_raw_params(method, &params)?;
-        let timeout = if probing {
-            self.config.probe_timeout.min(self.config.handshake_timeout)
-        } else {
-            self.config.handshake_timeout
-        };
+        let (kind, timeout) =
+            if probing && self.config.probe_timeout < self.config.handshake_timeout {
+                (TimeoutKind::Probe, self.config.probe_timeout)
+            } else {
+                (TimeoutKind::Handshake, self.config.handshake_timeout)
+            };
         let context = SendContext::new()
             .revision(ProtocolVersion::V2026_07_28)
             .lifecycle(Lifecycle_::Discover);
         let id = self.next_id();
         self.request_raw(id, method, Some(raw), timeout, None, &context)
             .await
+            .map_err(|e| e.in_lifecycle(kind, timeout))
     }
 
     /// Feeds an answer to `server/discover` to the lifecycle.
@@ -171,6 +173,7 @@ impl Inner {
         let context = SendContext::new().lifecycle(Lifecycle_::Initialize);
         self.request(methods::INITIALIZE, &params, timeout, &context)
             .await
+            .map_err(|e| e.in_lifecycle(TimeoutKind::Handshake, timeout))
     }
 
     pub(crate) fn become_modern(&mut self, discovered: DiscoverResult, meta: RequestMeta) {

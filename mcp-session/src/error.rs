@@ -45,13 +45,26 @@ pub enum SessionError {
     /// The transport failed or closed.
     #[error(transparent)]
     Transport(#[from] TransportError),
-    /// No answer in time. The request was cancelled on the server.
-    #[error("{method} timed out after {}", fmt_duration(*.after))]
+    /// No answer in time. The request was cancelled on the server (except
+    /// `initialize`, which cannot be). The message names the timeout that
+    /// fired, its bound, and the setting that raises it.
+    #[error(
+        "{method} timed out after {}: {} of {} ran out; if the server is just slow, raise {}",
+        fmt_duration(*.after),
+        .kind.describe(),
+        fmt_duration(*.bound),
+        .kind.setting()
+    )]
+    #[non_exhaustive]
     Timeout {
         /// The request's method.
         method: String,
         /// How long we waited.
         after: Duration,
+        /// Which timeout fired.
+        kind: TimeoutKind,
+        /// That timeout's configured bound.
+        bound: Duration,
     },
     /// The server answered with a JSON-RPC error.
     #[error("{method} failed: {error}{}", explain(.error))]
@@ -235,6 +248,57 @@ pub enum SessionError {
     Closed,
 }
 
+/// Which timeout fired ([`SessionError::Timeout`]), so the user knows which
+/// setting to raise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TimeoutKind {
+    /// The per-request timeout, which each progress notification restarts:
+    /// [`SessionConfig::request_timeout`](crate::SessionConfig::request_timeout),
+    /// or [`CallOptions::timeout`](crate::CallOptions::timeout) for one call.
+    Request,
+    /// The cap on a request's whole life, which progress cannot extend past:
+    /// [`SessionConfig::max_total_timeout`](crate::SessionConfig::max_total_timeout).
+    MaxTotal,
+    /// The start of the connection (the `initialize` handshake or
+    /// `server/discover`):
+    /// [`SessionConfig::handshake_timeout`](crate::SessionConfig::handshake_timeout).
+    Handshake,
+    /// The 2026-07-28 probe of the auto mode, when it is the shorter bound:
+    /// [`SessionConfig::probe_timeout`](crate::SessionConfig::probe_timeout).
+    Probe,
+}
+
+impl TimeoutKind {
+    /// The setting that raises this timeout, as the builder method to call.
+    pub fn setting(self) -> &'static str {
+        match self {
+            TimeoutKind::Request => {
+                "SessionConfig::request_timeout (or CallOptions::timeout for one call)"
+            }
+            TimeoutKind::MaxTotal => "SessionConfig::max_total_timeout",
+            TimeoutKind::Handshake => "SessionConfig::handshake_timeout",
+            TimeoutKind::Probe => "SessionConfig::probe_timeout",
+        }
+    }
+
+    /// The timeout, in words.
+    fn describe(self) -> &'static str {
+        match self {
+            TimeoutKind::Request => "the request timeout (restarted by each progress notification)",
+            TimeoutKind::MaxTotal => "the max total timeout (which progress cannot extend)",
+            TimeoutKind::Handshake => "the handshake timeout",
+            TimeoutKind::Probe => "the probe timeout",
+        }
+    }
+}
+
+impl fmt::Display for TimeoutKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
 fn task_failure(error: Option<&ErrorObject>, message: Option<&str>) -> String {
     match (error, message) {
         (Some(e), _) => e.to_string(),
@@ -285,6 +349,54 @@ fn known_tools(known: &[String]) -> String {
 pub(crate) use mcp_transport::describe_duration as fmt_duration;
 
 impl SessionError {
+    /// A [`Timeout`](Self::Timeout): `method` waited `after`, when the
+    /// `kind` timeout of `bound` ran out.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_session::{SessionError, TimeoutKind};
+    /// let secs = Duration::from_secs;
+    /// let e = SessionError::timeout("tools/call", TimeoutKind::MaxTotal, secs(600), secs(600));
+    /// assert!(e.is_timeout());
+    /// assert_eq!(e.timeout_kind(), Some(TimeoutKind::MaxTotal));
+    /// assert!(e.to_string().contains("raise SessionConfig::max_total_timeout"));
+    /// ```
+    pub fn timeout(
+        method: impl Into<String>,
+        kind: TimeoutKind,
+        bound: Duration,
+        after: Duration,
+    ) -> Self {
+        SessionError::Timeout {
+            method: method.into(),
+            after,
+            kind,
+            bound,
+        }
+    }
+
+    /// Which timeout fired, when this is a [`Timeout`](Self::Timeout).
+    pub fn timeout_kind(&self) -> Option<TimeoutKind> {
+        match self {
+            SessionError::Timeout { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    /// A request's timeout during the lifecycle is the lifecycle's: the
+    /// handshake (or probe) timeout of `bound`.
+    pub(crate) fn in_lifecycle(self, kind: TimeoutKind, bound: Duration) -> Self {
+        match self {
+            SessionError::Timeout { method, after, .. } => SessionError::Timeout {
+                method,
+                after,
+                kind,
+                bound,
+            },
+            other => other,
+        }
+    }
+
     /// A request timed out.
     pub fn is_timeout(&self) -> bool {
         matches!(

@@ -9,8 +9,11 @@
 //! the arguments against the tool's JSON Schema before anything is sent.
 //!
 //! Errors say which layer failed ([`SessionError`]): the transport (with the
-//! server's exit status and stderr tail), a timeout, the protocol (the
-//! server's JSON-RPC error), the client-side checks, or the version.
+//! server's exit status and stderr tail), a timeout (which one — the
+//! per-request timeout, the max total timeout progress cannot extend, the
+//! handshake's — with its bound and the [`SessionConfig`] method that
+//! raises it: [`TimeoutKind`]), the protocol (the server's JSON-RPC error),
+//! the client-side checks, or the version.
 //!
 //! # Example
 //!
@@ -84,7 +87,7 @@ pub use config::{
     CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
     ServerNotification, SessionConfig,
 };
-pub use error::{SchemaProblem, SessionError};
+pub use error::{SchemaProblem, SessionError, TimeoutKind};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::Session;

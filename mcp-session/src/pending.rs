@@ -11,6 +11,7 @@ use std::time::Duration;
 use mcp_jsonrpc::{ErrorObject, Id, RawJson};
 use tokio::sync::oneshot;
 
+use crate::error::{SessionError, TimeoutKind};
 use crate::queue;
 
 use mcp_protocol::types::ProgressParams;
@@ -131,6 +132,9 @@ pub(crate) struct Deadline {
     start: tokio::time::Instant,
     hard: tokio::time::Instant,
     current: tokio::time::Instant,
+    /// Progress would have pushed the deadline past the cap: when it comes,
+    /// the cap is what ran out.
+    capped: bool,
 }
 
 impl Deadline {
@@ -141,6 +145,7 @@ impl Deadline {
             start,
             hard,
             current: start + timeout,
+            capped: false,
         }
     }
 
@@ -150,7 +155,28 @@ impl Deadline {
 
     /// Progress arrived at `now`: push the deadline out, up to the cap.
     pub(crate) fn on_progress(&mut self, now: tokio::time::Instant) {
-        self.current = (now + self.timeout).min(self.hard).max(self.current);
+        let wanted = now + self.timeout;
+        self.capped |= wanted > self.hard;
+        self.current = wanted.min(self.hard).max(self.current);
+    }
+
+    /// Which timeout the deadline is, and its bound: the per-request
+    /// timeout, or the cap once progress ran into it.
+    pub(crate) fn kind(&self) -> (TimeoutKind, Duration) {
+        if self.capped {
+            (
+                TimeoutKind::MaxTotal,
+                self.hard.saturating_duration_since(self.start),
+            )
+        } else {
+            (TimeoutKind::Request, self.timeout)
+        }
+    }
+
+    /// The error of a request of `method` whose deadline passed at `now`.
+    pub(crate) fn expired(&self, method: &str, now: tokio::time::Instant) -> SessionError {
+        let (kind, bound) = self.kind();
+        SessionError::timeout(method, kind, bound, self.elapsed(now))
     }
 
     /// How long the request has waited at `now`.
@@ -249,12 +275,32 @@ mod tests {
         let s = Duration::from_secs(1);
         let mut d = Deadline::new(start, 10 * s, 25 * s);
         assert_eq!(d.at(), start + 10 * s);
+        assert_eq!(d.kind(), (TimeoutKind::Request, 10 * s));
         d.on_progress(start + 8 * s);
         assert_eq!(d.at(), start + 18 * s);
+        assert_eq!(d.kind(), (TimeoutKind::Request, 10 * s), "not capped yet");
         d.on_progress(start + 20 * s);
         assert_eq!(d.at(), start + 25 * s, "capped at max_total");
+        assert_eq!(d.kind(), (TimeoutKind::MaxTotal, 25 * s), "the cap fires");
         d.on_progress(start + 2 * s);
         assert_eq!(d.at(), start + 25 * s, "never moves back");
         assert_eq!(d.elapsed(start + 3 * s), 3 * s);
+    }
+
+    #[test]
+    fn a_timeout_longer_than_the_cap_is_the_request_timeout() {
+        let start = tokio::time::Instant::now();
+        let s = Duration::from_secs(1);
+        // The cap never cuts a request short of its own timeout.
+        let d = Deadline::new(start, 30 * s, 20 * s);
+        assert_eq!(d.at(), start + 30 * s);
+        assert_eq!(d.kind(), (TimeoutKind::Request, 30 * s));
+        let e = d.expired("tools/call", start + 30 * s);
+        assert_eq!(e.timeout_kind(), Some(TimeoutKind::Request));
+        assert!(
+            e.to_string()
+                .contains("raise SessionConfig::request_timeout"),
+            "{e}"
+        );
     }
 }

@@ -127,10 +127,7 @@ impl Inner {
             Ok(sent) => sent?,
             Err(_) => {
                 drop(guard);
-                return Err(SessionError::Timeout {
-                    method: method.to_string(),
-                    after: deadline.elapsed(Instant::now()),
-                });
+                return Err(deadline.expired(method, Instant::now()));
             }
         }
 
@@ -152,10 +149,7 @@ impl Inner {
                 () = tokio::time::sleep_until(deadline.at()) => {
                     // The guard removes the entry and sends the cancellation.
                     drop(guard);
-                    return Err(SessionError::Timeout {
-                        method: method.to_string(),
-                        after: deadline.elapsed(Instant::now()),
-                    });
+                    return Err(deadline.expired(method, Instant::now()));
                 }
             }
         };

@@ -337,10 +337,12 @@ impl Session {
                 Ok(subscription)
             }
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(SessionError::Timeout {
-                method: format!("{method} (waiting for its acknowledgment)"),
-                after: timeout,
-            }),
+            Err(_) => Err(SessionError::timeout(
+                format!("{method} (waiting for its acknowledgment)"),
+                crate::error::TimeoutKind::Request,
+                timeout,
+                timeout,
+            )),
         }
     }
 

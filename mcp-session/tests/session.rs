@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_jsonrpc::{Id, Message, Notification, Request, Response, to_raw};
-use mcp_session::{CallOptions, ProtocolVersion, Session, SessionConfig, SessionError};
+use mcp_session::{
+    CallOptions, ProtocolVersion, Session, SessionConfig, SessionError, TimeoutKind,
+};
 use mcp_transport::{InvalidFrame, Transport, memory};
 use serde_json::{Value, json};
 
@@ -135,6 +137,14 @@ async fn handshake_timeout_is_bounded_and_not_cancelled() {
     let err = Session::connect_shared(t, cfg).await.unwrap_err();
     assert!(err.is_timeout(), "{err}");
     assert_eq!(started.elapsed(), Duration::from_secs(5));
+    // Named as the handshake timeout, with its bound and its setting.
+    assert_eq!(err.timeout_kind(), Some(TimeoutKind::Handshake));
+    let text = err.to_string();
+    assert!(text.contains("the handshake timeout of 5.0 s"), "{text}");
+    assert!(
+        text.contains("raise SessionConfig::handshake_timeout"),
+        "{text}"
+    );
     tokio::task::yield_now().await;
     assert_eq!(
         fake.methods(),
@@ -153,10 +163,26 @@ async fn request_timeout_cancels_and_drops_the_late_answer() {
         .request("slow", None, Some(Duration::from_secs(2)))
         .await
         .unwrap_err();
-    let SessionError::Timeout { method, after } = &err else {
+    let SessionError::Timeout {
+        method,
+        after,
+        kind,
+        bound,
+        ..
+    } = &err
+    else {
         panic!("{err}")
     };
     assert_eq!((method.as_str(), *after), ("slow", Duration::from_secs(2)));
+    assert_eq!(
+        (*kind, *bound),
+        (TimeoutKind::Request, Duration::from_secs(2))
+    );
+    assert!(
+        err.to_string()
+            .contains("raise SessionConfig::request_timeout (or CallOptions::timeout"),
+        "{err}"
+    );
     assert_eq!(s.in_flight(), 0);
     tokio::time::sleep(Duration::from_secs(10)).await;
     let seen = fake.seen.lock().unwrap().clone();
@@ -500,10 +526,28 @@ async fn progress_extends_the_timeout_up_to_the_cap() {
         .call_tool_with("echo", json!({"text": "x"}), opts.clone())
         .await
         .unwrap_err();
-    let SessionError::Timeout { after, .. } = err else {
+    let SessionError::Timeout {
+        after, kind, bound, ..
+    } = &err
+    else {
         panic!("{err}")
     };
-    assert_eq!(after, Duration::from_secs(2));
+    assert_eq!(*after, Duration::from_secs(2));
+    // The cap fired, not the 1 s per-request timeout progress kept extending.
+    assert_eq!(
+        (*kind, *bound),
+        (TimeoutKind::MaxTotal, Duration::from_secs(2))
+    );
+    assert!(
+        err.to_string()
+            .contains("the max total timeout (which progress cannot extend) of 2.0 s"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("raise SessionConfig::max_total_timeout"),
+        "{err}"
+    );
 
     // Without a progress listener, no token is sent and the 1 s timeout holds.
     let (t, _fake) = progress_server();

@@ -219,6 +219,8 @@ struct Shared {
     stateless: Mutex<Option<Arc<Session>>>,
     next_session: AtomicU64,
     expired_once: AtomicBool,
+    /// The `drop-sse-stream` misbehaviour has chosen its stream.
+    dropped_once: AtomicBool,
     stats: HttpStats,
     connections: Mutex<JoinSet<()>>,
     /// The OAuth side, when [`HttpServerOptions::oauth`] is set.
@@ -335,6 +337,7 @@ impl HttpServer {
             stateless: Mutex::default(),
             next_session: AtomicU64::new(0),
             expired_once: AtomicBool::new(false),
+            dropped_once: AtomicBool::new(false),
             stats: HttpStats::default(),
             connections: Mutex::new(JoinSet::new()),
             world,

@@ -9,7 +9,11 @@
 //!   session and the request metadata headers (`Mcp-Method`, `Mcp-Name`,
 //!   `Mcp-Param-*`).
 //! * [`SseTransport`]: the HTTP+SSE transport of 2024-11-05. A GET opens the
-//!   event stream, whose `endpoint` event says where to POST.
+//!   event stream, whose `endpoint` event says where to POST. A dropped
+//!   stream is reconnected (backoff, `Last-Event-ID`, at most
+//!   [`HttpOptions::max_reconnects`] attempts in a row) and a new session
+//!   initialized with the recorded handshake; the requests in flight on the
+//!   dropped stream fail at once.
 //! * [`auto::connect`]: tries streamable HTTP and falls back to SSE on 400,
 //!   404 or 405, remembering the choice in a [`auto::TransportCache`].
 //!
@@ -73,6 +77,10 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = mcp_protocol::defaults::REQUEST_TI
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Default number of reconnection attempts for one dropped SSE stream.
 pub const DEFAULT_MAX_RECONNECTS: u32 = 5;
+/// Default bound on silence on a long-lived SSE stream (streamable HTTP's
+/// GET stream, the legacy transport's stream): no byte, not even a comment,
+/// for this long and the stream is treated as dropped.
+pub const DEFAULT_IDLE_STREAM_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Default bound on the `DELETE` that ends a session at close.
 pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default time `send` waits for the head of a request's answer before
@@ -141,6 +149,7 @@ pub struct HttpOptions {
     http2: bool,
     default_retry: Duration,
     max_reconnects: u32,
+    idle_stream_timeout: Duration,
     close_timeout: Duration,
     get_stream: bool,
     observer: Option<HttpObserver>,
@@ -174,6 +183,7 @@ impl fmt::Debug for HttpOptions {
             .field("http2", &self.http2)
             .field("default_retry", &self.default_retry)
             .field("max_reconnects", &self.max_reconnects)
+            .field("idle_stream_timeout", &self.idle_stream_timeout)
             .field("close_timeout", &self.close_timeout)
             .field("get_stream", &self.get_stream)
             .field("observer", &self.observer.as_ref().map(|_| "<fn>"))
@@ -187,7 +197,7 @@ impl fmt::Debug for HttpOptions {
 impl HttpOptions {
     /// The defaults: no extra headers, 10 s connect timeout, 60 s request
     /// timeout, 16 MiB events, webpki roots, 1 s default retry, 5 reconnects,
-    /// a GET stream when the server offers one.
+    /// 5 min idle streams, a GET stream when the server offers one.
     pub fn new() -> Self {
         HttpOptions {
             headers: Vec::new(),
@@ -201,6 +211,7 @@ impl HttpOptions {
             http2: true,
             default_retry: DEFAULT_RETRY,
             max_reconnects: DEFAULT_MAX_RECONNECTS,
+            idle_stream_timeout: DEFAULT_IDLE_STREAM_TIMEOUT,
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
             get_stream: true,
             observer: None,
@@ -286,16 +297,32 @@ impl HttpOptions {
         self
     }
 
-    /// Wait before reconnecting a dropped SSE stream when the server sent no
-    /// `retry` (default 1 s). A server's `retry` always wins.
+    /// Wait before reconnecting a dropped SSE stream (streamable HTTP's GET
+    /// and request streams, the legacy transport's stream) when the server
+    /// sent no `retry` (default 1 s); the GET streams back off from it,
+    /// doubling with jitter up to 30 s. A server's `retry` always wins.
     pub fn default_retry(mut self, wait: Duration) -> Self {
         self.default_retry = wait;
         self
     }
 
-    /// Reconnection attempts for one dropped SSE stream (default 5).
+    /// Reconnection attempts in a row for one dropped SSE stream (default
+    /// 5); a successful reconnection counts from zero again. 0 turns
+    /// reconnecting off: the legacy transport then closes when its stream drops.
     pub fn max_reconnects(mut self, attempts: u32) -> Self {
         self.max_reconnects = attempts;
+        self
+    }
+
+    /// Bound on silence on a long-lived SSE stream (default 5 min): when no
+    /// byte arrives for this long (not even a keep-alive comment) on
+    /// streamable HTTP's GET stream or the legacy transport's stream, the
+    /// stream is treated as dropped and reconnected, and the trace and the
+    /// errors name this timeout. A silent proxy or a half-open connection
+    /// is found this way. A POST's SSE answer has no idle bound of its own:
+    /// the session's request timeout bounds it (and cancels the request).
+    pub fn idle_stream_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_stream_timeout = timeout;
         self
     }
 

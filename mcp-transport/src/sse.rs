@@ -31,6 +31,16 @@ use bytes::{Buf, BytesMut};
 /// The default bound on one event, in bytes: 16 MiB.
 pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 * 1024 * 1024;
 
+/// Why a stream was given up for silence, naming the setting and its bound.
+#[cfg(feature = "http")]
+pub(crate) fn idle_message(bound: std::time::Duration) -> String {
+    format!(
+        "the SSE stream sent nothing for {} (the idle stream timeout, \
+         HttpOptions::idle_stream_timeout)",
+        crate::describe_duration(bound)
+    )
+}
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// One dispatched event.

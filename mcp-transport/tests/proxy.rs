@@ -132,7 +132,11 @@ async fn serve(mut client: TcpStream, behaviour: Behaviour, log: Arc<ProxyLog>) 
         }
         _ => {}
     }
-    let Ok(mut server) = TcpStream::connect(target).await else {
+    // The tests' servers all listen on 127.0.0.1, which never goes through
+    // an environment proxy: they are named `FAR_HOST` to the client, and the
+    // proxy, which resolves names for its clients, finds them here.
+    let resolved = target.replace(FAR_HOST, "127.0.0.1");
+    let Ok(mut server) = TcpStream::connect(resolved).await else {
         let _ = client
             .write_all(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
             .await;
@@ -147,6 +151,16 @@ async fn serve(mut client: TcpStream, behaviour: Behaviour, log: Arc<ProxyLog>) 
         return;
     }
     let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+}
+
+/// A name for a test server that is not loopback to the client (which
+/// never resolves it: the proxy does, to 127.0.0.1).
+const FAR_HOST: &str = "mcp-server.test";
+
+/// `server`'s URL under [`FAR_HOST`]: a request to it goes through an
+/// environment proxy, as a request to a remote server would.
+fn far_url(server: &HttpServer) -> String {
+    server.url().replace("127.0.0.1", FAR_HOST)
 }
 
 fn lookup(vars: &[(&str, &str)]) -> Proxy {
@@ -234,14 +248,18 @@ async fn a_call_goes_through_the_proxy_the_environment_names() {
         .await
         .unwrap();
     let proxy = TestProxy::start(Behaviour::Open).await;
-    let options = options().proxy(lookup(&[("HTTP_PROXY", &proxy.url())]));
-    let t = StreamableHttpTransport::connect(&server.url(), options)
+    // A `NO_PROXY` that does not name the server changes nothing.
+    let options = options().proxy(lookup(&[
+        ("HTTP_PROXY", &proxy.url()),
+        ("NO_PROXY", "other.test,10.0.0.0/8"),
+    ]));
+    let t = StreamableHttpTransport::connect(&far_url(&server), options)
         .await
         .unwrap();
     assert_eq!(handshake_and_echo(&t, "proxied").await, "proxied");
     assert!(proxy.tunnels() >= 1);
     let connects = proxy.log.connects.lock().unwrap().clone();
-    let target = server.addr().to_string();
+    let target = format!("{FAR_HOST}:{}", server.addr().port());
     assert!(
         connects
             .iter()
@@ -252,23 +270,21 @@ async fn a_call_goes_through_the_proxy_the_environment_names() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_proxy_bypasses_the_proxy() {
+async fn loopback_bypasses_an_environment_proxy() {
     let server = HttpServer::start(HttpServerOptions::default())
         .await
         .unwrap();
     let proxy = TestProxy::start(Behaviour::Open).await;
-    let port = server.addr().port();
-    for no_proxy in [
-        "127.0.0.1",
-        "*",
-        "localhost, 127.0.0.0/8",
-        &format!("127.0.0.1:{port}"),
+    for vars in [
+        vec![("http_proxy", proxy.url())],
+        vec![("ALL_PROXY", proxy.url())],
+        vec![
+            ("http_proxy", proxy.url()),
+            ("NO_PROXY", "127.0.0.1".into()),
+        ],
     ] {
-        let options = options().proxy(lookup(&[
-            ("http_proxy", &proxy.url()),
-            ("NO_PROXY", no_proxy),
-        ]));
-        let t = StreamableHttpTransport::connect(&server.url(), options)
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let t = StreamableHttpTransport::connect(&server.url(), options().proxy(lookup(&vars)))
             .await
             .unwrap();
         // The call is answered; had it gone to the proxy, the proxy would
@@ -380,7 +396,7 @@ async fn credentials_reach_the_proxy_as_proxy_authorization_and_nowhere_else() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_runs_inside_the_tunnel() {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec![FAR_HOST.to_string()]).unwrap();
     let pem = cert.cert.pem();
     let der = CertificateDer::from(cert.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
@@ -415,7 +431,8 @@ async fn https_runs_inside_the_tunnel() {
         ("HTTPS_PROXY", &proxy.url()),
         ("http_proxy", "http://unused:1"),
     ]));
-    let t = StreamableHttpTransport::connect(&format!("https://{addr}/mcp"), options)
+    let url = format!("https://{FAR_HOST}:{}/mcp", addr.port());
+    let t = StreamableHttpTransport::connect(&url, options)
         .await
         .unwrap();
     assert_eq!(handshake_and_echo(&t, "tls inside").await, "tls inside");
@@ -499,7 +516,7 @@ async fn an_unreachable_or_unusable_proxy_is_named() {
     // A SOCKS proxy in the environment fails the requests it concerns,
     // naming the variable, with what to do.
     let t = StreamableHttpTransport::connect(
-        &server.url(),
+        &far_url(&server),
         options().proxy(lookup(&[("ALL_PROXY", "socks5://user:pw@127.0.0.1:1080")])),
     )
     .await

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
 use mcp_runtime::{RuntimeError, RuntimeLease, RuntimeManager, RuntimeOptions};
-use mcp_session::SessionError;
 use mcp_session::protocol::modern::SubscriptionFilter;
+use mcp_session::{SessionError, TimeoutKind};
 use mcp_transport::TransportError;
 use serde_json::{Value, json};
 
@@ -351,7 +351,11 @@ struct Tally {
 fn error_kind(e: &RuntimeError) -> &'static str {
     match e {
         RuntimeError::Call { source, .. } => match source {
-            SessionError::Timeout { .. } => "timeout",
+            SessionError::Timeout { kind, .. } => match kind {
+                TimeoutKind::MaxTotal => "timeout (max total)",
+                TimeoutKind::Handshake | TimeoutKind::Probe => "timeout (handshake)",
+                _ => "timeout",
+            },
             SessionError::Closed => "closed",
             SessionError::Transport(t) => match t {
                 TransportError::Closed { .. } => "transport closed",

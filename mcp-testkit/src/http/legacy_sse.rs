@@ -14,13 +14,18 @@ use tokio::sync::mpsc;
 use super::response::{Body, empty, full};
 use super::session::SessionKind;
 use super::sse::{sse_event, sse_response};
-use super::{Shared, lock};
+use super::{HttpMisbehaviour, Shared, lock};
 
 impl Shared {
     /// GET `/sse`: a new session and its stream.
     pub(super) fn legacy_stream(&self) -> Response<Body> {
         self.stats.legacy_streams.fetch_add(1, Ordering::Relaxed);
         let session = self.new_session(SessionKind::LegacySse);
+        if self.options.has(HttpMisbehaviour::DropSseStream)
+            && !self.dropped_once.swap(true, Ordering::SeqCst)
+        {
+            session.drop_stream_after(self.options.drop_after);
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let endpoint = format!("/messages?sessionId={}", session.id);
         let _ = tx.send(sse_event(None, Some("endpoint"), endpoint.as_bytes()));

@@ -39,6 +39,11 @@ pub enum HttpMisbehaviour {
     /// `slow-head`: waits `slow_ms` before answering each POST of a request
     /// other than `initialize`.
     SlowHead,
+    /// `drop-sse-stream`: the first legacy SSE stream ends after `drop_after`
+    /// `message` events (the `endpoint` event not counted). Its session
+    /// lives on, but answers can no longer reach the client: it must open a
+    /// new stream, which is a new session.
+    DropSseStream,
 }
 
 impl HttpMisbehaviour {
@@ -50,6 +55,7 @@ impl HttpMisbehaviour {
         HttpMisbehaviour::Status500,
         HttpMisbehaviour::WrongContentType,
         HttpMisbehaviour::SlowHead,
+        HttpMisbehaviour::DropSseStream,
     ];
 
     /// The name used on the command line.
@@ -61,6 +67,7 @@ impl HttpMisbehaviour {
             HttpMisbehaviour::Status500 => "status-500",
             HttpMisbehaviour::WrongContentType => "wrong-content-type",
             HttpMisbehaviour::SlowHead => "slow-head",
+            HttpMisbehaviour::DropSseStream => "drop-sse-stream",
         }
     }
 
@@ -92,6 +99,9 @@ pub struct HttpServerOptions {
     pub expire_after: usize,
     /// The delay of [`HttpMisbehaviour::SlowHead`], in ms.
     pub slow_ms: u64,
+    /// The `message` events before [`HttpMisbehaviour::DropSseStream`]
+    /// ends the stream.
+    pub drop_after: usize,
     /// A header every request must carry (name, exact value); 401 otherwise.
     pub require_header: Option<(String, String)>,
     /// The OAuth-protected mode: bearer tokens on every MCP request, and an
@@ -111,6 +121,7 @@ impl Default for HttpServerOptions {
             retry_ms: 200,
             expire_after: 3,
             slow_ms: 1000,
+            drop_after: 2,
             require_header: None,
             oauth: None,
         }

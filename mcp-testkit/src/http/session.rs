@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -77,6 +77,10 @@ pub(super) struct Session {
     pub(super) routes: Mutex<Routes>,
     /// POSTs to this session so far (for the expire misbehaviours).
     pub(super) posts: AtomicUsize,
+    /// A legacy stream ends after this many messages (0: never).
+    drop_after: AtomicUsize,
+    /// Messages sent on a legacy stream so far.
+    streamed: AtomicUsize,
     tasks: Vec<AbortHandle>,
 }
 
@@ -242,9 +246,17 @@ impl Session {
                     ..Routes::default()
                 }),
                 posts: AtomicUsize::new(0),
+                drop_after: AtomicUsize::new(0),
+                streamed: AtomicUsize::new(0),
                 tasks: vec![serve.abort_handle(), router.abort_handle()],
             }
         })
+    }
+
+    /// Ends the legacy stream after `messages` more messages (the
+    /// `drop-sse-stream` misbehaviour).
+    pub(super) fn drop_stream_after(&self, messages: usize) {
+        self.drop_after.store(messages, Ordering::Relaxed);
     }
 
     /// Ends every wait and stream: nothing more will come.
@@ -288,6 +300,12 @@ impl Session {
         if self.legacy {
             if let Some(tx) = &routes.standalone {
                 let _ = tx.send(sse_event(None, Some("message"), &line));
+                let sent = self.streamed.fetch_add(1, Ordering::Relaxed) + 1;
+                let limit = self.drop_after.load(Ordering::Relaxed);
+                if limit > 0 && sent >= limit {
+                    // The stream ends: its last sender is gone.
+                    routes.standalone = None;
+                }
             }
             return;
         }

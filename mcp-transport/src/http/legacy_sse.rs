@@ -4,48 +4,136 @@
 //! request timeout) for the `endpoint` event, whose data is resolved against
 //! the SSE URL; an endpoint on another origin is refused, so messages and
 //! headers never go elsewhere. Each message is then POSTed to the endpoint,
-//! and the server's messages arrive as `message` events on the stream. When
-//! the stream ends, `recv` reports the connection closed (the old transport
-//! has no way to resume).
+//! and the server's messages arrive as `message` events on the stream.
+//!
+//! When the stream drops (the server ends it, the connection resets or
+//! breaks, or it sends nothing for [`HttpOptions::idle_stream_timeout`]) and
+//! it was not our own close, the transport reconnects; the
+//! decisions are the IO-free [`state`] module's:
+//!
+//! * The requests posted on the dropped stream whose answers had not come
+//!   can get none any more (they would have come on that stream): each is
+//!   failed at once through `recv` as a [`Received::Failed`], so callers do
+//!   not wait for their timeouts.
+//! * The SSE URL is fetched again after a wait (the server's `retry` when it
+//!   sent one, else [`backoff::delay`](crate::backoff::delay) from
+//!   [`HttpOptions::default_retry`], capped at 30 s, jittered), carrying
+//!   `Last-Event-ID` when the events had ids, at most
+//!   [`HttpOptions::max_reconnects`] attempts in a row (counted again from
+//!   zero after a success). A 4xx other than 408 and 429 ends the attempts
+//!   at once: waiting does not fix a wrong URL or refused credentials.
+//! * The new stream's `endpoint` passes the same origin check as the first.
+//!   A new endpoint is a new session on the server: the `initialize`
+//!   request the layer above sent is replayed under an id of the
+//!   transport's own (its answer is not handed on; it must be a success
+//!   naming the same protocol version, else the connection closes with the
+//!   reason), then the `notifications/initialized`. Only then do POSTs go
+//!   out again; those issued meanwhile wait, within the request timeout.
+//! * When the attempts run out, `recv` reports the connection closed with a
+//!   reason naming the attempts and the last error.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Uri};
-use mcp_jsonrpc::{Message, Oversized};
-use tokio::sync::{Mutex, mpsc, oneshot};
+use mcp_jsonrpc::{Id, Message, Oversized};
+use tokio::sync::{Mutex, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{HttpClient, event_stream, status_error};
-use super::{HttpOptions, parse_url, payload_to_received, redact_url, same_origin};
+use super::{HttpOptions, HttpTrace, parse_url, payload_to_received, redact_url, same_origin};
 use crate::sse::{SseItem, SseParser};
 use crate::{
-    BoxFuture, InvalidFrame, Received, SendContext, Transport, TransportError, TransportKind,
+    BoxFuture, InvalidFrame, Lifecycle, Received, RequestFailure, SendContext, Transport,
+    TransportError, TransportKind,
 };
+
+mod state;
+
+use state::{Attempt, Gate, LinkState, Replay};
+
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+/// The longest wait between two reconnection attempts.
+const MAX_RECONNECT_WAIT: Duration = Duration::from_secs(30);
 
 /// A connection to a server speaking the 2024-11-05 HTTP+SSE transport.
 pub struct SseTransport {
-    client: HttpClient,
-    sse_url: Uri,
-    endpoint: Uri,
+    inner: Arc<Inner>,
     rx: Mutex<mpsc::Receiver<Received>>,
-    reason: Arc<StdMutex<String>>,
-    reader: JoinHandle<()>,
-    closing: CancellationToken,
+    driver: JoinHandle<()>,
     closed: AtomicBool,
 }
 
 impl std::fmt::Debug for SseTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SseTransport")
-            .field("sse_url", &redact_url(&self.sse_url))
-            .field("endpoint", &redact_url(&self.endpoint))
+            .field("sse_url", &redact_url(&self.inner.sse_url))
+            .field("endpoint", &self.endpoint())
             .finish_non_exhaustive()
+    }
+}
+
+/// What the tasks of one connection share.
+struct Inner {
+    client: HttpClient,
+    sse_url: Uri,
+    tx: mpsc::Sender<Received>,
+    state: StdMutex<LinkState>,
+    /// Bumped on every change of phase: wakes POSTs waiting for a stream.
+    changed: watch::Sender<()>,
+    /// The replayed `initialize` waiting for its answer (not handed on).
+    replay: StdMutex<Option<(Id, oneshot::Sender<Message>)>>,
+    /// Our own close.
+    closing: CancellationToken,
+    /// The transport gave up (the reason is the state's).
+    dead: CancellationToken,
+}
+
+/// How one stream ended.
+struct StreamEnd {
+    why: String,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
+/// Why a reconnection attempt failed.
+enum AttemptError {
+    /// Worth another attempt.
+    Retry(String),
+    /// Not: the connection closes with this reason.
+    Fatal(String),
+}
+
+impl AttemptError {
+    fn of(error: TransportError, doing: &str) -> Self {
+        if state::retryable(&error) {
+            AttemptError::Retry(error.to_string())
+        } else {
+            AttemptError::Fatal(format!("{doing} failed: {error}"))
+        }
+    }
+}
+
+/// Aborts a task when dropped (a reader whose attempt was abandoned).
+struct AbortOnDrop<T>(Option<JoinHandle<T>>);
+
+impl<T> AbortOnDrop<T> {
+    fn into_inner(mut self) -> Option<JoinHandle<T>> {
+        self.0.take()
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 
@@ -83,60 +171,415 @@ fn resolve_endpoint(base: &Uri, data: &str) -> Result<Uri, String> {
     Ok(resolved)
 }
 
-async fn read_stream(
-    mut body: Incoming,
-    base: Uri,
-    max_event_size: usize,
-    tx: mpsc::Sender<Received>,
-    mut endpoint: Option<oneshot::Sender<Result<Uri, String>>>,
-    reason: Arc<StdMutex<String>>,
-) {
-    let mut parser = SseParser::with_max_event_size(max_event_size);
-    let why = loop {
-        let data = match body.frame().await {
-            None => break "the server closed the SSE stream".to_owned(),
-            Some(Err(e)) => break format!("the SSE stream broke: {e}"),
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => data,
-                Err(_) => continue,
-            },
+fn closed_by_client() -> TransportError {
+    TransportError::closed("closed by the client")
+}
+
+impl Inner {
+    fn state(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn options(&self) -> &HttpOptions {
+        self.client.options()
+    }
+
+    fn what_get(&self) -> String {
+        format!("GET {}", redact_url(&self.sse_url))
+    }
+
+    /// Hands an item to `recv`; `false` when the transport is closing.
+    async fn deliver(&self, item: Received) -> bool {
+        tokio::select! {
+            sent = self.tx.send(item) => sent.is_ok(),
+            () = self.closing.cancelled() => false,
+        }
+    }
+
+    /// The error of the connection once it is gone.
+    fn closed_error(&self) -> TransportError {
+        if self.closing.is_cancelled() {
+            return closed_by_client();
+        }
+        let reason = self
+            .state()
+            .closed_reason()
+            .unwrap_or("the SSE stream ended")
+            .to_owned();
+        TransportError::closed(reason)
+    }
+
+    /// Opens the SSE stream, resuming after `last_event_id` when given.
+    async fn open_stream(&self, last_event_id: Option<&str>) -> Result<Incoming, TransportError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        if let Some(last) = last_event_id
+            && let Ok(v) = HeaderValue::from_str(last)
+        {
+            headers.insert(LAST_EVENT_ID, v);
+        }
+        let request = self
+            .client
+            .build(Method::GET, &self.sse_url, headers, None)?;
+        let response = self.client.send(request).await?;
+        event_stream(response, &self.what_get()).await
+    }
+
+    /// POSTs one message to `endpoint`; the server should answer 2xx.
+    async fn post(&self, endpoint: &Uri, body: Bytes) -> Result<(), TransportError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        let request = self
+            .client
+            .build(Method::POST, endpoint, headers, Some(body))?;
+        let response = self.client.send(request).await?;
+        if !response.status().is_success() {
+            let what = format!("POST {}", redact_url(endpoint));
+            return Err(status_error(response, &what).await);
+        }
+        Ok(())
+    }
+
+    /// Waits until a stream is up, then returns where to POST; a request
+    /// (`id`) is in flight on that stream from then on. Bounded by the
+    /// request timeout.
+    async fn wait_ready(&self, id: Option<&Id>) -> Result<Uri, TransportError> {
+        let timeout = self.options().request_timeout;
+        let mut changed = self.changed.subscribe();
+        let wait = async {
+            loop {
+                changed.borrow_and_update();
+                let gate = self.state().gate(id);
+                match gate {
+                    Gate::Post(endpoint) => return Ok(endpoint),
+                    Gate::Closed(reason) => return Err(TransportError::closed(reason)),
+                    Gate::Wait => {}
+                }
+                if changed.changed().await.is_err() {
+                    return Err(self.closed_error());
+                }
+            }
         };
-        parser.push(&data);
-        while let Some(item) = parser.next_item() {
-            let event = match item {
-                SseItem::Event(event) => event,
-                SseItem::Oversized { limit } => {
-                    let item = Received::Invalid(InvalidFrame::Oversized(Oversized::new(limit)));
-                    if tx.send(item).await.is_err() {
-                        return;
-                    }
-                    continue;
-                }
+        tokio::select! {
+            ready = tokio::time::timeout(timeout, wait) => ready.unwrap_or_else(|_| {
+                Err(TransportError::Timeout {
+                    what: format!(
+                        "the SSE stream {} to be reconnected before posting (the request timeout)",
+                        redact_url(&self.sse_url)
+                    ),
+                    after: timeout,
+                })
+            }),
+            () = self.closing.cancelled() => Err(closed_by_client()),
+        }
+    }
+
+    /// The replayed `initialize` waiting for `id`'s answer, taken.
+    fn take_replay_waiter(&self, id: &Id) -> Option<oneshot::Sender<Message>> {
+        let mut replay = self.replay.lock().unwrap_or_else(|p| p.into_inner());
+        if replay.as_ref().is_some_and(|(waiting, _)| waiting == id) {
+            replay.take().map(|(_, tx)| tx)
+        } else {
+            None
+        }
+    }
+
+    /// Reads one stream: its `endpoint` event (sent to `endpoint`), its
+    /// messages (answers mark their requests done; the replayed
+    /// `initialize`'s answer goes to its waiter), until it ends.
+    async fn read_stream(
+        self: Arc<Self>,
+        mut body: Incoming,
+        last_event_id: Option<String>,
+        mut endpoint: Option<oneshot::Sender<Result<Uri, String>>>,
+    ) -> StreamEnd {
+        let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
+        parser.set_last_event_id(last_event_id);
+        let idle = self.options().idle_stream_timeout;
+        let why = 'read: loop {
+            let frame = tokio::select! {
+                frame = tokio::time::timeout(idle, body.frame()) => match frame {
+                    Ok(frame) => frame,
+                    Err(_) => break 'read crate::sse::idle_message(idle),
+                },
+                () = self.closing.cancelled() => break 'read "closed by the client".to_owned(),
             };
-            match event.event.as_str() {
-                "endpoint" => {
-                    if let Some(tx) = endpoint.take() {
-                        let text = String::from_utf8_lossy(&event.data);
-                        let _ = tx.send(resolve_endpoint(&base, &text));
-                    }
-                }
-                "message" => {
-                    if event.data.trim_ascii().is_empty() {
+            let data = match frame {
+                None => break "the server closed the SSE stream".to_owned(),
+                Some(Err(e)) => break format!("the SSE stream broke: {e}"),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue,
+                },
+            };
+            parser.push(&data);
+            while let Some(item) = parser.next_item() {
+                let event = match item {
+                    SseItem::Event(event) => event,
+                    SseItem::Oversized { limit } => {
+                        let item =
+                            Received::Invalid(InvalidFrame::Oversized(Oversized::new(limit)));
+                        if !self.deliver(item).await {
+                            break 'read "closed by the client".to_owned();
+                        }
                         continue;
                     }
-                    let mut items = Vec::new();
-                    payload_to_received(&event.data, &mut items);
-                    for item in items {
-                        if tx.send(item).await.is_err() {
-                            return;
+                };
+                match event.event.as_str() {
+                    "endpoint" => {
+                        if let Some(tx) = endpoint.take() {
+                            let text = String::from_utf8_lossy(&event.data);
+                            let _ = tx.send(resolve_endpoint(&self.sse_url, &text));
                         }
                     }
+                    "message" => {
+                        if event.data.trim_ascii().is_empty() {
+                            continue;
+                        }
+                        let mut items = Vec::new();
+                        payload_to_received(&event.data, &mut items);
+                        for item in items {
+                            let Some(item) = self.answer_seen(item) else {
+                                continue;
+                            };
+                            if !self.deliver(item).await {
+                                break 'read "closed by the client".to_owned();
+                            }
+                        }
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
+        };
+        // A replayed initialize still waiting gets no answer from this stream.
+        self.replay.lock().unwrap_or_else(|p| p.into_inner()).take();
+        StreamEnd {
+            why,
+            last_event_id: parser.last_event_id().map(str::to_owned),
+            retry: parser.retry(),
         }
-    };
-    *reason.lock().unwrap_or_else(|p| p.into_inner()) = why;
+    }
+
+    /// Notes an answer: its request is no longer in flight, and the answer
+    /// to a replayed `initialize` goes to its waiter instead of `recv`.
+    fn answer_seen(&self, item: Received) -> Option<Received> {
+        let Received::Message(message @ (Message::Response(_) | Message::Error(_))) = item else {
+            return Some(item);
+        };
+        let Some(id) = message.id() else {
+            return Some(Received::Message(message));
+        };
+        if let Some(waiter) = self.take_replay_waiter(id) {
+            let _ = waiter.send(message);
+            return None;
+        }
+        self.state().answered(id);
+        Some(Received::Message(message))
+    }
+
+    /// Runs the connection after its first stream: when a stream drops,
+    /// fails the requests in flight on it and reconnects, until the
+    /// attempts run out or the client closes.
+    async fn drive(self: Arc<Self>, first: JoinHandle<StreamEnd>) {
+        let mut reader = first;
+        let mut last_event_id: Option<String> = None;
+        let mut retry: Option<Duration> = None;
+        let name = self.options().name().to_owned();
+        let max = self.options().max_reconnects;
+        loop {
+            let Ok(end) = (&mut reader).await else {
+                return;
+            };
+            if self.closing.is_cancelled() {
+                return;
+            }
+            if end.last_event_id.is_some() {
+                last_event_id = end.last_event_id;
+            }
+            if end.retry.is_some() {
+                retry = end.retry;
+            }
+            let lost = self.state().stream_dropped(&end.why);
+            self.changed.send_replace(());
+            tracing::info!(server = %name, "{}; reconnecting", end.why);
+            self.options().observe(HttpTrace::Note(format!(
+                "{}; {} request(s) in flight failed; reconnecting",
+                end.why,
+                lost.len()
+            )));
+            for id in lost {
+                let error = TransportError::Http {
+                    url: self.what_get(),
+                    message: format!(
+                        "{} before this request's answer, which would have come on that \
+                         stream; the transport reconnects: send the request again if it is \
+                         safe to run twice",
+                        end.why
+                    ),
+                };
+                let failure = Received::Failed(RequestFailure { id, error });
+                if !self.deliver(failure).await {
+                    return;
+                }
+            }
+            let mut last_error = end.why;
+            reader = loop {
+                let next = self.state().next_attempt(max, &last_error);
+                let n = match next {
+                    Attempt::Try(n) => n,
+                    Attempt::GiveUp(reason) => return self.give_up(reason),
+                };
+                let wait = retry.unwrap_or_else(|| {
+                    crate::backoff::delay(
+                        n,
+                        self.options().default_retry,
+                        MAX_RECONNECT_WAIT,
+                        &name,
+                    )
+                });
+                self.options().observe(HttpTrace::Note(format!(
+                    "reconnecting the SSE stream in {} ms (attempt {n} of {max})",
+                    wait.as_millis()
+                )));
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = self.closing.cancelled() => return,
+                }
+                let attempt = tokio::select! {
+                    attempt = self.reconnect(last_event_id.clone()) => attempt,
+                    () = self.closing.cancelled() => return,
+                };
+                match attempt {
+                    Ok(next) => break next,
+                    Err(AttemptError::Retry(e)) => {
+                        tracing::debug!(server = %name, "reconnecting the SSE stream: {e}");
+                        last_error = e;
+                    }
+                    Err(AttemptError::Fatal(e)) => return self.give_up(e),
+                }
+            };
+        }
+    }
+
+    /// One reconnection: a new stream, its endpoint, the handshake replayed
+    /// when the endpoint is new; then POSTs may go out again.
+    async fn reconnect(
+        self: &Arc<Self>,
+        last_event_id: Option<String>,
+    ) -> Result<JoinHandle<StreamEnd>, AttemptError> {
+        let body = self
+            .open_stream(last_event_id.as_deref())
+            .await
+            .map_err(|e| AttemptError::of(e, "reconnecting the SSE stream"))?;
+        let (endpoint_tx, endpoint_rx) = oneshot::channel();
+        let mut reader = AbortOnDrop(Some(tokio::spawn(Arc::clone(self).read_stream(
+            body,
+            last_event_id,
+            Some(endpoint_tx),
+        ))));
+        let timeout = self.options().request_timeout;
+        let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
+            Ok(Ok(Ok(endpoint))) => endpoint,
+            Ok(Ok(Err(refused))) => return Err(AttemptError::Fatal(refused)),
+            Ok(Err(_)) => {
+                let why = match reader.0.take() {
+                    Some(task) => task.await.map(|end| end.why).unwrap_or_default(),
+                    None => String::new(),
+                };
+                return Err(AttemptError::Retry(format!(
+                    "{why} before sending the endpoint event"
+                )));
+            }
+            Err(_) => {
+                return Err(AttemptError::Retry(format!(
+                    "no endpoint event on the new stream within {} (the request timeout)",
+                    crate::describe_duration(timeout)
+                )));
+            }
+        };
+        let replay = self.state().endpoint_found(&endpoint);
+        if let Some(replay) = replay {
+            self.replay_handshake(&endpoint, replay).await?;
+        }
+        tracing::info!(
+            server = self.options().name(),
+            endpoint = %redact_url(&endpoint),
+            "SSE stream reconnected"
+        );
+        self.options().observe(HttpTrace::Note(format!(
+            "SSE stream reconnected; posting to {}",
+            redact_url(&endpoint)
+        )));
+        self.state().ready(endpoint);
+        self.changed.send_replace(());
+        reader
+            .into_inner()
+            .ok_or_else(|| AttemptError::Retry("the new stream's reader is gone".into()))
+    }
+
+    /// Replays the handshake on a new endpoint: `initialize` under the
+    /// transport's own id, its answer checked and swallowed, then
+    /// `notifications/initialized`.
+    async fn replay_handshake(&self, endpoint: &Uri, replay: Replay) -> Result<(), AttemptError> {
+        let Replay {
+            initialize,
+            initialized,
+            version,
+        } = replay;
+        self.options().observe(HttpTrace::Note(
+            "a new SSE endpoint: replaying initialize for a new session".into(),
+        ));
+        let id = initialize.id.clone();
+        let body = Message::Request(initialize)
+            .to_vec()
+            .map(Bytes::from)
+            .map_err(|e| AttemptError::Fatal(format!("cannot encode initialize again: {e}")))?;
+        let (tx, rx) = oneshot::channel();
+        *self.replay.lock().unwrap_or_else(|p| p.into_inner()) = Some((id, tx));
+        self.post(endpoint, body)
+            .await
+            .map_err(|e| AttemptError::of(e, "re-initializing on the new SSE endpoint"))?;
+        let timeout = self.options().request_timeout;
+        let answer = match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => {
+                return Err(AttemptError::Retry(
+                    "the new stream ended before the answer to the replayed initialize".into(),
+                ));
+            }
+            Err(_) => {
+                return Err(AttemptError::Retry(format!(
+                    "no answer to the replayed initialize within {} (the request timeout)",
+                    crate::describe_duration(timeout)
+                )));
+            }
+        };
+        state::check_replay(&answer, version.as_deref()).map_err(|e| {
+            AttemptError::Fatal(format!(
+                "re-initializing after the SSE stream reconnected failed: {e}; connect again"
+            ))
+        })?;
+        if let Some(body) = initialized {
+            self.post(endpoint, body)
+                .await
+                .map_err(|e| AttemptError::of(e, "re-initializing on the new SSE endpoint"))?;
+        }
+        Ok(())
+    }
+
+    /// No more attempts: `recv` reports the connection closed with `reason`,
+    /// and waiting POSTs fail with it.
+    fn give_up(&self, reason: String) {
+        tracing::warn!(server = self.options().name(), "{reason}");
+        self.options()
+            .observe(HttpTrace::Note(format!("giving up: {reason}")));
+        self.state().close(reason);
+        self.changed.send_replace(());
+        self.dead.cancel();
+    }
 }
 
 impl SseTransport {
@@ -144,42 +587,40 @@ impl SseTransport {
     pub async fn connect(url: &str, options: HttpOptions) -> Result<Self, TransportError> {
         let sse_url = parse_url(url)?;
         let client = HttpClient::new(options)?;
-        let what = format!("GET {}", redact_url(&sse_url));
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::ACCEPT,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        let request = client.build(Method::GET, &sse_url, headers, None)?;
-        let response = client.send(request).await?;
-        let body = event_stream(response, &what).await?;
         let (tx, rx) = mpsc::channel(256);
-        let (endpoint_tx, endpoint_rx) = oneshot::channel();
-        let reason = Arc::new(StdMutex::new(String::new()));
-        let reader = tokio::spawn(read_stream(
-            body,
-            sse_url.clone(),
-            client.options().max_event_size,
+        let inner = Arc::new(Inner {
+            client,
+            state: StdMutex::new(LinkState::new(sse_url.clone())),
+            sse_url,
             tx,
+            changed: watch::Sender::new(()),
+            replay: StdMutex::new(None),
+            closing: CancellationToken::new(),
+            dead: CancellationToken::new(),
+        });
+        let what = inner.what_get();
+        let body = inner.open_stream(None).await?;
+        let (endpoint_tx, endpoint_rx) = oneshot::channel();
+        let mut reader = AbortOnDrop(Some(tokio::spawn(Arc::clone(&inner).read_stream(
+            body,
+            None,
             Some(endpoint_tx),
-            Arc::clone(&reason),
-        ));
-        let timeout = client.options().request_timeout;
+        ))));
+        let timeout = inner.options().request_timeout;
         let endpoint = match tokio::time::timeout(timeout, endpoint_rx).await {
             Ok(Ok(Ok(endpoint))) => endpoint,
-            Ok(Ok(Err(message))) => {
-                reader.abort();
-                return Err(TransportError::Http { url: what, message });
-            }
+            Ok(Ok(Err(message))) => return Err(TransportError::Http { url: what, message }),
             Ok(Err(_)) => {
-                let why = reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let why = match reader.0.take() {
+                    Some(task) => task.await.map(|end| end.why).unwrap_or_default(),
+                    None => String::new(),
+                };
                 return Err(TransportError::Http {
                     url: what,
                     message: format!("{why} before sending the endpoint event"),
                 });
             }
             Err(_) => {
-                reader.abort();
                 return Err(TransportError::Timeout {
                     what: format!("the endpoint event on {what}"),
                     after: timeout,
@@ -187,31 +628,76 @@ impl SseTransport {
             }
         };
         tracing::debug!(
-            server = client.options().name(),
+            server = inner.options().name(),
             endpoint = %redact_url(&endpoint),
             "SSE endpoint"
         );
+        inner.state().ready(endpoint);
+        let Some(first) = reader.into_inner() else {
+            return Err(TransportError::Http {
+                url: what,
+                message: "the stream's reader is gone".into(),
+            });
+        };
+        let driver = tokio::spawn(Arc::clone(&inner).drive(first));
         Ok(SseTransport {
-            client,
-            sse_url,
-            endpoint,
+            inner,
             rx: Mutex::new(rx),
-            reason,
-            reader,
-            closing: CancellationToken::new(),
+            driver,
             closed: AtomicBool::new(false),
         })
     }
 
-    /// Where messages are POSTed (from the `endpoint` event).
+    /// Where messages are POSTed (from the last `endpoint` event).
     pub fn endpoint(&self) -> String {
-        redact_url(&self.endpoint)
+        redact_url(self.inner.state().endpoint())
+    }
+
+    async fn send_message(
+        &self,
+        message: &Message,
+        context: &SendContext,
+    ) -> Result<(), TransportError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(closed_by_client());
+        }
+        let inner = &self.inner;
+        let body = Bytes::from(
+            message
+                .to_vec()
+                .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
+        );
+        let lifecycle = context.lifecycle_of();
+        let id = match message {
+            Message::Request(request) => {
+                if lifecycle == Lifecycle::Initialize {
+                    inner.state().initialize_sent(request.clone());
+                }
+                Some(request.id.clone())
+            }
+            _ => None,
+        };
+        let endpoint = inner.wait_ready(id.as_ref()).await?;
+        match inner.post(&endpoint, body.clone()).await {
+            Ok(()) => {
+                if lifecycle == Lifecycle::Initialized {
+                    let version = context.revision_of().map(|v| v.as_str());
+                    inner.state().initialized_sent(body, version);
+                }
+                Ok(())
+            }
+            // The stream dropped meanwhile and failed the request through
+            // `recv` already: one failure per request.
+            Err(_) if id.as_ref().is_some_and(|id| !inner.state().post_failed(id)) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }
 
 impl Drop for SseTransport {
     fn drop(&mut self) {
-        self.reader.abort();
+        self.inner.closing.cancel();
+        self.driver.abort();
     }
 }
 
@@ -219,52 +705,32 @@ impl Transport for SseTransport {
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
-        _context: &'a SendContext,
+        context: &'a SendContext,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(async move {
-            if self.closed.load(Ordering::SeqCst) {
-                return Err(TransportError::closed("closed by the client"));
-            }
-            let body = Bytes::from(
-                message
-                    .to_vec()
-                    .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
-            );
-            let mut headers = HeaderMap::new();
-            headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-            let request = self
-                .client
-                .build(Method::POST, &self.endpoint, headers, Some(body))?;
-            let response = self.client.send(request).await?;
-            if !response.status().is_success() {
-                let what = format!("POST {}", redact_url(&self.endpoint));
-                return Err(status_error(response, &what).await);
-            }
-            Ok(())
-        })
+        Box::pin(self.send_message(message, context))
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
         Box::pin(async move {
             if self.closed.load(Ordering::SeqCst) {
-                return Err(TransportError::closed("closed by the client"));
+                return Err(closed_by_client());
             }
             let mut rx = self.rx.lock().await;
             tokio::select! {
                 biased;
-                item = rx.recv() => item.ok_or_else(|| {
-                    let why = self.reason.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                    TransportError::closed(why)
-                }),
-                () = self.closing.cancelled() => Err(TransportError::closed("closed by the client")),
+                item = rx.recv() => item.ok_or_else(|| self.inner.closed_error()),
+                () = self.inner.closing.cancelled() => Err(closed_by_client()),
+                () = self.inner.dead.cancelled() => Err(self.inner.closed_error()),
             }
         })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         self.closed.store(true, Ordering::SeqCst);
-        self.closing.cancel();
-        self.reader.abort();
+        self.inner.closing.cancel();
+        self.inner.state().close("closed by the client".into());
+        self.inner.changed.send_replace(());
+        self.driver.abort();
         Box::pin(async {})
     }
 

@@ -18,9 +18,11 @@
 //!   `fd00::/8`); any entry may end with `:port`, and then matches that port
 //!   only. Case does not matter; names are never resolved, so `localhost`
 //!   does not cover `127.0.0.1`.
-//! * Loopback is not special, as in curl: `http://127.0.0.1:3000` goes
-//!   through `HTTP_PROXY` unless `NO_PROXY` names it (most corporate
-//!   settings include `localhost,127.0.0.1,::1`).
+//! * Loopback never goes through a proxy the environment names (Go's rule,
+//!   not curl's): `localhost`, `*.localhost`, `127.0.0.0/8` and `::1` are
+//!   this machine, which a proxy elsewhere cannot reach for it, and local
+//!   MCP servers are common. A proxy given explicitly (`HttpOptions::proxy`,
+//!   a server's `proxy` setting) is used for every host, loopback included.
 //! * A value without a scheme is an `http://` proxy (`proxy.corp:3128`); the
 //!   port defaults to 80 (curl would use 1080: write the port). An
 //!   `https://` or SOCKS proxy in a variable fails only the requests that
@@ -342,7 +344,7 @@ impl ProxyRules {
             return Route::Direct;
         };
         let port = target.port_u16().unwrap_or(if https { 443 } else { 80 });
-        if self.no_proxy.matches(host, port) {
+        if is_loopback(host) || self.no_proxy.matches(host, port) {
             return Route::Direct;
         }
         match entry {
@@ -355,6 +357,21 @@ impl ProxyRules {
     pub(crate) fn any(&self) -> bool {
         self.every.is_some() || self.https.is_some() || self.http.is_some()
     }
+}
+
+/// Whether `host` (as in a URI: IPv6 in brackets) names this machine.
+fn is_loopback(host: &str) -> bool {
+    let name = host.trim_end_matches('.').to_ascii_lowercase();
+    if name == "localhost" || name.ends_with(".localhost") {
+        return true;
+    }
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<IpAddr>().is_ok_and(|ip| match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    })
 }
 
 /// `NO_PROXY`, parsed.
@@ -568,23 +585,26 @@ mod tests {
     }
 
     #[test]
-    fn loopback_is_proxied_unless_named_as_in_curl() {
-        let r = rules(&[("http_proxy", "http://proxy:3128")]);
-        assert_eq!(
-            via(r.route(&uri("http://127.0.0.1:3000/mcp"))),
-            "http://proxy:3128"
-        );
-        assert_eq!(
-            via(r.route(&uri("http://localhost/mcp"))),
-            "http://proxy:3128"
-        );
+    fn loopback_never_goes_through_an_environment_proxy() {
         let r = rules(&[
             ("http_proxy", "http://proxy:3128"),
-            ("NO_PROXY", "localhost,127.0.0.1,::1"),
+            ("https_proxy", "http://proxy:3128"),
         ]);
-        assert_eq!(r.route(&uri("http://127.0.0.1:3000/mcp")), Route::Direct);
-        assert_eq!(r.route(&uri("http://[::1]:3000/mcp")), Route::Direct);
-        assert_eq!(r.route(&uri("http://localhost/mcp")), Route::Direct);
+        for target in [
+            "http://127.0.0.1:3000/mcp",
+            "http://127.9.9.9/mcp",
+            "http://[::1]:3000/mcp",
+            "http://[::ffff:127.0.0.1]/mcp",
+            "http://localhost/mcp",
+            "https://LocalHost./mcp",
+            "http://dev.localhost:8080/mcp",
+        ] {
+            assert_eq!(r.route(&uri(target)), Route::Direct, "{target}");
+        }
+        // Not loopback: proxied.
+        for target in ["http://128.0.0.1/mcp", "http://localhost.example.com/mcp"] {
+            assert_eq!(via(r.route(&uri(target))), "http://proxy:3128", "{target}");
+        }
     }
 
     #[test]

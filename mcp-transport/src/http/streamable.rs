@@ -58,7 +58,11 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   request, and the revision the context names as `MCP-Protocol-Version`
 ///   ([`StreamableHttpTransport::set_protocol_version`] overrides it).
 /// * After the `Lifecycle::Initialized` notification, a GET stream is opened
-///   for server-initiated messages (405 means the server offers none).
+///   for server-initiated messages (405 means the server offers none). When
+///   it sends nothing, not even a comment, for
+///   [`HttpOptions::idle_stream_timeout`], it is treated as dropped and
+///   opened again (a request's own SSE answer is bounded by the session's
+///   request timeout instead).
 /// * A dropped SSE stream whose events had ids is resumed with a GET carrying
 ///   `Last-Event-ID`, after the server's `retry` delay (or
 ///   [`HttpOptions::default_retry`]), up to [`HttpOptions::max_reconnects`]

@@ -48,7 +48,8 @@ impl Inner {
             match self.open_get(last.as_deref()).await {
                 Ok(Some(body)) => {
                     failures = 0;
-                    self.pump(body, &mut parser, None).await;
+                    let idle = self.options().idle_stream_timeout;
+                    self.pump(body, &mut parser, None, Some(idle)).await;
                 }
                 Ok(None) => return,
                 Err(e) => {

@@ -2,6 +2,7 @@
 //! `Last-Event-ID` when it drops), and what it reports back.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -159,7 +160,7 @@ impl Inner {
         let mut attempts = 0u32;
         loop {
             if let Some(b) = body.take()
-                && self.pump(b, &mut parser, Some(id)).await
+                && self.pump(b, &mut parser, Some(id), None).await
             {
                 return;
             }
@@ -216,12 +217,15 @@ impl Inner {
     }
 
     /// Reads SSE events from a body and hands their messages on. Returns
-    /// whether the answer to `expect` arrived.
+    /// whether the answer to `expect` arrived. With `idle`, a stream that
+    /// sends no byte for that long ends as if dropped (the idle stream
+    /// timeout, traced with its bound).
     pub(super) async fn pump(
         &self,
         mut body: Incoming,
         parser: &mut SseParser,
         expect: Option<&Id>,
+        idle: Option<Duration>,
     ) -> bool {
         let mut answered = false;
         loop {
@@ -232,8 +236,24 @@ impl Inner {
                     Err(_) => return true,
                 }
             } else {
+                let next = async {
+                    match idle {
+                        Some(idle) => tokio::time::timeout(idle, body.frame()).await.ok(),
+                        None => Some(body.frame().await),
+                    }
+                };
                 tokio::select! {
-                    f = body.frame() => f,
+                    f = next => match f {
+                        Some(f) => f,
+                        None => {
+                            let why = crate::sse::idle_message(idle.unwrap_or_default());
+                            tracing::info!(server = self.options().name(), "{why}");
+                            self.options()
+                                .observe(HttpTrace::Note(format!("{why}; reconnecting")));
+                            parser.finish();
+                            return false;
+                        }
+                    },
                     () = self.closing.cancelled() => return false,
                 }
             };
