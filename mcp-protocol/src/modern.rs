@@ -36,7 +36,13 @@ impl ResultType {
 
     /// Reads `resultType` from a result object; absent means complete.
     pub fn of(result: &Value) -> ResultType {
-        match result.get(Self::KEY).and_then(Value::as_str) {
+        Self::named(result.get(Self::KEY).and_then(Value::as_str))
+    }
+
+    /// The type a `resultType` value names (`None`: absent, or not a
+    /// string): absent means complete.
+    pub fn named(name: Option<&str>) -> ResultType {
+        match name {
             None | Some("complete") => ResultType::Complete,
             Some("input_required") => ResultType::InputRequired,
             Some("task") => ResultType::Task,
