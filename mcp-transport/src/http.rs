@@ -24,7 +24,7 @@
 //! (the environment's `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and
 //! `NO_PROXY` as curl reads them, an explicit proxy, or none; every server
 //! is reached through a `CONNECT` tunnel, TLS inside it; a refusal is
-//! [`TransportError::ProxyRefused`](crate::TransportError::ProxyRefused)),
+//! [`TransportError::ProxyRefused`]),
 //! and an observer that sees each HTTP exchange (for `--trace`).
 //!
 //! Redirects are never followed: a 3xx answer is an error naming the status,

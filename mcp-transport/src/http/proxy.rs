@@ -1,44 +1,7 @@
 //! HTTP proxies: which proxy (if any) a request goes through, and the
 //! connector that tunnels through it.
 //!
-//! The choice is made once per client build ([`Proxy`] in the options):
-//! the environment (the default), an explicit proxy, or none. From the
-//! environment, curl's variables and rules:
-//!
-//! * `https_proxy` / `HTTPS_PROXY` for `https://` servers, `http_proxy` /
-//!   `HTTP_PROXY` for `http://` ones, `all_proxy` / `ALL_PROXY` for both when
-//!   the specific one is unset; the lowercase name wins; an empty value is
-//!   unset. `HTTP_PROXY` in upper case is ignored when `REQUEST_METHOD` is
-//!   set (a CGI program, where a request's `Proxy:` header becomes it).
-//! * `no_proxy` / `NO_PROXY`: hosts reached directly, comma- (or space-)
-//!   separated: `*` (every host), a name (that host and its subdomains:
-//!   `example.com` and `.example.com` both match `example.com` and
-//!   `api.example.com`, never `badexample.com`; `*.example.com` is read as
-//!   `.example.com`), an IP address, or a CIDR block (`10.0.0.0/8`,
-//!   `fd00::/8`); any entry may end with `:port`, and then matches that port
-//!   only. Case does not matter; names are never resolved, so `localhost`
-//!   does not cover `127.0.0.1`.
-//! * Loopback never goes through a proxy the environment names (Go's rule,
-//!   not curl's): `localhost`, `*.localhost`, `127.0.0.0/8` and `::1` are
-//!   this machine, which a proxy elsewhere cannot reach for it, and local
-//!   MCP servers are common. A proxy given explicitly (`HttpOptions::proxy`,
-//!   a server's `proxy` setting) is used for every host, loopback included.
-//! * A value without a scheme is an `http://` proxy (`proxy.corp:3128`); the
-//!   port defaults to 80 (curl would use 1080: write the port). An
-//!   `https://` or SOCKS proxy in a variable fails only the requests that
-//!   would use it, with the variable named.
-//!
-//! An explicit proxy ([`Proxy::url`]) is used for every request of the
-//! client, `NO_PROXY` notwithstanding: it names the proxy of one server.
-//!
-//! Both `https://` and `http://` servers are reached through an HTTP
-//! `CONNECT host:port` tunnel (TLS to an `https://` server then runs inside
-//! it, with the same roots and ALPN as a direct connection). Some proxies
-//! allow `CONNECT` only to port 443; their refusal of an `http://` server
-//! is a [`TransportError::ProxyRefused`] naming the status. Credentials in
-//! the proxy URL's user info (percent-decoded) go in a `Proxy-Authorization:
-//! Basic` header of the `CONNECT` only, never to the server, and are never
-//! logged or shown.
+//! The rules are on [`Proxy`].
 
 use std::fmt;
 use std::net::IpAddr;
@@ -53,9 +16,47 @@ mod tunnel;
 
 pub(crate) use tunnel::{Failure, ProxyConnector, TunnelError};
 
-/// Which proxy an HTTP client goes through (see the [module docs](self)
-/// for the environment's rules). The default reads the environment when
-/// the client is built. `Debug` never shows credentials.
+/// Which proxy an HTTP client goes through. The default reads the
+/// environment when the client is built. `Debug` never shows credentials.
+///
+/// The choice is made once per client build ([`Proxy`] in the options):
+/// the environment (the default), an explicit proxy, or none. From the
+/// environment, curl's variables and rules:
+///
+/// * `https_proxy` / `HTTPS_PROXY` for `https://` servers, `http_proxy` /
+///   `HTTP_PROXY` for `http://` ones, `all_proxy` / `ALL_PROXY` for both when
+///   the specific one is unset; the lowercase name wins; an empty value is
+///   unset. `HTTP_PROXY` in upper case is ignored when `REQUEST_METHOD` is
+///   set (a CGI program, where a request's `Proxy:` header becomes it).
+/// * `no_proxy` / `NO_PROXY`: hosts reached directly, comma- (or space-)
+///   separated: `*` (every host), a name (that host and its subdomains:
+///   `example.com` and `.example.com` both match `example.com` and
+///   `api.example.com`, never `badexample.com`; `*.example.com` is read as
+///   `.example.com`), an IP address, or a CIDR block (`10.0.0.0/8`,
+///   `fd00::/8`); any entry may end with `:port`, and then matches that port
+///   only. Case does not matter; names are never resolved, so `localhost`
+///   does not cover `127.0.0.1`.
+/// * Loopback never goes through a proxy the environment names (Go's rule,
+///   not curl's): `localhost`, `*.localhost`, `127.0.0.0/8` and `::1` are
+///   this machine, which a proxy elsewhere cannot reach for it, and local
+///   MCP servers are common. A proxy given explicitly (`HttpOptions::proxy`,
+///   a server's `proxy` setting) is used for every host, loopback included.
+/// * A value without a scheme is an `http://` proxy (`proxy.corp:3128`); the
+///   port defaults to 80 (curl would use 1080: write the port). An
+///   `https://` or SOCKS proxy in a variable fails only the requests that
+///   would use it, with the variable named.
+///
+/// An explicit proxy ([`Proxy::url`]) is used for every request of the
+/// client, `NO_PROXY` notwithstanding: it names the proxy of one server.
+///
+/// Both `https://` and `http://` servers are reached through an HTTP
+/// `CONNECT host:port` tunnel (TLS to an `https://` server then runs inside
+/// it, with the same roots and ALPN as a direct connection). Some proxies
+/// allow `CONNECT` only to port 443; their refusal of an `http://` server
+/// is a [`TransportError::ProxyRefused`] naming the status. Credentials in
+/// the proxy URL's user info (percent-decoded) go in a `Proxy-Authorization:
+/// Basic` header of the `CONNECT` only, never to the server, and are never
+/// logged or shown.
 ///
 /// ```
 /// use mcp_transport::http::{HttpOptions, Proxy};
