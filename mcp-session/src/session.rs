@@ -872,7 +872,10 @@ mod tests {
     #[test]
     fn the_shape_of_a_result_is_read_without_building_it() {
         let content = r#""content":[{"type":"text","text":"hi","_meta":{"a":[1,{"b":null}]}}]"#;
-        assert_eq!(shape(&format!("{{{content}}}")), (ResultType::Complete, None));
+        assert_eq!(
+            shape(&format!("{{{content}}}")),
+            (ResultType::Complete, None)
+        );
         assert_eq!(
             shape(&format!(r#"{{{content},"resultType":"input_required"}}"#)),
             (ResultType::InputRequired, None)

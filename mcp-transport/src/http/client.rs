@@ -243,54 +243,65 @@ impl HttpClient {
         }
     }
 
-    /// Sends a request once, as it is.
+    /// Sends a request once, as it is. The trace (and the description of
+    /// the request an error carries) is only made when it is used: an
+    /// answered request formats nothing.
     async fn send_once(
         &self,
         request: Request<Full<Bytes>>,
     ) -> Result<Response<Incoming>, TransportError> {
-        let method = request.method().to_string();
-        let uri = request.uri().clone();
-        let what = format!("{method} {}", redact_url(&uri));
-        self.options.observe(HttpTrace::Request {
-            method: method.clone(),
-            url: redact_url(&uri),
-            headers: self.shown(request.headers()),
-        });
+        let observing = self.options.observer.is_some();
+        // Cheap: a `Method` is an enum, a `Uri` shares its bytes.
+        let (method, uri) = (request.method().clone(), request.uri().clone());
+        let what = || format!("{method} {}", redact_url(&uri));
+        if observing {
+            self.options.observe(HttpTrace::Request {
+                method: method.to_string(),
+                url: redact_url(&uri),
+                headers: self.shown(request.headers()),
+            });
+        }
         let timeout = self.options.request_timeout;
         let result = match tokio::time::timeout(timeout, self.client.request(request)).await {
             Err(_) => Err(TransportError::Timeout {
-                what: format!("the first byte of the answer to {what} (the request timeout)"),
+                what: format!(
+                    "the first byte of the answer to {} (the request timeout)",
+                    what()
+                ),
                 after: timeout,
             }),
             // A proxy's refusal or failure, named as the proxy's.
             Ok(Err(e)) => Err(match tunnel_error(&e) {
-                Some(tunnel) => proxy_error(tunnel, &what),
+                Some(tunnel) => proxy_error(tunnel, &what()),
                 // Named as the connect timeout, not as a generic client error.
                 None if e.is_connect() && timed_out(&e) => TransportError::Timeout {
                     what: format!(
-                        "a connection for {what} (the connect timeout; is the host reachable?)"
+                        "a connection for {} (the connect timeout; is the host reachable?)",
+                        what()
                     ),
                     after: self.options.connect_timeout,
                 },
                 None => TransportError::Http {
-                    url: what.clone(),
+                    url: what(),
                     message: describe_client_error(&e),
                 },
             }),
             Ok(Ok(response)) => Ok(response),
         };
-        match &result {
-            Ok(response) => self.options.observe(HttpTrace::Response {
-                method,
-                url: redact_url(&uri),
-                status: response.status().as_u16(),
-                headers: self.shown(response.headers()),
-            }),
-            Err(e) => self.options.observe(HttpTrace::Failed {
-                method,
-                url: redact_url(&uri),
-                error: e.to_string(),
-            }),
+        if observing {
+            match &result {
+                Ok(response) => self.options.observe(HttpTrace::Response {
+                    method: method.to_string(),
+                    url: redact_url(&uri),
+                    status: response.status().as_u16(),
+                    headers: self.shown(response.headers()),
+                }),
+                Err(e) => self.options.observe(HttpTrace::Failed {
+                    method: method.to_string(),
+                    url: redact_url(&uri),
+                    error: e.to_string(),
+                }),
+            }
         }
         result
     }

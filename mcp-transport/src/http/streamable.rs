@@ -123,6 +123,10 @@ struct Inner {
     /// aborts its task, which closes its response stream.
     modern_requests: StdMutex<HashMap<Id, AbortHandle>>,
     closing: CancellationToken,
+    /// `POST <url>` and `GET <url>`, redacted, for errors: made once, not
+    /// on every request.
+    post_what: String,
+    get_what: String,
 }
 
 /// Where a request task reports the head of its answer, once.
@@ -157,9 +161,12 @@ impl StreamableHttpTransport {
         let url = parse_url(url)?;
         let client = HttpClient::new(options)?;
         let (tx, rx) = mpsc::channel(256);
+        let redacted = redact_url(&url);
         Ok(StreamableHttpTransport {
             inner: Arc::new(Inner {
                 client,
+                post_what: format!("POST {redacted}"),
+                get_what: format!("GET {redacted}"),
                 url,
                 tx,
                 state: StdMutex::new(SessionState::default()),
@@ -226,8 +233,13 @@ impl Inner {
         self.client.options()
     }
 
-    fn what(&self, method: &Method) -> String {
-        format!("{method} {}", redact_url(&self.url))
+    /// `POST <url>` or `GET <url>` (redacted), for errors.
+    fn what(&self, method: &Method) -> &str {
+        if *method == Method::GET {
+            &self.get_what
+        } else {
+            &self.post_what
+        }
     }
 
     fn spawn(

@@ -34,7 +34,7 @@ impl Inner {
             Renewal::Replay { init, initialized } => (init, initialized),
             Renewal::Impossible => {
                 return Err(TransportError::Http {
-                    url: self.what(&Method::POST),
+                    url: self.what(&Method::POST).to_owned(),
                     message: "the session expired and there is no initialize request to replay"
                         .into(),
                 });

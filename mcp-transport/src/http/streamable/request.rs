@@ -105,7 +105,7 @@ impl Inner {
             if status == hyper::StatusCode::ACCEPTED {
                 if modern {
                     let error = TransportError::Http {
-                        url: what.clone(),
+                        url: what.to_owned(),
                         message: "the server answered a request with 202 Accepted; in protocol \
                                   2026-07-28 the answer must come on the request's own response"
                             .into(),
@@ -139,7 +139,7 @@ impl Inner {
                 }
                 other => {
                     let error = TransportError::Http {
-                        url: what.clone(),
+                        url: what.to_owned(),
                         message: format!(
                             "the answer to a request has Content-Type {other:?}; expected \
                              application/json or text/event-stream"
@@ -180,7 +180,7 @@ impl Inner {
                 Resume::After(wait) => wait,
                 Resume::Fail(why) => {
                     let error = TransportError::Http {
-                        url: self.what(&Method::POST),
+                        url: self.what(&Method::POST).to_owned(),
                         message: why,
                     };
                     return self.deliver_error(id, error).await;
@@ -199,7 +199,7 @@ impl Inner {
                 Ok(Some(b)) => body = Some(b),
                 Ok(None) => {
                     let error = TransportError::Http {
-                        url: self.what(&Method::GET),
+                        url: self.what(&Method::GET).to_owned(),
                         message: "the server does not offer a GET stream (405), so the dropped \
                                   stream cannot be resumed"
                             .into(),
