@@ -33,7 +33,7 @@ impl Inner {
         if response.status() == hyper::StatusCode::METHOD_NOT_ALLOWED {
             return Ok(None);
         }
-        event_stream(response, &what).await.map(Some)
+        event_stream(response, what).await.map(Some)
     }
 
     /// The GET stream for server-initiated messages of one session.

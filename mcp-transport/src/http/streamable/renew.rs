@@ -55,7 +55,7 @@ impl Inner {
             .build(Method::POST, &self.url, headers, Some(init_body))?;
         let response = self.client.send(request).await?;
         if !response.status().is_success() {
-            return Err(status_error(response, &what).await);
+            return Err(status_error(response, what).await);
         }
         self.state().session_started(response.headers());
         self.drain_answer(response, &init_id).await?;
@@ -66,7 +66,7 @@ impl Inner {
                 .build(Method::POST, &self.url, headers, Some(body))?;
             let response = self.client.send(request).await?;
             if !response.status().is_success() {
-                return Err(status_error(response, &what).await);
+                return Err(status_error(response, what).await);
             }
         }
         self.start_get_stream();
@@ -109,7 +109,7 @@ impl Inner {
                         after: timeout,
                     })
             }
-            _ => read_body(response.into_body(), limit, timeout, &what)
+            _ => read_body(response.into_body(), limit, timeout, what)
                 .await
                 .map(drop),
         }
@@ -132,7 +132,7 @@ impl Inner {
             if response.status().is_success() {
                 return Ok(());
             }
-            let error = status_error(response, &what).await;
+            let error = status_error(response, what).await;
             if has_session && !renewed && state::is_expiry(&error) {
                 renewed = true;
                 self.renew(generation, error.http_status()).await?;

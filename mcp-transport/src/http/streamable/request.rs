@@ -77,7 +77,7 @@ impl Inner {
             // body says, so callers see the status they must act on.
             let explained = status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407);
             if modern && explained {
-                return match status_answer(response, &what).await {
+                return match status_answer(response, what).await {
                     Ok((error, mut answer)) => {
                         // The JSON-RPC error explains the status: it is the answer.
                         tracing::debug!(server = self.options().name(), "{error}");
@@ -89,7 +89,7 @@ impl Inner {
                 };
             }
             if !status.is_success() {
-                let error = status_error(response, &what).await;
+                let error = status_error(response, what).await;
                 if has_session && !renewed && state::is_expiry(&error) {
                     renewed = true;
                     match self.renew(generation, error.http_status()).await {
@@ -121,7 +121,7 @@ impl Inner {
                     head.ok();
                     let limit = self.options().max_event_size;
                     let timeout = self.options().request_timeout;
-                    match read_body(response.into_body(), limit, timeout, &what).await {
+                    match read_body(response.into_body(), limit, timeout, what).await {
                         Ok(bytes) => {
                             let mut items = Vec::new();
                             payload_to_received(&bytes, &mut items);
