@@ -292,8 +292,15 @@ pub enum MessageError {
 pub fn parse_payload(bytes: &[u8]) -> Result<Payload, MessageError> {
     // All of the text must be UTF-8, members the parser skips included
     // (serde_json checks only the strings it keeps). Checking once up front
-    // also spares the parser its checks string by string.
-    let text = std::str::from_utf8(bytes).map_err(|_| MessageError::NotUtf8)?;
+    // also spares the parser its checks string by string. simdutf8 accepts
+    // exactly what `std::str::from_utf8` accepts, several times faster on
+    // text with some non-ASCII (std's fast path is for ASCII runs only).
+    let text = simdutf8::basic::from_utf8(bytes).map_err(|_| MessageError::NotUtf8)?;
+    parse_text(text)
+}
+
+/// [`parse_payload`] after the UTF-8 check.
+fn parse_text(text: &str) -> Result<Payload, MessageError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let parsed = TopLevel::deserialize(&mut de).and_then(|t| de.end().map(|()| t));
     match parsed {
@@ -763,5 +770,95 @@ mod tests {
     fn excerpt_escapes_and_cuts() {
         assert_eq!(excerpt_str("a\x1b[31mb", 100), "a\\u{1b}[31mb");
         assert_eq!(excerpt_str("abcdef", 3), "abc…");
+    }
+
+    /// The reference path: std's UTF-8 check, then the same parse.
+    fn parse_payload_std(bytes: &[u8]) -> Result<Payload, MessageError> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => parse_text(text),
+            Err(_) => Err(MessageError::NotUtf8),
+        }
+    }
+
+    mod fast_path {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// JSON-RPC-looking text: pieces of envelopes, numbers, and strings
+        /// with one- to four-byte characters, long enough to cross the
+        /// validator's 64-byte blocks.
+        fn text() -> impl Strategy<Value = Vec<u8>> {
+            let piece = prop::sample::select(vec![
+                r#"{"jsonrpc":"2.0","#,
+                r#""id":7,"#,
+                r#""id":"é7","#,
+                r#""method":"tools/call","#,
+                r#""params":{"text":""#,
+                r#""result":{"content":[{"type":"text","text":""#,
+                r#""}]}}"#,
+                r#""},"#,
+                "naïve café ",
+                "日本語 ",
+                "😀\\u00e9\\\\ ",
+                "\\ud83d\\ude00\\n ",
+                "\\u{10ffff}\u{10ffff}",
+                "plain ascii words of some length, ",
+                "]",
+                "}",
+                "[",
+                "\"",
+                ",",
+            ]);
+            prop::collection::vec(piece, 0..40).prop_map(|p| p.concat().into_bytes())
+        }
+
+        /// Text, then a few bytes replaced, inserted or removed (surrogate,
+        /// overlong and truncated sequences among them), or arbitrary bytes.
+        fn bytes() -> impl Strategy<Value = Vec<u8>> {
+            let edit = (
+                any::<prop::sample::Index>(),
+                0..3u8,
+                prop::sample::select(vec![
+                    0x80u8, 0xBF, 0xC0, 0xC1, 0xC3, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF, b'"',
+                    b'\\', b'{', b'\n', 0x00, 0xA0, 0x9F,
+                ]),
+            );
+            prop_oneof![
+                3 => (text(), prop::collection::vec(edit, 0..4)).prop_map(|(mut t, edits)| {
+                    for (at, kind, byte) in edits {
+                        if t.is_empty() {
+                            t.push(byte);
+                            continue;
+                        }
+                        let i = at.index(t.len());
+                        match kind {
+                            0 => t[i] = byte,
+                            1 => t.insert(i, byte),
+                            _ => {
+                                t.remove(i);
+                            }
+                        }
+                    }
+                    t
+                }),
+                1 => text(),
+                1 => prop::collection::vec(any::<u8>(), 0..300),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+            /// The SIMD UTF-8 check accepts and refuses exactly what std's
+            /// does, so the fast path parses every input as the reference
+            /// path does.
+            #[test]
+            fn fast_and_reference_paths_agree(bytes in bytes()) {
+                prop_assert_eq!(
+                    format!("{:?}", parse_payload(&bytes)),
+                    format!("{:?}", parse_payload_std(&bytes))
+                );
+            }
+        }
     }
 }
