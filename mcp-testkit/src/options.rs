@@ -237,6 +237,10 @@ pub struct ServerOptions {
     pub resource_count: usize,
     /// The size in bytes of the `test://blob/large` resource (`--blob-bytes N`).
     pub blob_bytes: usize,
+    /// Generated tools `extra_1` … `extra_N` listed after the real ones
+    /// (`--extra-tools N`), for benchmarks of large catalogs; listed only
+    /// (calling one is an unknown tool).
+    pub extra_tools: usize,
 }
 
 /// Which protocol revisions the server speaks.
@@ -280,6 +284,7 @@ impl Default for ServerOptions {
             era: Era::Legacy,
             resource_count: DEFAULT_RESOURCE_COUNT,
             blob_bytes: DEFAULT_BLOB_BYTES,
+            extra_tools: 0,
         }
     }
 }
@@ -330,6 +335,8 @@ Options:
                           2026-07-28 only (server/discover, _meta, multi-round-trip), or both
   --resource-count N      text resources test://text/1..N in resources/list (default 3)
   --blob-bytes N          size of the test://blob/large resource in bytes (default 1024)
+  --extra-tools N         list N generated tools extra_1..N after the real ones (listed only;
+                          for benchmarks of large catalogs; default 0)
   -h, --help              show this help and exit
 
 HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
@@ -451,10 +458,18 @@ struct Flags {
         default_value_t = DEFAULT_BLOB_BYTES,
     )]
     blob_bytes: usize,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<usize>,
+        default_value_t = 0,
+    )]
+    extra_tools: usize,
 }
 
 /// The flags of [`Flags`], as [`ArgsError`] names them.
-const FLAGS: [&str; 11] = [
+const FLAGS: [&str; 12] = [
     "--misbehave",
     "--page-size",
     "--workspace",
@@ -466,6 +481,7 @@ const FLAGS: [&str; 11] = [
     "--era",
     "--resource-count",
     "--blob-bytes",
+    "--extra-tools",
 ];
 
 /// Why a flag's value was refused: the `reason` of [`ArgsError::InvalidValue`].
@@ -572,6 +588,7 @@ impl ServerOptions {
             era: flags.era.unwrap_or_default(),
             resource_count: flags.resource_count,
             blob_bytes: flags.blob_bytes,
+            extra_tools: flags.extra_tools,
         })
     }
 
@@ -621,6 +638,9 @@ impl ServerOptions {
         if self.blob_bytes != DEFAULT_BLOB_BYTES {
             args.extend(["--blob-bytes".to_owned(), self.blob_bytes.to_string()]);
         }
+        if self.extra_tools != 0 {
+            args.extend(["--extra-tools".to_owned(), self.extra_tools.to_string()]);
+        }
         args
     }
 }
@@ -659,6 +679,7 @@ mod tests {
             "--resource-count=10000",
             "--blob-bytes",
             "5",
+            "--extra-tools=7",
         ])
         .unwrap();
         assert_eq!(
@@ -670,6 +691,7 @@ mod tests {
         assert_eq!(o.flood_count, 5);
         assert_eq!(o.drain_ms, 0);
         assert_eq!((o.resource_count, o.blob_bytes), (10_000, 5));
+        assert_eq!(o.extra_tools, 7);
         assert_eq!(
             parse(&o.to_args().iter().map(String::as_str).collect::<Vec<_>>()),
             Ok(o)

@@ -1,7 +1,7 @@
 //! The tools: their definitions (`tools/list`) and what they do (`tools/call`).
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use mcp_protocol::methods;
@@ -136,6 +136,44 @@ pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
     ));
     all
 });
+
+/// The tools `tools/list` shows: the era's definitions, then `extra`
+/// generated ones ([`crate::ServerOptions::extra_tools`]). Built once per
+/// era and count and shared, so that a benchmark of a large catalog does
+/// not time the server building it.
+pub(crate) fn listed(modern: bool, extra: usize) -> Arc<[Tool]> {
+    type Built = Vec<((bool, usize), Arc<[Tool]>)>;
+    static BUILT: Mutex<Built> = Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, all)) = built.iter().find(|(key, _)| *key == (modern, extra)) {
+        return Arc::clone(all);
+    }
+    let base: &[Tool] = if modern {
+        &MODERN_DEFINITIONS
+    } else {
+        &DEFINITIONS
+    };
+    let all: Arc<[Tool]> = base
+        .iter()
+        .cloned()
+        .chain((1..=extra).map(|i| {
+            tool(
+                &format!("extra_{i}"),
+                &format!("Extra {i}"),
+                "A generated tool for benchmarks of large catalogs; listed only.",
+                json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": "Any text."}},
+                    "required": ["text"]
+                }),
+            )
+        }))
+        .collect();
+    built.push(((modern, extra), Arc::clone(&all)));
+    all
+}
 
 /// The `tools/list` entries a legacy client sees, in order ([`TOOL_NAMES`]).
 pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {

@@ -53,9 +53,19 @@ pub(crate) enum Bench {
     /// (the floor); print MB/s and ratios.
     Codec(CodecArgs),
     /// tools/call round trips to a child-process server over stdio,
-    /// sequential and 8 in flight: this stack, rmcp's client and a raw-pipe
-    /// floor; print calls/s, p50/p99 latency and ratios.
+    /// sequential and 8 in flight (or --in-flight 1,8,64): this stack, rmcp's
+    /// client, the TypeScript SDK's client (when `cargo xtask conformance`
+    /// installed it) and a raw-pipe floor; print calls/s, p50/p99 latency and
+    /// ratios. --instructions: instructions per call under callgrind.
     Stdio(StdioArgs),
+    /// Payloads from 100 B to 1 MB over stdio: a tools/call whose result
+    /// (echo) and a tools/list whose catalog are that large; this stack, rmcp
+    /// and the floor; print calls/s and MB/s.
+    Payload(PayloadArgs),
+    /// Building a tool catalog of 1, 100 and 10,000 tools:
+    /// mcp_session::ToolCatalog::new alone, and a session's refresh_tools
+    /// against an in-process mcp-testkit; print µs per build and per tool.
+    Catalog(CatalogArgs),
     /// tools/call round trips to mcp-testkit's streamable HTTP server on
     /// 127.0.0.1 (stateful), sequential and 8 in flight: this stack, rmcp's
     /// streamable HTTP client and a raw hyper floor; print calls/s, p50/p99
@@ -104,9 +114,52 @@ pub(crate) struct StdioArgs {
     /// The client's tokio runtime: multi or current.
     #[arg(long, value_name = "FLAVOR", default_value = "multi")]
     pub(crate) runtime: String,
-    /// Only one client, for profiling: ours, rmcp or floor.
+    /// Only one client, for profiling: ours, rmcp, floor or ts.
     #[arg(long, value_name = "CLIENT")]
     pub(crate) only: Option<String>,
+    /// Calls in flight, one row each (1 is the sequential row), e.g. 1,8,64.
+    #[arg(long, value_name = "K,K…", value_delimiter = ',', default_values_t = [1, 8])]
+    pub(crate) in_flight: Vec<usize>,
+    /// Count the instructions per sequential call of each client under
+    /// valgrind (callgrind) instead of timing: reproducible on a noisy machine.
+    #[arg(long)]
+    pub(crate) instructions: bool,
+    /// The two call counts of --instructions; the difference of their
+    /// instruction totals over the difference of the counts cancels startup.
+    #[arg(long, value_name = "N1,N2", value_delimiter = ',', default_values_t = [500, 2500])]
+    pub(crate) instructions_calls: Vec<usize>,
+    /// Run the sequential mode only (what --instructions runs under valgrind).
+    #[arg(long, hide = true)]
+    pub(crate) sequential_only: bool,
+    /// The mcp-testkit program, already built (--instructions passes it on).
+    #[arg(long, value_name = "PATH", hide = true)]
+    pub(crate) testkit: Option<String>,
+}
+
+/// `bench payload`.
+#[derive(Debug, Args)]
+pub(crate) struct PayloadArgs {
+    /// Payload sizes in bytes: the text `echo` returns, and roughly the size
+    /// of the `tools/list` answer.
+    #[arg(long, value_name = "BYTES,…", value_delimiter = ',', default_values_t = [100, 10_000, 1_000_000])]
+    pub(crate) sizes: Vec<usize>,
+    /// Megabytes of payload per run (calls = this / size, between 10 and 5000).
+    #[arg(long, value_name = "MB", default_value_t = 20.0)]
+    pub(crate) mb: f64,
+    /// Rounds, interleaved between the clients.
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    pub(crate) rounds: usize,
+}
+
+/// `bench catalog`.
+#[derive(Debug, Args)]
+pub(crate) struct CatalogArgs {
+    /// Catalog sizes, in tools.
+    #[arg(long, value_name = "N,…", value_delimiter = ',', default_values_t = [1, 100, 10_000])]
+    pub(crate) tools: Vec<usize>,
+    /// Tools built per size and way (builds = this / tools, at least 5).
+    #[arg(long, value_name = "N", default_value_t = 200_000)]
+    pub(crate) budget: usize,
 }
 
 /// `bench http`.
@@ -133,6 +186,22 @@ pub(crate) struct HttpArgs {
     /// Only one client, for profiling: ours, rmcp or floor.
     #[arg(long, value_name = "CLIENT")]
     pub(crate) only: Option<String>,
+    /// Calls in flight, one row each (1 is the sequential row), e.g. 1,8,64.
+    #[arg(long, value_name = "K,K…", value_delimiter = ',', default_values_t = [1, 8])]
+    pub(crate) in_flight: Vec<usize>,
+    /// Count the instructions per sequential call of each client under
+    /// valgrind (callgrind) instead of timing: reproducible on a noisy machine.
+    #[arg(long)]
+    pub(crate) instructions: bool,
+    /// The two call counts of --instructions.
+    #[arg(long, value_name = "N1,N2", value_delimiter = ',', default_values_t = [500, 2500])]
+    pub(crate) instructions_calls: Vec<usize>,
+    /// Run the sequential mode only (what --instructions runs under valgrind).
+    #[arg(long, hide = true)]
+    pub(crate) sequential_only: bool,
+    /// A server already running (--instructions starts it outside valgrind).
+    #[arg(long, value_name = "URL", hide = true)]
+    pub(crate) url: Option<String>,
     /// The server's era: legacy, or dual (ours then speaks 2026-07-28 while
     /// rmcp and the floor use the handshake).
     #[arg(long, value_name = "ERA", default_value = "legacy")]
@@ -297,6 +366,19 @@ mod tests {
         };
         assert_eq!((s.n, s.n_inflight, s.rounds), (10, None, 5));
         assert_eq!((s.server.as_str(), s.runtime.as_str()), ("both", "multi"));
+        assert_eq!(s.in_flight, [1, 8]);
+        assert_eq!(s.instructions_calls, [500, 2500]);
+        assert!(!s.instructions && !s.sequential_only);
+
+        let cli = parse(&["bench", "stdio", "--in-flight=1,8,64", "--instructions"]).unwrap();
+        let Some(Task::Bench {
+            what: Bench::Stdio(s),
+        }) = cli.task
+        else {
+            panic!("{cli:?}")
+        };
+        assert_eq!(s.in_flight, [1, 8, 64]);
+        assert!(s.instructions);
 
         assert!(parse(&[]).unwrap().task.is_none());
 

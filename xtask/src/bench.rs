@@ -5,6 +5,8 @@
 //! none of the peers: `bench` then builds and runs itself again.
 
 #[cfg(feature = "peers")]
+mod catalog;
+#[cfg(feature = "peers")]
 mod clients;
 #[cfg(feature = "peers")]
 mod codec;
@@ -15,11 +17,17 @@ mod heap;
 #[cfg(feature = "peers")]
 mod http;
 #[cfg(feature = "peers")]
+mod instructions;
+#[cfg(feature = "peers")]
+mod payload;
+#[cfg(feature = "peers")]
 mod resources;
 #[cfg(feature = "peers")]
 mod runtime;
 #[cfg(feature = "peers")]
 mod stdio;
+#[cfg(feature = "peers")]
+mod ts;
 
 use std::process::Command;
 #[cfg(feature = "peers")]
@@ -34,7 +42,9 @@ pub(crate) fn run(what: Bench) -> Result<(), String> {
         return rerun_optimized();
     }
     match what {
+        Bench::Catalog(args) => catalog::run(args),
         Bench::Codec(args) => codec::run(args),
+        Bench::Payload(args) => payload::run(args),
         Bench::Http(args) => http::run(args),
         Bench::Resources(args) => resources::run(args),
         Bench::Runtime(args) => runtime::run(args),

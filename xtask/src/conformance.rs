@@ -85,6 +85,16 @@ impl Paths {
     }
 }
 
+/// Node (22 or later) and the `node_modules` with the TypeScript SDK, as an
+/// earlier `cargo xtask conformance` left them in its cache; installs
+/// nothing (`bench stdio`'s TS SDK row).
+#[cfg(feature = "peers")]
+pub(crate) fn installed_node_sdk() -> Result<(PathBuf, PathBuf), String> {
+    let paths = Paths::find()?;
+    setup::installed(&paths.cache)
+        .ok_or_else(|| "not installed; run `cargo xtask conformance` first".to_owned())
+}
+
 /// Which parts to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Only {

@@ -3,7 +3,12 @@
 //! ```text
 //! cargo xtask bench codec [--mb N] [--iters K] [--seed S]
 //! cargo xtask bench stdio [--n N] [--n-inflight N] [--rounds K] [--server testkit|fast|both]
-//! cargo xtask bench http [--n N] [--n-inflight N] [--rounds K] [--answers json|sse]
+//!                         [--in-flight 1,8,64] [--only ours|rmcp|floor|ts]
+//! cargo xtask bench stdio --instructions [--instructions-calls N1,N2] [--server …]
+//! cargo xtask bench http [--n N] [--n-inflight N] [--rounds K] [--answers json|sse] [--in-flight K,…]
+//! cargo xtask bench http --instructions [--instructions-calls N1,N2]
+//! cargo xtask bench payload [--sizes 100,10000,1000000] [--mb M] [--rounds K]
+//! cargo xtask bench catalog [--tools 1,100,10000] [--budget N]
 //! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--registered N,N…] [--sessions N,N…] [--servers N]
 //! cargo xtask bench resources [--resources N] [--page-size N] [--blob-bytes N] [--rounds K]
 //! cargo xtask conformance [--only suite|draft|servers] [--timeout SECS]

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcp_protocol::modern::{CacheHints, ResultType};
-use mcp_protocol::types::{Extra, ListToolsResult, PaginatedParams, Tool};
+use mcp_protocol::types::{Extra, ListToolsResult, PaginatedParams};
 use serde_json::{Map, Value};
 
 use super::params::{Presence, expect, typed};
@@ -89,11 +89,7 @@ impl Server {
         params: &PaginatedParams,
         modern: bool,
     ) -> Result<ListToolsResult, ProtocolError> {
-        let all: &[Tool] = if modern {
-            &tools::MODERN_DEFINITIONS
-        } else {
-            &tools::DEFINITIONS
-        };
+        let all = tools::listed(modern, self.options().extra_tools);
         let (range, next_cursor) = page(
             params.cursor.as_deref(),
             all.len(),

@@ -54,10 +54,11 @@ impl Ours {
     pub(super) async fn in_flight(
         &self,
         rt: &tokio::runtime::Runtime,
+        width: usize,
         calls: usize,
     ) -> Result<Vec<Duration>, String> {
         let session = self.session.clone();
-        spawn_in_flight(rt, calls, move || {
+        spawn_in_flight(rt, width, calls, move || {
             let session = session.clone();
             async move { Self::call(&session).await }
         })
@@ -66,6 +67,27 @@ impl Ours {
 }
 
 impl Ours {
+    /// One `echo` call with this text; the length of the text answered.
+    pub(super) async fn echo(&self, text: &str) -> Result<usize, String> {
+        let result = self
+            .session
+            .call_tool("echo", json!({ "text": text }))
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        Ok(result.text().len())
+    }
+
+    /// Fetches the tool catalog again (`tools/list`, every page, the
+    /// catalog built); how many tools it has.
+    pub(super) async fn list_tools(&self) -> Result<usize, String> {
+        let catalog = self
+            .session
+            .refresh_tools()
+            .await
+            .map_err(|e| format!("ours: {e}"))?;
+        Ok(catalog.len())
+    }
+
     /// The protocol revision the session negotiated.
     pub(super) fn protocol(&self) -> mcp_session::ProtocolVersion {
         self.session.protocol_version()
@@ -130,14 +152,44 @@ impl Rmcp {
     pub(super) async fn in_flight(
         &self,
         rt: &tokio::runtime::Runtime,
+        width: usize,
         calls: usize,
     ) -> Result<Vec<Duration>, String> {
         let peer = self.service.peer().clone();
-        spawn_in_flight(rt, calls, move || {
+        spawn_in_flight(rt, width, calls, move || {
             let peer = peer.clone();
             async move { Self::call(&peer).await }
         })
         .await
+    }
+
+    /// One `echo` call with this text; the length of the text answered.
+    pub(super) async fn echo(&self, text: &str) -> Result<usize, String> {
+        let mut arguments = serde_json::Map::new();
+        arguments.insert("text".into(), Value::String(text.to_owned()));
+        let params = rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments);
+        let result = self
+            .service
+            .peer()
+            .call_tool(params)
+            .await
+            .map_err(|e| format!("rmcp: {e}"))?;
+        Ok(result
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map_or(0, |t| t.text.len()))
+    }
+
+    /// `tools/list`, every page; how many tools it has.
+    pub(super) async fn list_tools(&self) -> Result<usize, String> {
+        let tools = self
+            .service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("rmcp: {e}"))?;
+        Ok(tools.len())
     }
 
     pub(super) async fn close(self) {

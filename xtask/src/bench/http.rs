@@ -27,14 +27,18 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::clients::{Ours, Rmcp, TEXT};
-use super::stdio::{IN_FLIGHT, Mode, Results, Row, RunConfig, run_rounds};
+use super::stdio::{
+    IN_FLIGHT, Mode, Results, RunConfig, Timed, ratio_in, run_rounds, show, verdict,
+};
 use crate::args::HttpArgs;
 
-/// The echo tool's argument in every call.
 /// The protocol version the floor asks for.
 const FLOOR_VERSION: &str = mcp_session::ProtocolVersion::LATEST_HANDSHAKE.as_str();
 
 pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
+    if args.instructions {
+        return super::instructions::http(&args);
+    }
     let HttpArgs {
         n,
         n_inflight,
@@ -45,6 +49,10 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         only,
         era,
         auth,
+        in_flight,
+        sequential_only,
+        url: given_url,
+        ..
     } = args;
     let n_inflight = n_inflight.unwrap_or(n.saturating_mul(4));
     let only = only.unwrap_or_default();
@@ -59,21 +67,17 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         }
     };
     let clients = match only.as_str() {
-        "" => [true; 3],
-        "ours" => [true, false, false],
-        "rmcp" => [false, true, false],
-        "floor" => [false, false, true],
+        "" => vec![true; 3],
+        "ours" => vec![true, false, false],
+        "rmcp" => vec![false, true, false],
+        "floor" => vec![false, false, true],
         other => {
             return Err(format!(
                 "--only: unknown client `{other}` (known: ours, rmcp, floor)"
             ));
         }
     };
-    if n == 0 || n_inflight < IN_FLIGHT || rounds == 0 || server_threads == 0 {
-        return Err(
-            "--n, --rounds and --server-threads must be at least 1, --n-inflight at least 8".into(),
-        );
-    }
+    let modes = super::stdio::modes(&in_flight, sequential_only)?;
     let json_response = match answers.as_str() {
         "json" => true,
         "sse" => false,
@@ -84,46 +88,48 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         n_inflight,
         rounds,
         clients,
+        modes,
     };
-
-    let runtime = match flavor.as_str() {
-        "multi" => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-        "current" => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        other => {
-            return Err(format!(
-                "--runtime: unknown `{other}` (known: multi, current)"
-            ));
-        }
+    if n == 0 || n_inflight < run.widest() || rounds == 0 || server_threads == 0 {
+        return Err(
+            "--n, --rounds and --server-threads must be at least 1, --n-inflight at least the \
+             widest --in-flight"
+                .into(),
+        );
     }
-    .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
-    let runtime_name = match flavor.as_str() {
-        "multi" => format!(
-            "tokio multi-thread ({} workers)",
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        ),
-        _ => "tokio current-thread".to_owned(),
-    };
+
+    let (runtime, runtime_name) = super::stdio::client_runtime(&flavor)?;
 
     let mut options = HttpServerOptions {
         json_response,
         ..HttpServerOptions::default()
     };
     options.server.era = era;
-    let server = ServerThread::start(options, server_threads)?;
+    // `--url` (what --instructions passes on): a server outside this process.
+    let server = match given_url {
+        Some(url) => Server::Given(url),
+        None => Server::Own(ServerThread::start(options, server_threads)?),
+    };
     let server_runtime = match server_threads {
         1 => "tokio current-thread".to_owned(),
         k => format!("tokio multi-thread ({k} workers)"),
     };
+    let widths: Vec<String> = run
+        .modes
+        .iter()
+        .filter(|m| **m != Mode::Sequential)
+        .map(|m| m.width().to_string())
+        .collect();
+    let in_flight_text = match widths.as_slice() {
+        [] => String::new(),
+        w => format!(" and {n_inflight} with {} in flight", w.join(", ")),
+    };
     println!(
         "bench http: tools/call `echo` round trips over streamable HTTP to 127.0.0.1; {n} sequential \
-         calls and {n_inflight} with {IN_FLIGHT} in flight per run; best and median of {rounds} \
-         interleaved rounds after a warm-up; clients on a {runtime_name} runtime"
+         calls{in_flight_text} per run; best and median of {rounds} interleaved rounds after a \
+         warm-up; clients on a {runtime_name} runtime"
     );
-    let url = server.url.clone();
+    let url = server.url().to_owned();
     let result = bench(&runtime, &url, &run, auth);
     server.stop();
     let results = result?;
@@ -147,9 +153,11 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         &url,
         &results,
         &labels,
+        &run.modes,
     );
     if auth {
-        let ratio = |m: usize| {
+        let ratio = |mode: Mode| {
+            let m = run.modes.iter().position(|x| *x == mode)?;
             let ours = results.first().and_then(|r| r.get(m))?;
             let with = results.get(1).and_then(|r| r.get(m))?;
             (!ours.rates.is_empty() && !with.rates.is_empty()).then(|| with.best() / ours.best())
@@ -162,8 +170,8 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         println!(
             "auth target (best runs): ours with a token >= 0.95x ours without: sequential {}; \
              8 in flight {}",
-            show(ratio(0)),
-            show(ratio(1))
+            show(ratio(Mode::Sequential)),
+            show(ratio(Mode::InFlight(IN_FLIGHT)))
         );
         println!(
             "  ours + OAuth token: the same session with mcp_auth::client::OAuthClient as the\n    \
@@ -187,7 +195,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         println!("    serves each such request with a fresh server instance), rmcp and the floor");
         println!("    the handshake with a session: the ratios compare different server work too.");
     }
-    println!("  8 in flight: 8 tasks each calling in a loop; ours and rmcp share one client,");
+    println!("  K in flight: K tasks each calling in a loop; ours and rmcp share one client,");
     println!("    the floor has one connection per task.");
     Ok(())
 }
@@ -205,15 +213,38 @@ const AUTH_CLIENTS: [&str; 3] = [
     "floor (raw hyper)",
 ];
 
+/// The server the clients call.
+enum Server {
+    /// On a thread of this process.
+    Own(ServerThread),
+    /// Somewhere else (`--url`).
+    Given(String),
+}
+
+impl Server {
+    fn url(&self) -> &str {
+        match self {
+            Server::Own(thread) => &thread.url,
+            Server::Given(url) => url,
+        }
+    }
+
+    fn stop(self) {
+        if let Server::Own(thread) = self {
+            thread.stop();
+        }
+    }
+}
+
 /// The test server, on a thread and runtime of its own.
-struct ServerThread {
+pub(super) struct ServerThread {
     url: String,
     stop: tokio::sync::oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
 }
 
 impl ServerThread {
-    fn start(options: HttpServerOptions, threads: usize) -> Result<Self, String> {
+    pub(super) fn start(options: HttpServerOptions, threads: usize) -> Result<Self, String> {
         let runtime = match threads {
             1 => tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -249,7 +280,11 @@ impl ServerThread {
         Ok(ServerThread { url, stop, thread })
     }
 
-    fn stop(self) {
+    pub(super) fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub(super) fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.thread.join();
     }
@@ -261,7 +296,8 @@ fn bench(
     run: &RunConfig,
     auth: bool,
 ) -> Result<Results, String> {
-    let [with_ours, with_second, with_floor] = run.clients;
+    let on = |c: usize| run.clients.get(c).copied().unwrap_or(false);
+    let (with_ours, with_second, with_floor) = (on(0), on(1), on(2));
     let ours = match with_ours {
         true => Some(rt.block_on(connect_ours(url))?),
         false => None,
@@ -275,30 +311,31 @@ fn bench(
         false => None,
     };
     let floor = match with_floor {
-        true => Some(rt.block_on(Floor::connect(url))?),
+        true => Some(rt.block_on(Floor::connect(url, run.widest()))?),
         false => None,
     };
     if let Some(ours) = &ours {
         println!("ours negotiated protocol {}", ours.protocol());
     }
-    let one_run = |c: usize, mode: Mode, calls: usize| -> Result<Vec<Duration>, String> {
+    let one_run = |c: usize, mode: Mode, calls: usize| -> Result<Timed, String> {
         match (c, mode, &ours, &rmcp, &floor) {
             (0, Mode::Sequential, Some(ours), _, _) => rt.block_on(ours.sequential(calls)),
-            (0, Mode::InFlight, Some(ours), _, _) => rt.block_on(ours.in_flight(rt, calls)),
+            (0, Mode::InFlight(k), Some(ours), _, _) => rt.block_on(ours.in_flight(rt, k, calls)),
             (1, Mode::Sequential, _, Some(rmcp), _) => rt.block_on(rmcp.sequential(calls)),
-            (1, Mode::InFlight, _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, calls)),
+            (1, Mode::InFlight(k), _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, k, calls)),
             (1, Mode::Sequential, _, None, _) => match &ours_auth {
                 Some(o) => rt.block_on(o.sequential(calls)),
                 None => Ok(Vec::new()),
             },
-            (1, Mode::InFlight, _, None, _) => match &ours_auth {
-                Some(o) => rt.block_on(o.in_flight(rt, calls)),
+            (1, Mode::InFlight(k), _, None, _) => match &ours_auth {
+                Some(o) => rt.block_on(o.in_flight(rt, k, calls)),
                 None => Ok(Vec::new()),
             },
             (2, Mode::Sequential, _, _, Some(floor)) => rt.block_on(floor.sequential(calls)),
-            (2, Mode::InFlight, _, _, Some(floor)) => rt.block_on(floor.in_flight(rt, calls)),
+            (2, Mode::InFlight(k), _, _, Some(floor)) => rt.block_on(floor.in_flight(rt, k, calls)),
             _ => Ok(Vec::new()),
         }
+        .map(Timed::from)
     };
 
     let results = run_rounds(run, one_run)?;
@@ -315,61 +352,23 @@ fn bench(
     Ok(results)
 }
 
-fn print_table(server: &str, url: &str, results: &Results, labels: &[&str; 3]) {
+fn print_table(server: &str, url: &str, results: &Results, labels: &[&str; 3], modes: &[Mode]) {
     println!();
     println!("server: {server} at {url}");
-    let second = if labels == &AUTH_CLIENTS {
-        "vs auth"
-    } else {
-        "vs rmcp"
-    };
-    println!(
-        "{:<12} {:<20} {:>10} {:>12} {:>9} {:>9} {:>8} {:>9}",
-        "mode", "client", "best /s", "median /s", "p50 µs", "p99 µs", second, "vs floor"
-    );
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    let ratio = |a: &Row, b: Option<&Row>| match b {
-        Some(b) if !a.rates.is_empty() && !b.rates.is_empty() => Some(a.best() / b.best()),
-        _ => None,
-    };
-    let show = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
-    let mut ratios = [[None; 2]; 2];
-    for (m, mode) in ["sequential", "8 in flight"].into_iter().enumerate() {
-        let row = |c: usize| results.get(c).and_then(|r| r.get(m));
-        for (c, client) in labels.iter().enumerate() {
-            let Some(r) = row(c).filter(|r| !r.rates.is_empty()) else {
-                continue;
-            };
-            println!(
-                "{mode:<12} {client:<20} {:>10.0} {:>12.0} {:>9.1} {:>9.1} {:>8} {:>9}",
-                r.best(),
-                r.median(),
-                us(r.percentile(0.5)),
-                us(r.percentile(0.99)),
-                show(ratio(r, row(1))),
-                show(ratio(r, row(2))),
-            );
-        }
-        if let (Some(ours), Some(slot)) = (row(0), ratios.get_mut(m)) {
-            *slot = [ratio(ours, row(1)), ratio(ours, row(2))];
-        }
-    }
-    if labels == &AUTH_CLIENTS {
+    let auth = labels == &AUTH_CLIENTS;
+    let second = if auth { "vs auth" } else { "vs rmcp" };
+    let ratios = super::stdio::print_rows(results, labels, modes, second);
+    if auth {
         return;
     }
-    let [[seq_rmcp, seq_floor], [par_rmcp, par_floor]] = ratios;
-    let verdict = |r: Option<f64>, target: f64| match r {
-        Some(r) if r >= target => format!("{r:.2}x, met"),
-        Some(r) => format!("{r:.2}x, NOT met"),
-        None => "not measured".to_owned(),
-    };
+    let eight = Mode::InFlight(IN_FLIGHT);
     println!(
         "targets (best runs): sequential >= 1.5x rmcp: {}; 8 in flight >= 1.5x rmcp: {} \
          (vs the floor: sequential {}, 8 in flight {})",
-        verdict(seq_rmcp, 1.5),
-        verdict(par_rmcp, 1.5),
-        show(seq_floor),
-        show(par_floor),
+        verdict(ratio_in(&ratios, Mode::Sequential, 0), 1.5),
+        verdict(ratio_in(&ratios, eight, 0), 1.5),
+        show(ratio_in(&ratios, Mode::Sequential, 1)),
+        show(ratio_in(&ratios, eight, 1)),
     );
 }
 
@@ -428,13 +427,14 @@ struct FloorShared {
 }
 
 impl Floor {
-    async fn connect(url: &str) -> Result<Self, String> {
+    /// `width` connections (at least one).
+    async fn connect(url: &str, width: usize) -> Result<Self, String> {
         let rest = url
             .strip_prefix("http://")
             .ok_or_else(|| format!("floor: not an http:// URL: {url}"))?;
         let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let mut connections = Vec::with_capacity(IN_FLIGHT);
-        for _ in 0..IN_FLIGHT {
+        let mut connections = Vec::with_capacity(width.max(1));
+        for _ in 0..width.max(1) {
             let stream = tokio::net::TcpStream::connect(authority)
                 .await
                 .map_err(|e| format!("floor: cannot connect: {e}"))?;
@@ -503,19 +503,21 @@ impl Floor {
     async fn in_flight(
         &self,
         rt: &tokio::runtime::Runtime,
+        width: usize,
         calls: usize,
     ) -> Result<Vec<Duration>, String> {
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let tasks: Vec<_> = self
             .connections
             .iter()
+            .take(width.max(1))
             .map(|connection| {
                 let next = Arc::clone(&next);
                 let shared = Arc::clone(&self.shared);
                 let connection = Arc::clone(connection);
                 rt.spawn(async move {
                     let mut send = connection.lock().await;
-                    let mut latencies = Vec::with_capacity(calls / IN_FLIGHT + 1);
+                    let mut latencies = Vec::with_capacity(calls / width.max(1) + 1);
                     while next.fetch_add(1, Ordering::Relaxed) < calls {
                         let start = Instant::now();
                         shared.call(&mut send).await?;
@@ -612,4 +614,26 @@ impl FloorShared {
         };
         Ok((status, session, answer))
     }
+}
+
+/// The server `bench http` with these options calls, started on a thread of
+/// this process (for `--instructions`, which runs the clients under valgrind
+/// in children and passes them the URL, so that the server's instructions
+/// are not counted).
+pub(super) fn start_server(args: &HttpArgs) -> Result<ServerThread, String> {
+    let json_response = match args.answers.as_str() {
+        "json" => true,
+        "sse" => false,
+        other => return Err(format!("--answers: unknown `{other}` (known: json, sse)")),
+    };
+    let mut options = HttpServerOptions {
+        json_response,
+        ..HttpServerOptions::default()
+    };
+    options.server.era = match args.era.as_str() {
+        "legacy" => mcp_testkit::Era::Legacy,
+        "dual" => mcp_testkit::Era::Dual,
+        other => return Err(format!("--era: unknown `{other}` (known: legacy, dual)")),
+    };
+    ServerThread::start(options, args.server_threads.max(1))
 }

@@ -26,8 +26,7 @@ use serde_json::{Value, json};
 use super::clients::{Ours, Rmcp, TEXT};
 use crate::args::StdioArgs;
 
-/// The echo tool's argument in every call.
-/// Calls in flight in the concurrent mode.
+/// Calls in flight in the concurrent mode the targets name.
 pub(super) const IN_FLIGHT: usize = 8;
 
 pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
@@ -37,6 +36,9 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
             other => Err(format!("--serve: unknown server `{other}` (known: echo)")),
         };
     }
+    if args.instructions {
+        return super::instructions::stdio(&args);
+    }
     let StdioArgs {
         n,
         n_inflight,
@@ -44,48 +46,156 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
         server,
         runtime: flavor,
         only,
+        in_flight,
+        sequential_only,
+        testkit,
         ..
     } = args;
     let n_inflight = n_inflight.unwrap_or(n.saturating_mul(4));
     let only = only.unwrap_or_default();
     let clients = match only.as_str() {
-        "" => [true; 3],
-        "ours" => [true, false, false],
-        "rmcp" => [false, true, false],
-        "floor" => [false, false, true],
+        "" => vec![true; 4],
+        "ours" => vec![true, false, false, false],
+        "rmcp" => vec![false, true, false, false],
+        "floor" => vec![false, false, true, false],
+        "ts" => vec![false, false, false, true],
         other => {
             return Err(format!(
-                "--only: unknown client `{other}` (known: ours, rmcp, floor)"
+                "--only: unknown client `{other}` (known: ours, rmcp, floor, ts)"
             ));
         }
     };
+    let modes = modes(&in_flight, sequential_only)?;
     let run = RunConfig {
         n,
         n_inflight,
         rounds,
         clients,
+        modes,
     };
-    if n == 0 || n_inflight < IN_FLIGHT || rounds == 0 {
-        return Err("--n and --rounds must be at least 1, --n-inflight at least 8".into());
+    if n == 0 || n_inflight < run.widest() || rounds == 0 {
+        return Err(
+            "--n and --rounds must be at least 1, --n-inflight at least the widest --in-flight"
+                .into(),
+        );
     }
 
-    let mut servers = Vec::new();
-    if matches!(server.as_str(), "testkit" | "both") {
-        servers.push(("mcp-testkit", build_testkit()?, Vec::new()));
+    let servers = servers(&server, testkit)?;
+    let (runtime, runtime_name) = client_runtime(&flavor)?;
+    let ts = if run.clients.get(3).copied().unwrap_or(false) {
+        match super::ts::find() {
+            Ok(found) => Some(found),
+            Err(why) => {
+                println!("TS SDK: {why}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let widths: Vec<String> = run
+        .modes
+        .iter()
+        .filter_map(|m| match m {
+            Mode::InFlight(k) => Some(k.to_string()),
+            Mode::Sequential => None,
+        })
+        .collect();
+    let in_flight_text = match widths.as_slice() {
+        [] => String::new(),
+        w => format!(" and {n_inflight} with {} in flight", w.join(", ")),
+    };
+    println!(
+        "bench stdio: tools/call `echo` round trips over stdio; {n} sequential calls{in_flight_text} \
+         per run; best and median of {rounds} interleaved rounds after a warm-up; clients on a \
+         {runtime_name} runtime"
+    );
+    let mut ts_version = None;
+    for (name, program, args) in &servers {
+        let (results, version) = bench_server(&runtime, program, args, &run, ts.as_ref())?;
+        ts_version = ts_version.or(version);
+        let labels = [CLIENTS[0], CLIENTS[1], CLIENTS[2], CLIENTS[3]];
+        print_table(name, program, &results, &labels, &run.modes);
     }
-    if matches!(server.as_str(), "fast" | "both") {
-        let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-        let args = ["bench", "stdio", "--serve=echo"]
-            .map(String::from)
-            .to_vec();
-        servers.push(("fast (blocking echo)", me.display().to_string(), args));
+    println!();
+    println!("  ours: mcp_session::Session::call_tool over mcp_transport::stdio::StdioTransport");
+    println!("    (the tool's input schema is checked on every call, as in real use).");
+    println!("  rmcp: rmcp::Peer::call_tool over rmcp::transport::TokioChildProcess.");
+    println!("  floor: std::process pipes, one write_all per request, BufReader::read_line and");
+    println!("    serde_json::from_str::<Value> per response, nothing else. With K in flight it");
+    println!("    pipelines: writes K requests at once, then reads the K responses; a call's");
+    println!("    latency runs from its batch's write to its response.");
+    match (&ts, ts_version) {
+        (Some(_), Some(v)) => {
+            println!("  ts: the TypeScript SDK's Client.callTool over StdioClientTransport ({v}),");
+            println!("    in node (xtask/bench/ts_client.mjs); its own clock times each run.");
+        }
+        (Some(_), None) | (None, _) if run.clients.get(3).copied().unwrap_or(false) => {
+            println!("  ts: not measured (see above).");
+        }
+        _ => {}
+    }
+    println!("  K in flight: K tasks share the connection, each calling in a loop.");
+    Ok(())
+}
+
+/// The modes of `--in-flight` (1 is the sequential mode), sorted, without repeats.
+pub(super) fn modes(widths: &[usize], sequential_only: bool) -> Result<Vec<Mode>, String> {
+    if sequential_only {
+        return Ok(vec![Mode::Sequential]);
+    }
+    let mut widths = widths.to_vec();
+    widths.sort_unstable();
+    widths.dedup();
+    if widths.is_empty() || widths.contains(&0) || widths.iter().any(|&k| k > 1024) {
+        return Err("--in-flight: give widths from 1 to 1024, e.g. 1,8,64".into());
+    }
+    Ok(widths
+        .into_iter()
+        .map(|k| match k {
+            1 => Mode::Sequential,
+            k => Mode::InFlight(k),
+        })
+        .collect())
+}
+
+/// A server to start: its name, the program and its arguments.
+pub(super) type ServerProgram = (&'static str, String, Vec<String>);
+
+/// The servers of `--server`: a name, the program and its arguments.
+pub(super) fn servers(server: &str, testkit: Option<String>) -> Result<Vec<ServerProgram>, String> {
+    let mut servers = Vec::new();
+    if matches!(server, "testkit" | "both") {
+        let program = match testkit {
+            Some(path) => path,
+            None => build_testkit()?,
+        };
+        servers.push(("mcp-testkit", program, Vec::new()));
+    }
+    if matches!(server, "fast" | "both") {
+        servers.push(fast_server()?);
     }
     if servers.is_empty() {
         return Err(format!(
             "--server: unknown `{server}` (known: testkit, fast, both)"
         ));
     }
-    let runtime = match flavor.as_str() {
+    Ok(servers)
+}
+
+/// This very program as the fast echo server.
+pub(super) fn fast_server() -> Result<ServerProgram, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let args = ["bench", "stdio", "--serve=echo"]
+        .map(String::from)
+        .to_vec();
+    Ok(("fast (blocking echo)", me.display().to_string(), args))
+}
+
+/// The clients' tokio runtime (`--runtime`) and how to name it.
+pub(super) fn client_runtime(flavor: &str) -> Result<(tokio::runtime::Runtime, String), String> {
+    let runtime = match flavor {
         "multi" => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build(),
@@ -99,33 +209,14 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
         }
     }
     .map_err(|e| format!("cannot start a tokio runtime: {e}"))?;
-    let runtime_name = match flavor.as_str() {
+    let name = match flavor {
         "multi" => format!(
             "tokio multi-thread ({} workers)",
             std::thread::available_parallelism().map_or(1, |n| n.get())
         ),
         _ => "tokio current-thread".to_owned(),
     };
-
-    println!(
-        "bench stdio: tools/call `echo` round trips over stdio; {n} sequential calls and {n_inflight} \
-         with {IN_FLIGHT} in flight per run; best and median of {rounds} interleaved rounds after a \
-         warm-up; clients on a {runtime_name} runtime"
-    );
-    for (name, program, args) in &servers {
-        let results = bench_server(&runtime, program, args, &run)?;
-        print_table(name, program, &results);
-    }
-    println!();
-    println!("  ours: mcp_session::Session::call_tool over mcp_transport::stdio::StdioTransport");
-    println!("    (the tool's input schema is checked on every call, as in real use).");
-    println!("  rmcp: rmcp::Peer::call_tool over rmcp::transport::TokioChildProcess.");
-    println!("  floor: std::process pipes, one write_all per request, BufReader::read_line and");
-    println!("    serde_json::from_str::<Value> per response, nothing else. With 8 in flight it");
-    println!("    pipelines: writes 8 requests at once, then reads the 8 responses; a call's");
-    println!("    latency runs from its batch's write to its response.");
-    println!("  8 in flight: 8 tasks share the connection, each calling in a loop.");
-    Ok(())
+    Ok((runtime, name))
 }
 
 /// What one run does.
@@ -133,18 +224,62 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
 pub(super) struct RunConfig {
     /// Sequential calls per round.
     pub(super) n: usize,
-    /// Calls per round with 8 in flight.
+    /// Calls per round with several in flight.
     pub(super) n_inflight: usize,
     pub(super) rounds: usize,
-    /// Which of the three clients run (ours, rmcp, the floor).
-    pub(super) clients: [bool; 3],
+    /// Which clients run, by index (ours, the second, the floor, …).
+    pub(super) clients: Vec<bool>,
+    /// The modes, one row each.
+    pub(super) modes: Vec<Mode>,
+}
+
+impl RunConfig {
+    /// The most calls in flight of any mode.
+    pub(super) fn widest(&self) -> usize {
+        self.modes.iter().map(|m| m.width()).max().unwrap_or(1)
+    }
 }
 
 /// Which way of calling a row measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Mode {
     Sequential,
-    InFlight,
+    /// This many calls in flight.
+    InFlight(usize),
+}
+
+impl Mode {
+    /// Calls in flight.
+    pub(super) fn width(self) -> usize {
+        match self {
+            Mode::Sequential => 1,
+            Mode::InFlight(k) => k,
+        }
+    }
+
+    pub(super) fn label(self) -> String {
+        match self {
+            Mode::Sequential => "sequential".to_owned(),
+            Mode::InFlight(k) => format!("{k} in flight"),
+        }
+    }
+}
+
+/// What one run of one client returns: every call's latency and, for a
+/// client that times itself (in another process), its own elapsed time.
+#[derive(Debug, Default)]
+pub(super) struct Timed {
+    pub(super) latencies: Vec<Duration>,
+    pub(super) elapsed: Option<Duration>,
+}
+
+impl From<Vec<Duration>> for Timed {
+    fn from(latencies: Vec<Duration>) -> Self {
+        Timed {
+            latencies,
+            elapsed: None,
+        }
+    }
 }
 
 /// One client's timings in one mode: calls/s of each round, and every call's latency.
@@ -176,40 +311,65 @@ impl Row {
     }
 }
 
-const CLIENTS: [&str; 3] = ["ours (mcp-session)", "rmcp 3", "floor (raw pipes)"];
+const CLIENTS: [&str; 4] = [
+    "ours (mcp-session)",
+    "rmcp 3",
+    "floor (raw pipes)",
+    "ts (TS SDK, node)",
+];
 
-/// Results by client (as in [`CLIENTS`]) and mode.
-pub(super) type Results = [[Row; 2]; 3];
+/// Results by client (as in [`CLIENTS`]) and mode (as in [`RunConfig::modes`]).
+pub(super) type Results = Vec<Vec<Row>>;
 
 fn bench_server(
     rt: &tokio::runtime::Runtime,
     program: &str,
     args: &[String],
     run: &RunConfig,
-) -> Result<Results, String> {
-    let [with_ours, with_rmcp, with_floor] = run.clients;
-    let ours = match with_ours {
+    ts: Option<&super::ts::Found>,
+) -> Result<(Results, Option<String>), String> {
+    let on = |c: usize| run.clients.get(c).copied().unwrap_or(false);
+    let ours = match on(0) {
         true => Some(rt.block_on(connect_ours(program, args))?),
         false => None,
     };
-    let rmcp = match with_rmcp {
+    let rmcp = match on(1) {
         true => Some(rt.block_on(connect_rmcp(program, args))?),
         false => None,
     };
-    let mut floor = match with_floor {
+    let mut floor = match on(2) {
         true => Some(Floor::spawn(program, args)?),
         false => None,
     };
-    let mut one_run = |c: usize, mode: Mode, calls: usize| -> Result<Vec<Duration>, String> {
+    // The TS SDK never fails the bench: without it, its row is left out.
+    let mut ts_client = match ts {
+        Some(found) if on(3) => match super::ts::TsClient::spawn(found, program, args) {
+            Ok(client) => Some(client),
+            Err(e) => {
+                println!("TS SDK: cannot run its client, row left out: {e}");
+                None
+            }
+        },
+        _ => None,
+    };
+    let version = ts_client.as_ref().map(|c| c.version.clone());
+    let mut one_run = |c: usize, mode: Mode, calls: usize| -> Result<Timed, String> {
+        if c == 3 {
+            return match ts_client.as_mut() {
+                Some(ts) => ts.run(mode.width(), calls),
+                None => Ok(Timed::default()),
+            };
+        }
         match (c, mode, &ours, &rmcp, &mut floor) {
             (0, Mode::Sequential, Some(ours), _, _) => rt.block_on(ours.sequential(calls)),
-            (0, Mode::InFlight, Some(ours), _, _) => rt.block_on(ours.in_flight(rt, calls)),
+            (0, Mode::InFlight(k), Some(ours), _, _) => rt.block_on(ours.in_flight(rt, k, calls)),
             (1, Mode::Sequential, _, Some(rmcp), _) => rt.block_on(rmcp.sequential(calls)),
-            (1, Mode::InFlight, _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, calls)),
+            (1, Mode::InFlight(k), _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, k, calls)),
             (2, Mode::Sequential, _, _, Some(floor)) => floor.sequential(calls),
-            (2, Mode::InFlight, _, _, Some(floor)) => floor.in_flight(calls),
+            (2, Mode::InFlight(k), _, _, Some(floor)) => floor.in_flight(k, calls),
             _ => Ok(Vec::new()),
         }
+        .map(Timed::from)
     };
 
     let results = run_rounds(run, &mut one_run)?;
@@ -222,7 +382,10 @@ fn bench_server(
     if let Some(floor) = floor {
         floor.close();
     }
-    Ok(results)
+    if let Some(ts) = ts_client {
+        ts.close();
+    }
+    Ok((results, version))
 }
 
 /// Warms every client up, then runs the rounds, interleaved (a different
@@ -230,34 +393,48 @@ fn bench_server(
 /// each client's rates and latencies per mode.
 pub(super) fn run_rounds(
     run: &RunConfig,
-    mut one_run: impl FnMut(usize, Mode, usize) -> Result<Vec<Duration>, String>,
+    mut one_run: impl FnMut(usize, Mode, usize) -> Result<Timed, String>,
 ) -> Result<Results, String> {
+    let clients = run.clients.len();
+    let on = |c: usize| run.clients.get(c).copied().unwrap_or(false);
+    let calls_of = |mode: Mode| match mode {
+        Mode::Sequential => run.n,
+        Mode::InFlight(_) => run.n_inflight,
+    };
     // Warm-up: connections, caches, schemas, the allocator, the server.
-    for c in 0..CLIENTS.len() {
-        one_run(c, Mode::Sequential, run.n.min(500))?;
-        one_run(c, Mode::InFlight, run.n_inflight.min(2000))?;
+    for c in (0..clients).filter(|&c| on(c)) {
+        for &mode in &run.modes {
+            let calls = match mode {
+                Mode::Sequential => run.n.min(500),
+                Mode::InFlight(_) => run.n_inflight.min(2000),
+            };
+            one_run(c, mode, calls)?;
+        }
     }
 
-    let mut results: Results = Default::default();
+    let mut results: Results = (0..clients)
+        .map(|_| run.modes.iter().map(|_| Row::default()).collect())
+        .collect();
     for round in 0..run.rounds {
-        for (m, mode) in [Mode::Sequential, Mode::InFlight].into_iter().enumerate() {
-            let calls = match mode {
-                Mode::Sequential => run.n,
-                Mode::InFlight => run.n_inflight,
-            };
+        for (m, &mode) in run.modes.iter().enumerate() {
+            let calls = calls_of(mode);
             // A different client goes first each round.
-            for k in 0..CLIENTS.len() {
-                let c = (round + k) % CLIENTS.len();
-                if !run.clients.get(c).copied().unwrap_or(false) {
+            for k in 0..clients {
+                let c = (round + k) % clients;
+                if !on(c) {
                     continue;
                 }
                 let start = Instant::now();
-                let latencies = one_run(c, mode, calls)?;
-                let elapsed = start.elapsed();
+                let timed = one_run(c, mode, calls)?;
+                let elapsed = timed.elapsed.unwrap_or_else(|| start.elapsed());
+                if timed.latencies.is_empty() {
+                    // A client that is not there.
+                    continue;
+                }
                 if let Some(row) = results.get_mut(c).and_then(|r| r.get_mut(m)) {
                     row.rates
                         .push(calls as f64 / elapsed.as_secs_f64().max(1e-9));
-                    row.latencies.extend(latencies);
+                    row.latencies.extend(timed.latencies);
                 }
             }
         }
@@ -268,28 +445,36 @@ pub(super) fn run_rounds(
     Ok(results)
 }
 
-fn print_table(server: &str, program: &str, results: &Results) {
-    println!();
-    println!("server: {server} ({program})");
+/// The best-run ratios of client 0 (ours) against clients 1 and 2 in each mode.
+pub(super) type Ratios = Vec<(Mode, [Option<f64>; 2])>;
+
+/// Prints the rows of every mode and client; `second` heads the column of
+/// ratios against client 1.
+pub(super) fn print_rows(
+    results: &Results,
+    labels: &[&str],
+    modes: &[Mode],
+    second: &str,
+) -> Ratios {
     println!(
-        "{:<12} {:<20} {:>10} {:>12} {:>9} {:>9} {:>8} {:>9}",
-        "mode", "client", "best /s", "median /s", "p50 µs", "p99 µs", "vs rmcp", "vs floor"
+        "{:<13} {:<20} {:>10} {:>12} {:>9} {:>9} {:>8} {:>9}",
+        "mode", "client", "best /s", "median /s", "p50 µs", "p99 µs", second, "vs floor"
     );
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     let ratio = |a: &Row, b: Option<&Row>| match b {
         Some(b) if !a.rates.is_empty() && !b.rates.is_empty() => Some(a.best() / b.best()),
         _ => None,
     };
-    let show = |r: Option<f64>| r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
-    let mut ratios = [[None; 2]; 2];
-    for (m, mode) in ["sequential", "8 in flight"].into_iter().enumerate() {
+    let mut ratios = Vec::new();
+    for (m, &mode) in modes.iter().enumerate() {
         let row = |c: usize| results.get(c).and_then(|r| r.get(m));
-        for (c, client) in CLIENTS.iter().enumerate() {
+        for (c, client) in labels.iter().enumerate() {
             let Some(r) = row(c).filter(|r| !r.rates.is_empty()) else {
                 continue;
             };
             println!(
-                "{mode:<12} {client:<20} {:>10.0} {:>12.0} {:>9.1} {:>9.1} {:>8} {:>9}",
+                "{:<13} {client:<20} {:>10.0} {:>12.0} {:>9.1} {:>9.1} {:>8} {:>9}",
+                mode.label(),
                 r.best(),
                 r.median(),
                 us(r.percentile(0.5)),
@@ -298,23 +483,47 @@ fn print_table(server: &str, program: &str, results: &Results) {
                 show(ratio(r, row(2))),
             );
         }
-        if let (Some(ours), Some(slot)) = (row(0), ratios.get_mut(m)) {
-            *slot = [ratio(ours, row(1)), ratio(ours, row(2))];
+        if let Some(ours) = row(0) {
+            ratios.push((mode, [ratio(ours, row(1)), ratio(ours, row(2))]));
         }
     }
-    let [[seq_rmcp, seq_floor], [par_rmcp, par_floor]] = ratios;
-    let verdict = |r: Option<f64>, target: f64| match r {
+    ratios
+}
+
+/// A ratio, or `-`.
+pub(super) fn show(r: Option<f64>) -> String {
+    r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"))
+}
+
+/// A ratio against its target.
+pub(super) fn verdict(r: Option<f64>, target: f64) -> String {
+    match r {
         Some(r) if r >= target => format!("{r:.2}x, met"),
         Some(r) => format!("{r:.2}x, NOT met"),
         None => "not measured".to_owned(),
-    };
+    }
+}
+
+/// Ours against client `i` (0: the second client, 1: the floor) in `mode`.
+pub(super) fn ratio_in(ratios: &Ratios, mode: Mode, i: usize) -> Option<f64> {
+    ratios
+        .iter()
+        .find(|(m, _)| *m == mode)
+        .and_then(|(_, r)| r.get(i).copied().flatten())
+}
+
+fn print_table(server: &str, program: &str, results: &Results, labels: &[&str], modes: &[Mode]) {
+    println!();
+    println!("server: {server} ({program})");
+    let ratios = print_rows(results, labels, modes, "vs rmcp");
+    let eight = Mode::InFlight(IN_FLIGHT);
     println!(
         "targets (best runs): sequential >= 1.5x rmcp: {}; sequential >= 0.8x floor: {}; \
          8 in flight >= 1.3x rmcp: {} (vs the pipelined floor: {})",
-        verdict(seq_rmcp, 1.5),
-        verdict(seq_floor, 0.8),
-        verdict(par_rmcp, 1.3),
-        show(par_floor),
+        verdict(ratio_in(&ratios, Mode::Sequential, 0), 1.5),
+        verdict(ratio_in(&ratios, Mode::Sequential, 1), 0.8),
+        verdict(ratio_in(&ratios, eight, 0), 1.3),
+        show(ratio_in(&ratios, eight, 1)),
     );
 }
 
@@ -374,9 +583,10 @@ where
         .map_err(|e| format!("the caller task failed: {e}"))?
 }
 
-/// Runs `calls` calls from 8 tasks sharing a counter; returns every call's latency.
+/// Runs `calls` calls from `width` tasks sharing a counter; returns every call's latency.
 pub(super) async fn spawn_in_flight<F, Fut>(
     rt: &tokio::runtime::Runtime,
+    width: usize,
     calls: usize,
     call: F,
 ) -> Result<Vec<Duration>, String>
@@ -385,12 +595,13 @@ where
     Fut: Future<Output = Result<(), String>> + Send,
 {
     let next = Arc::new(AtomicUsize::new(0));
-    let tasks: Vec<_> = (0..IN_FLIGHT)
+    let width = width.max(1);
+    let tasks: Vec<_> = (0..width)
         .map(|_| {
             let next = Arc::clone(&next);
             let call = call.clone();
             rt.spawn(async move {
-                let mut latencies = Vec::with_capacity(calls / IN_FLIGHT + 1);
+                let mut latencies = Vec::with_capacity(calls / width + 1);
                 while next.fetch_add(1, Ordering::Relaxed) < calls {
                     let start = Instant::now();
                     call().await?;
@@ -411,7 +622,7 @@ where
 }
 
 /// This stack over stdio.
-async fn connect_ours(program: &str, args: &[String]) -> Result<Ours, String> {
+pub(super) async fn connect_ours(program: &str, args: &[String]) -> Result<Ours, String> {
     let transport = StdioTransport::spawn(
         StdioConfig::new(program)
             .args(args.iter().cloned())
@@ -422,7 +633,7 @@ async fn connect_ours(program: &str, args: &[String]) -> Result<Ours, String> {
 }
 
 /// `rmcp` over its child-process transport.
-async fn connect_rmcp(program: &str, args: &[String]) -> Result<Rmcp, String> {
+pub(super) async fn connect_rmcp(program: &str, args: &[String]) -> Result<Rmcp, String> {
     use rmcp::ServiceExt;
     let mut command = tokio::process::Command::new(program);
     command.args(args);
@@ -435,7 +646,7 @@ async fn connect_rmcp(program: &str, args: &[String]) -> Result<Rmcp, String> {
 }
 
 /// The floor: blocking pipe I/O and a `Value` parse per response.
-struct Floor {
+pub(super) struct Floor {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -445,7 +656,7 @@ struct Floor {
 }
 
 impl Floor {
-    fn spawn(program: &str, args: &[String]) -> Result<Self, String> {
+    pub(super) fn spawn(program: &str, args: &[String]) -> Result<Self, String> {
         let mut child = Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -542,12 +753,12 @@ impl Floor {
         Ok(latencies)
     }
 
-    fn in_flight(&mut self, calls: usize) -> Result<Vec<Duration>, String> {
+    fn in_flight(&mut self, width: usize, calls: usize) -> Result<Vec<Duration>, String> {
         let mut latencies = Vec::with_capacity(calls);
         let mut batches = || -> io::Result<()> {
             let mut left = calls;
             while left > 0 {
-                let batch = left.min(IN_FLIGHT);
+                let batch = left.min(width.max(1));
                 left -= batch;
                 let start = Instant::now();
                 for _ in 0..batch {
@@ -565,7 +776,24 @@ impl Floor {
         Ok(latencies)
     }
 
-    fn close(mut self) {
+    /// One request of `method` with `params` (raw JSON), its answer parsed
+    /// and checked; the answer's length in bytes.
+    pub(super) fn raw_call(&mut self, method: &str, params: &str) -> Result<usize, String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut round_trip = || -> io::Result<usize> {
+            let _ = writeln!(
+                self.out,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+            );
+            self.flush_out()?;
+            Self::check(&self.read()?)?;
+            Ok(self.line.len())
+        };
+        round_trip().map_err(|e| format!("floor: {e}"))
+    }
+
+    pub(super) fn close(mut self) {
         // End of input ends the server.
         drop(self.stdin.take());
         let _ = self.child.wait();

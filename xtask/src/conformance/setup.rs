@@ -189,6 +189,35 @@ async fn node(cache: &Path) -> Result<PathBuf, String> {
     }
 }
 
+/// Node (22 or later: the machine's, else the cache's) and the
+/// `node_modules` holding `@modelcontextprotocol/sdk`, as [`prepare`] left
+/// them; `None` when either is missing. Installs nothing, touches no network.
+#[cfg(feature = "peers")]
+pub(crate) fn installed(cache: &Path) -> Option<(PathBuf, PathBuf)> {
+    let version = |program: &Path| {
+        let out = std::process::Command::new(program)
+            .arg("--version")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let new_enough = |program: &Path| {
+        version(program)
+            .and_then(|v| node_major(&v))
+            .is_some_and(|m| m >= 22)
+    };
+    let system = PathBuf::from("node");
+    let local = cache.join("node22/node_modules/node/bin/node");
+    let node = [system, local].into_iter().find(|p| new_enough(p))?;
+    let node_modules = cache.join("npm/node_modules");
+    installed_version(&node_modules, "@modelcontextprotocol/sdk")?;
+    Some((node, node_modules))
+}
+
 fn npm() -> tokio::process::Command {
     let mut cmd = process::command("npm");
     cmd.env("NPM_CONFIG_UPDATE_NOTIFIER", "false");

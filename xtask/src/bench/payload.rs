@@ -1,0 +1,175 @@
+//! `bench payload`: large messages over stdio, from 100 B to 1 MB, with this
+//! stack, `rmcp`'s client and the raw floor of `bench stdio`:
+//!
+//! - `tools/call` of `echo` with a text of the size (the request carries the
+//!   text and the result returns it), against the fast blocking echo server
+//!   (this program), so that the clients' costs show;
+//! - `tools/list` of a catalog of about the size: `mcp-testkit` with
+//!   `--extra-tools K` generated tools (its 14 real ones come first, so the
+//!   smallest list is a few kB, whatever the size asked).
+//!
+//! Each size and kind gets its own rounds, interleaved between the clients
+//! as in `bench stdio`; calls per run shrink as the size grows (`--mb` of
+//! payload per run).
+
+use super::stdio::{
+    Floor, Mode, Results, RunConfig, Timed, build_testkit, client_runtime, connect_ours,
+    connect_rmcp, fast_server, run_rounds, show,
+};
+use crate::args::PayloadArgs;
+
+/// About how many bytes one generated tool adds to `tools/list`'s answer.
+const BYTES_PER_TOOL: usize = 330;
+
+const CLIENTS: [&str; 3] = ["ours (mcp-session)", "rmcp 3", "floor (raw pipes)"];
+
+pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
+    let PayloadArgs { sizes, mb, rounds } = args;
+    if sizes.is_empty() || sizes.iter().any(|&s| s == 0 || s > 8_000_000) {
+        return Err("--sizes: give sizes from 1 byte to 8 MB".into());
+    }
+    if !(mb > 0.0 && mb <= 1000.0) || rounds == 0 {
+        return Err("--mb must be in (0, 1000], --rounds at least 1".into());
+    }
+    let (rt, runtime_name) = client_runtime("multi")?;
+    let testkit = build_testkit()?;
+    let (_, fast, fast_args) = fast_server()?;
+    println!(
+        "bench payload: one request at a time over stdio, {mb} MB of payload per run (10 to 5000 \
+         calls), best and median of {rounds} interleaved rounds after a warm-up; clients on a \
+         {runtime_name} runtime"
+    );
+    println!();
+    println!(
+        "{:<24} {:>10} {:<20} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "kind", "bytes", "client", "best /s", "median /s", "MB/s", "vs rmcp", "vs floor"
+    );
+
+    // tools/call echo: one connection per client for every size.
+    let ours = rt.block_on(connect_ours(&fast, &fast_args))?;
+    let rmcp = rt.block_on(connect_rmcp(&fast, &fast_args))?;
+    let mut floor = Floor::spawn(&fast, &fast_args)?;
+    for &size in &sizes {
+        let text = text_of(size);
+        let params = format!(r#"{{"name":"echo","arguments":{{"text":"{text}"}}}}"#);
+        let calls = calls_for(size, mb);
+        let one_run = |c: usize, _: Mode, calls: usize| -> Result<Timed, String> {
+            let mut latencies = Vec::with_capacity(calls);
+            for _ in 0..calls {
+                let start = std::time::Instant::now();
+                let got = match c {
+                    0 => rt.block_on(ours.echo(&text))?,
+                    1 => rt.block_on(rmcp.echo(&text))?,
+                    _ => {
+                        floor.raw_call("tools/call", &params)?;
+                        size
+                    }
+                };
+                if got != size {
+                    return Err(format!("echo answered {got} bytes of {size}"));
+                }
+                latencies.push(start.elapsed());
+            }
+            Ok(latencies.into())
+        };
+        let results = run_rounds(&config(calls, rounds), one_run)?;
+        print_rows("tools/call", size, &results);
+    }
+    rt.block_on(ours.close());
+    rt.block_on(rmcp.close());
+    floor.close();
+
+    // tools/list: a server per size, a connection per client.
+    for &size in &sizes {
+        let extra = size / BYTES_PER_TOOL;
+        let args = vec!["--extra-tools".to_owned(), extra.to_string()];
+        let ours = rt.block_on(connect_ours(&testkit, &args))?;
+        let rmcp = rt.block_on(connect_rmcp(&testkit, &args))?;
+        let mut floor = Floor::spawn(&testkit, &args)?;
+        let bytes = floor.raw_call("tools/list", "{}")?;
+        let tools = rt.block_on(ours.list_tools())?;
+        let calls = calls_for(bytes, mb);
+        let one_run = |c: usize, _: Mode, calls: usize| -> Result<Timed, String> {
+            let mut latencies = Vec::with_capacity(calls);
+            for _ in 0..calls {
+                let start = std::time::Instant::now();
+                let got = match c {
+                    0 => rt.block_on(ours.list_tools())?,
+                    1 => rt.block_on(rmcp.list_tools())?,
+                    _ => {
+                        floor.raw_call("tools/list", "{}")?;
+                        tools
+                    }
+                };
+                if got != tools {
+                    return Err(format!("tools/list had {got} tools, not {tools}"));
+                }
+                latencies.push(start.elapsed());
+            }
+            Ok(latencies.into())
+        };
+        let results = run_rounds(&config(calls, rounds), one_run);
+        rt.block_on(ours.close());
+        rt.block_on(rmcp.close());
+        floor.close();
+        print_rows(&format!("tools/list ({tools} tools)"), bytes, &results?);
+    }
+    println!();
+    println!("  bytes: the echoed text (the request carries it too), or the tools/list answer's");
+    println!("    line as the floor read it. MB/s: those bytes per second (10^6 bytes).");
+    println!("  ours: Session::call_tool (input schema checked) and Session::refresh_tools (every");
+    println!("    page fetched, the ToolCatalog built; the tools are interned, so a catalog equal");
+    println!("    to the one it replaces shares its tools). rmcp: Peer::call_tool and");
+    println!(
+        "    Peer::list_all_tools. floor: write_all, read_line, serde_json::from_str::<Value>."
+    );
+    println!(
+        "  servers: tools/call against the fast blocking echo server, tools/list against \
+         mcp-testkit --extra-tools K."
+    );
+    Ok(())
+}
+
+/// A text of `size` ASCII letters (nothing to escape in JSON).
+fn text_of(size: usize) -> String {
+    (0..size)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect()
+}
+
+/// Calls per run: `mb` megabytes of payload, between 10 and 5000 calls.
+fn calls_for(bytes: usize, mb: f64) -> usize {
+    ((mb * 1e6 / bytes.max(1) as f64) as usize).clamp(10, 5000)
+}
+
+fn config(calls: usize, rounds: usize) -> RunConfig {
+    RunConfig {
+        n: calls,
+        n_inflight: calls,
+        rounds,
+        clients: vec![true; 3],
+        modes: vec![Mode::Sequential],
+    }
+}
+
+fn print_rows(kind: &str, bytes: usize, results: &Results) {
+    let best = |c: usize| {
+        results
+            .get(c)
+            .and_then(|r| r.first())
+            .filter(|r| !r.rates.is_empty())
+            .map(|r| (r.best(), r.median()))
+    };
+    for (c, client) in CLIENTS.iter().enumerate() {
+        let Some((rate, median)) = best(c) else {
+            continue;
+        };
+        let ratio = |other: usize| best(other).map(|(o, _)| rate / o);
+        println!(
+            "{kind:<24} {bytes:>10} {client:<20} {rate:>10.0} {median:>10.0} {:>9.1} {:>9} {:>9}",
+            rate * bytes as f64 / 1e6,
+            show(ratio(1)),
+            show(ratio(2)),
+        );
+    }
+}
