@@ -327,7 +327,9 @@ pub struct ReadResourceResult {
 ///
 /// `is_error: true` means the tool ran and failed (a missing file, a rate
 /// limit): the call itself succeeded, and the content says what went wrong.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize by hand: `#[serde(flatten)]` would buffer the whole result
+// (a tool's output can be megabytes) before reading it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// What the tool returned.
@@ -342,6 +344,54 @@ pub struct CallToolResult {
     /// Other fields (`_meta` …).
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, MapAccess, Visitor};
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = CallToolResult;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tools/call result object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallToolResult, A::Error> {
+                let mut content = None;
+                let mut structured_content = None;
+                let mut is_error = None;
+                let mut extra = Extra::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "content" if content.is_some() => {
+                            return Err(A::Error::duplicate_field("content"));
+                        }
+                        "content" => content = Some(map.next_value::<Vec<Content>>()?),
+                        "structuredContent" if structured_content.is_some() => {
+                            return Err(A::Error::duplicate_field("structuredContent"));
+                        }
+                        "structuredContent" => {
+                            structured_content = Some(map.next_value::<Option<Value>>()?);
+                        }
+                        "isError" if is_error.is_some() => {
+                            return Err(A::Error::duplicate_field("isError"));
+                        }
+                        "isError" => is_error = Some(map.next_value::<Option<bool>>()?),
+                        _ => {
+                            let value = map.next_value::<Value>()?;
+                            extra.insert(key, value);
+                        }
+                    }
+                }
+                Ok(CallToolResult {
+                    content: content.unwrap_or_default(),
+                    structured_content: structured_content.flatten(),
+                    is_error: is_error.flatten(),
+                    extra,
+                })
+            }
+        }
+        d.deserialize_map(Fields)
+    }
 }
 
 impl CallToolResult {
@@ -446,6 +496,15 @@ pub struct TaggedFields {
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(d)?;
+        // Text, the common case, is taken apart in place: its text is
+        // moved, not copied (a tool's output can be megabytes).
+        let value = match value {
+            Value::Object(map) => match text_content(map) {
+                Ok(text) => return Ok(Content::Text(text)),
+                Err(map) => Value::Object(map),
+            },
+            other => other,
+        };
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -465,6 +524,25 @@ impl<'de> Deserialize<'de> for Content {
             _ => None,
         };
         Ok(parsed.unwrap_or(Content::Unknown(value)))
+    }
+}
+
+/// `map` as text content, moving its members, when it is one: `type` is
+/// `"text"` and `text` a string; otherwise `map` back, untouched.
+fn text_content(mut map: Map<String, Value>) -> Result<TextContent, Map<String, Value>> {
+    let is_text = map.get("type").and_then(Value::as_str) == Some("text")
+        && map.get("text").is_some_and(Value::is_string);
+    if !is_text {
+        return Err(map);
+    }
+    match (map.remove("type"), map.remove("text")) {
+        (Some(Value::String(kind)), Some(Value::String(text))) => Ok(TextContent {
+            kind,
+            text,
+            extra: map,
+        }),
+        // Checked above; kept total rather than trusted.
+        _ => Err(map),
     }
 }
 
@@ -694,6 +772,50 @@ pub struct EmptyResult {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_tool_result_reads_as_the_derived_reader_did_without_buffering() {
+        let r: CallToolResult = serde_json::from_str(
+            r#"{"content":[{"type":"text","text":"hi","annotations":{"priority":1}},
+                {"type":"image","data":"AA==","mimeType":"image/png"},{"type":"text","text":7}],
+                "structuredContent":{"n":1},"isError":false,"_meta":{"m":true},"resultType":"complete"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.content.len(), 3);
+        let Content::Text(t) = &r.content[0] else {
+            panic!("{:?}", r.content[0])
+        };
+        assert_eq!((t.kind.as_str(), t.text.as_str()), ("text", "hi"));
+        assert_eq!(t.extra["annotations"]["priority"], 1);
+        assert!(matches!(r.content[1], Content::Image(_)));
+        // A known type with the wrong fields stays, as unknown.
+        assert!(matches!(r.content[2], Content::Unknown(_)));
+        assert_eq!(r.structured_content, Some(serde_json::json!({"n": 1})));
+        assert_eq!(r.is_error, Some(false));
+        assert_eq!(r.extra["_meta"]["m"], true);
+        assert_eq!(r.extra["resultType"], "complete");
+        // Round trip.
+        let again: CallToolResult =
+            serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(again, r);
+        // Absent and null members, as before.
+        let empty: CallToolResult =
+            serde_json::from_str(r#"{"isError":null,"structuredContent":null}"#).unwrap();
+        assert!(empty.content.is_empty() && empty.is_error.is_none());
+        assert!(empty.structured_content.is_none() && empty.extra.is_empty());
+        // What the derived reader refused, refused.
+        for bad in [
+            r#"{"content":null}"#,
+            r#"{"content":[],"content":[]}"#,
+            r#"{"isError":"yes"}"#,
+            r#"[]"#,
+        ] {
+            assert!(
+                serde_json::from_str::<CallToolResult>(bad).is_err(),
+                "{bad}"
+            );
+        }
+    }
     use super::*;
     use serde_json::json;
 
