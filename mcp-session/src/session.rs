@@ -658,10 +658,26 @@ impl Session {
                 }
                 other => other?,
             };
-            // What kind of result this is, from a scan that builds nothing;
-            // then the result is parsed once, straight into its type.
-            let shape: ResultShape = parse_result(method, &result)?;
-            match ResultType::named(shape.result_type.as_ref().and_then(Value::as_str)) {
+            // Read as a tool result first, the common case: `resultType` and
+            // `task` then sit among its other members. Only when it is not
+            // one (or does not read as one) is it read again as what it is.
+            let (complete, kind, task_object) =
+                match parse_result::<CallToolResult>(method, &result) {
+                    Ok(r) => {
+                        let kind =
+                            ResultType::named(r.extra.get(ResultType::KEY).and_then(Value::as_str));
+                        let task_object = r.extra.get("task").is_some_and(Value::is_object);
+                        (Ok(r), kind, task_object)
+                    }
+                    Err(e) => {
+                        // A scan that builds nothing says what it is instead.
+                        let shape: ResultShape = parse_result(method, &result)?;
+                        let kind =
+                            ResultType::named(shape.result_type.as_ref().and_then(Value::as_str));
+                        (Err(e), kind, shape.task.is_some_and(|t| t.0))
+                    }
+                };
+            match kind {
                 ResultType::InputRequired => {
                     rounds += 1;
                     if rounds > self.inner.config.max_input_rounds {
@@ -688,14 +704,13 @@ impl Session {
                 }
                 _ => {}
             }
-            if task.is_some() && shape.task.is_some_and(|t| t.0) {
+            if task.is_some() && task_object {
                 let created: CreateTaskResult = parse_result(method, &result)?;
                 return Ok(CallAnswer::Task(StartedTask::Legacy(Box::new(
                     created.task,
                 ))));
             }
-            let parsed: CallToolResult = parse_result(method, &result)?;
-            return Ok(CallAnswer::Complete(parsed, catalog));
+            return Ok(CallAnswer::Complete(complete?, catalog));
         }
     }
 
