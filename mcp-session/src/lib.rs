@@ -67,6 +67,7 @@ mod features;
 pub mod handlers;
 mod intern;
 mod lifecycle;
+mod parse;
 mod pending;
 mod queue;
 mod reader;
