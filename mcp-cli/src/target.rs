@@ -147,11 +147,6 @@ fn with_stderr(config: StdioConfig, trace: TraceOptions) -> StdioConfig {
     })
 }
 
-/// Whether these header names include `Authorization` (a static token).
-fn has_authorization<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
-    names.any(|n| n.trim().eq_ignore_ascii_case("authorization"))
-}
-
 /// The servers the options name; the demo server when they name none.
 pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Target>, String> {
     if let Some(line) = &args.stdio {
@@ -193,12 +188,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
         }
         // A token given by hand is used as it is; otherwise stored OAuth
         // logins are, and a 401 names the `mcp login` to run.
-        if !has_authorization(
-            args.header
-                .iter()
-                .filter_map(|h| h.split_once(':'))
-                .map(|(n, _)| n),
-        ) {
+        if !options.has_authorization_header() {
             let hint = crate::auth::login_hint(url, None);
             if let Some(a) = crate::auth::authorizer(url, None, hint, &options) {
                 options = options.authorizer(a);
@@ -295,7 +285,7 @@ fn config_targets(
                         .iter()
                         .map(|(k, v)| (k.clone(), v.expose().to_string())),
                 );
-                if !has_authorization(headers.keys().map(String::as_str)) {
+                if !options.has_authorization_header() {
                     let hint = crate::auth::login_hint(url, Some((path, name)));
                     if let Some(a) =
                         crate::auth::authorizer(url, server.oauth.as_ref(), hint, &options)

@@ -116,11 +116,9 @@ async fn connect_http(
                 .iter()
                 .map(|(k, v)| (k.clone(), v.expose().to_owned())),
         );
-    // A configured Authorization header (a static token) wins.
-    let has_token = headers
-        .keys()
-        .any(|k| k.trim().eq_ignore_ascii_case("authorization"));
-    if let (false, Some(source)) = (has_token, authorizers)
+    // A configured Authorization header (a static token) wins: no OAuth
+    // client is made for it.
+    if let (false, Some(source)) = (options.has_authorization_header(), authorizers)
         && let Some(authorizer) = source.authorizer(server)
     {
         options = options.authorizer(authorizer);

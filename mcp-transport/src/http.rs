@@ -229,6 +229,21 @@ impl HttpOptions {
         self
     }
 
+    /// Whether the configured headers include `Authorization`: a static
+    /// token, which wins over any [`authorizer`](Self::authorizer). Callers
+    /// that would build an OAuth client ask this first.
+    ///
+    /// ```
+    /// use mcp_transport::http::HttpOptions;
+    /// assert!(HttpOptions::new().header(" authorization ", "Bearer t").has_authorization_header());
+    /// assert!(!HttpOptions::new().header("X-Api-Key", "k").has_authorization_header());
+    /// ```
+    pub fn has_authorization_header(&self) -> bool {
+        self.headers
+            .iter()
+            .any(|(name, _)| name.trim().eq_ignore_ascii_case("authorization"))
+    }
+
     /// Adds headers (see [`header`](Self::header)).
     pub fn headers<I, K, V>(mut self, headers: I) -> Self
     where
@@ -349,6 +364,10 @@ impl HttpOptions {
     /// GET and its POSTs) and answers the server's 401 and 403 challenges:
     /// `mcp-auth`'s OAuth client, or an application's own
     /// [`Authorizer`](auth::Authorizer).
+    ///
+    /// A configured `Authorization` header (a static token, see
+    /// [`has_authorization_header`](Self::has_authorization_header)) wins:
+    /// the authorizer is then never asked.
     pub fn authorizer(mut self, authorizer: Arc<dyn auth::Authorizer>) -> Self {
         self.authorizer = Some(authorizer);
         self

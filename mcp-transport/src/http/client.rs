@@ -126,7 +126,13 @@ fn tls_config(options: &HttpOptions) -> Result<rustls::ClientConfig, TransportEr
 }
 
 impl HttpClient {
-    pub(crate) fn new(options: HttpOptions) -> Result<Self, TransportError> {
+    pub(crate) fn new(mut options: HttpOptions) -> Result<Self, TransportError> {
+        if options.has_authorization_header() && options.authorizer.take().is_some() {
+            tracing::debug!(
+                server = options.name(),
+                "a configured Authorization header wins over the authorizer"
+            );
+        }
         let headers = options.header_map()?;
         let tls = tls_config(&options)?;
         let mut http = HttpConnector::new();
@@ -546,6 +552,45 @@ mod tests {
             "no",
         ));
         assert!(!timed_out(&refused));
+    }
+
+    #[derive(Debug)]
+    struct NeverAsked;
+    impl crate::http::auth::Authorizer for NeverAsked {
+        fn credentials<'a>(
+            &'a self,
+            _: &'a crate::http::auth::RequestTarget,
+        ) -> crate::http::auth::AuthFuture<
+            'a,
+            Result<Option<crate::http::auth::Credentials>, TransportError>,
+        > {
+            Box::pin(async { Ok(None) })
+        }
+        fn challenged<'a>(
+            &'a self,
+            _: &'a crate::http::auth::AuthChallenge,
+        ) -> crate::http::auth::AuthFuture<
+            'a,
+            Result<crate::http::auth::AuthDecision, TransportError>,
+        > {
+            Box::pin(async { Ok(crate::http::auth::AuthDecision::GiveUp) })
+        }
+    }
+
+    #[test]
+    fn a_static_authorization_header_wins_over_the_authorizer() {
+        let with = |options: HttpOptions| {
+            HttpClient::new(
+                options
+                    .proxy(crate::http::Proxy::none())
+                    .authorizer(Arc::new(NeverAsked)),
+            )
+            .unwrap()
+        };
+        let oauth = with(HttpOptions::new().header("X-Api-Key", "k"));
+        assert!(oauth.options().authorizer.is_some());
+        let token = with(HttpOptions::new().header("authorization", "Bearer t"));
+        assert!(token.options().authorizer.is_none());
     }
 
     #[test]
