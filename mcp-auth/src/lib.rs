@@ -73,7 +73,7 @@ pub mod metadata;
 pub mod pkce;
 pub mod registration;
 pub mod scope;
-pub mod secret;
+pub use mcp_protocol::secret;
 #[cfg(feature = "client")]
 pub mod store;
 pub mod token;

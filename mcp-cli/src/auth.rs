@@ -15,7 +15,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand};
 use mcp_auth::agent::{Launcher, LoopbackAgent};
 use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::secret::Secret;
 use mcp_auth::store::{FileStore, StoredAuth, TokenStore};
 use mcp_config::OAuthSettings;
 use mcp_transport::http::HttpOptions;
@@ -122,25 +121,9 @@ pub(crate) fn login_hint(url: &str, config: Option<(&Path, &str)>) -> String {
 }
 
 fn oauth_config(url: &str, settings: &OAuthSettings, hint: &str) -> OAuthConfig {
-    let mut config = OAuthConfig::new(url)
+    mcp_runtime::oauth_config(url, settings)
         .client_name("mcp (mcp-client-rs)")
-        .login_hint(hint);
-    if let Some(id) = &settings.client_id {
-        config = config.client(
-            id.clone(),
-            settings
-                .client_secret
-                .as_ref()
-                .map(|s| Secret::new(s.expose())),
-        );
-    }
-    if let Some(url) = &settings.client_metadata_url {
-        config = config.client_metadata_url(url.clone());
-    }
-    if let Some(scopes) = &settings.scopes {
-        config = config.scopes(scopes.clone());
-    }
-    config
+        .login_hint(hint)
 }
 
 fn store() -> Result<Arc<dyn TokenStore>, String> {

@@ -82,13 +82,13 @@ mod formats;
 mod model;
 mod report;
 mod resolve;
-mod secret;
 mod validate;
 
 pub use error::ConfigError;
 pub use expand::has_vars;
 pub use fingerprint::Fingerprint;
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
+pub use mcp_protocol::secret::Secret;
 pub use model::{
     AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, OAuthSettings, ProxySetting,
     ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter, TransportConfig, UnknownFormatName,
@@ -96,5 +96,4 @@ pub use model::{
 };
 pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, process_env, resolve};
-pub use secret::Secret;
 pub use validate::{is_mcp_config_record, validate};

@@ -52,6 +52,7 @@ pub mod endpoint;
 pub mod meta;
 pub mod methods;
 pub mod modern;
+pub mod secret;
 pub mod skills;
 pub mod tasks;
 pub mod types;

@@ -112,7 +112,7 @@ pub use error::{ConnectError, EntryKind, RuntimeError};
 pub use lease::{RuntimeLease, SessionRuntime};
 pub use manager::RuntimeManager;
 #[cfg(feature = "oauth")]
-pub use oauth::{LoginHint, StoredLogins};
+pub use oauth::{LoginHint, StoredLogins, oauth_config};
 pub use options::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY_INITIAL,
     DEFAULT_RETRY_MAX, RuntimeOptions, RuntimeStats,

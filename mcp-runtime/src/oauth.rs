@@ -6,9 +6,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::secret::Secret;
 use mcp_auth::store::TokenStore;
-use mcp_config::{Fingerprint, ResolvedServer, TransportConfig};
+use mcp_config::{Fingerprint, OAuthSettings, ResolvedServer, TransportConfig};
 use mcp_transport::http::HttpOptions;
 use mcp_transport::http::auth::Authorizer;
 
@@ -48,6 +47,24 @@ impl StoredLogins {
     }
 }
 
+/// The OAuth client settings a server's config gives: its pre-registered
+/// client (id and secret), client metadata document URL and scopes. The
+/// runtime and the `mcp` command build their clients from this, then add
+/// what is theirs (a login hint, a client name).
+pub fn oauth_config(url: &str, settings: &OAuthSettings) -> OAuthConfig {
+    let mut config = OAuthConfig::new(url);
+    if let Some(id) = &settings.client_id {
+        config = config.client(id.clone(), settings.client_secret.clone());
+    }
+    if let Some(url) = &settings.client_metadata_url {
+        config = config.client_metadata_url(url.clone());
+    }
+    if let Some(scopes) = &settings.scopes {
+        config = config.scopes(scopes.clone());
+    }
+    config
+}
+
 impl AuthorizerSource for StoredLogins {
     fn authorizer(&self, server: &ResolvedServer) -> Option<Arc<dyn Authorizer>> {
         let TransportConfig::Http { url, .. } = &server.transport else {
@@ -62,22 +79,7 @@ impl AuthorizerSource for StoredLogins {
         if let Some(client) = clients.get(&key) {
             return Some(client.clone());
         }
-        let mut config = OAuthConfig::new(url.clone()).login_hint((self.hint)(server));
-        if let Some(id) = &settings.client_id {
-            config = config.client(
-                id.clone(),
-                settings
-                    .client_secret
-                    .as_ref()
-                    .map(|s| Secret::new(s.expose())),
-            );
-        }
-        if let Some(scopes) = &settings.scopes {
-            config = config.scopes(scopes.clone());
-        }
-        if let Some(url) = &settings.client_metadata_url {
-            config = config.client_metadata_url(url.clone());
-        }
+        let config = oauth_config(url, &settings).login_hint((self.hint)(server));
         let options = HttpOptions::new()
             .request_timeout(server.request_timeout)
             .proxy(crate::connector::http_proxy(server));
