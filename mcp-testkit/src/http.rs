@@ -254,7 +254,11 @@ impl Shared {
         if let Some((name, value)) = &self.options.require_header
             && header_str(&request, name) != Some(value.as_str())
         {
-            let mut r = json_error(StatusCode::UNAUTHORIZED, -32001, "Unauthorized");
+            let mut r = json_error(
+                StatusCode::UNAUTHORIZED,
+                response::SDK_SESSION_NOT_FOUND,
+                "Unauthorized",
+            );
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return r;

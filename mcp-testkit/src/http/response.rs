@@ -34,6 +34,14 @@ pub(super) fn empty(status: StatusCode) -> Response<Body> {
     response
 }
 
+/// The code the TypeScript SDK's HTTP server answers its own transport
+/// errors with (bad request, not acceptable, not initialized): a JSON-RPC
+/// implementation-defined server error, not one MCP defines. The testkit
+/// answers as that server does, so a client is tested against what it meets.
+pub(crate) const SDK_TRANSPORT_ERROR: i64 = mcp_jsonrpc::codes::SERVER_ERROR_MAX;
+/// The TypeScript SDK's code for an unknown session and for a missing login.
+pub(crate) const SDK_SESSION_NOT_FOUND: i64 = SDK_TRANSPORT_ERROR - 1;
+
 /// A JSON-RPC error with no id, as the HTTP layer refuses a message.
 pub(super) fn json_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     let body = serde_json::json!({

@@ -43,7 +43,7 @@ fn not_acceptable(request: &Request<Incoming>) -> Option<Response<Body>> {
     }
     Some(json_error(
         StatusCode::NOT_ACCEPTABLE,
-        -32000,
+        super::response::SDK_TRANSPORT_ERROR,
         "Not Acceptable: Client must accept both application/json and text/event-stream",
     ))
 }
@@ -233,11 +233,15 @@ impl Shared {
         if self.options.has(HttpMisbehaviour::ExpireSession400) {
             json_error(
                 StatusCode::BAD_REQUEST,
-                -32000,
+                super::response::SDK_TRANSPORT_ERROR,
                 "Bad Request: No valid session ID provided",
             )
         } else {
-            json_error(StatusCode::NOT_FOUND, -32001, "Session not found")
+            json_error(
+                StatusCode::NOT_FOUND,
+                super::response::SDK_SESSION_NOT_FOUND,
+                "Session not found",
+            )
         }
     }
 
@@ -251,7 +255,7 @@ impl Shared {
             // probing with a 2026-07-28 request falls back on it.
             return Err(Box::new(json_error(
                 StatusCode::BAD_REQUEST,
-                -32000,
+                super::response::SDK_TRANSPORT_ERROR,
                 "Bad Request: Server not initialized",
             )));
         };
