@@ -338,6 +338,19 @@ async fn settle() {
     }
 }
 
+/// Yields until the live heap has not changed for a while: every task that
+/// was ready has run until it waits.
+async fn quiesce() {
+    let mut last = heap::live();
+    let mut still = 0;
+    while still < 64 {
+        tokio::task::yield_now().await;
+        let now = heap::live();
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+}
+
 /// What `n` idle sessions hold, in bytes.
 struct IdleMemory {
     /// Everything: the sessions, and the servers' tasks and in-memory pairs.
@@ -364,7 +377,11 @@ async fn idle_memory(
         tokio::spawn(minimal_server(server, tools, i));
         parked.push(client);
     }
-    tokio::task::yield_now().await;
+    // Every server must have run up to its first `recv` (its schema built,
+    // its receive pending) before it is counted. One yield is not enough:
+    // the scheduler polls a few dozen tasks between two polls of this one,
+    // and a server first polled later would count as client memory.
+    quiesce().await;
     let servers_only = usize::try_from(heap::live() - before).unwrap_or(0);
     drop(parked);
 
@@ -385,6 +402,7 @@ async fn idle_memory(
                 .map_err(err)?,
         );
     }
+    quiesce().await;
     let total = usize::try_from(heap::live() - before).unwrap_or(0);
     let connections = manager.stats().connections;
     manager.dispose_all().await;
