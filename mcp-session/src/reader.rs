@@ -185,8 +185,11 @@ impl Shared {
 /// Reads from the transport until it closes, dispatching each message.
 pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>) {
     loop {
-        match transport.recv().await {
-            Ok(Received::Message(m)) => dispatch(&transport, &shared, m).await,
+        // Nothing but the pending receive lives across an await here: the
+        // reader task is what every idle connection keeps, so its state is
+        // kept to a few words (a refusal, rare, is sent from a box).
+        let refusal = match transport.recv().await {
+            Ok(Received::Message(m)) => dispatch(&transport, &shared, m),
             Ok(Received::Invalid(frame)) => {
                 note_invalid(&shared, &frame);
                 // An answer over the size limit whose first bytes name its
@@ -196,11 +199,13 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
                 {
                     deliver(&shared, id, Outcome::TooLarge(o.limit));
                 }
+                None
             }
             Ok(Received::Failed(failure)) => {
                 deliver(&shared, &failure.id, Outcome::Failed(failure.error));
+                None
             }
-            Ok(_) => {}
+            Ok(_) => None,
             Err(e) => {
                 let info = match e {
                     TransportError::Closed {
@@ -233,6 +238,10 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
                 shared.server_requests.abort_all();
                 return;
             }
+        };
+        if let Some(refusal) = refusal {
+            // Inline: a flooding server waits for its refusals.
+            Box::pin(refuse(&transport, &shared, refusal)).await;
         }
     }
 }
@@ -246,11 +255,15 @@ pub(crate) fn note_invalid(shared: &Shared, frame: &InvalidFrame) {
         .note(frame.to_string());
 }
 
-pub(crate) async fn dispatch(
+/// Delivers an answer, handles a notification, or starts answering a
+/// server request. Synchronous, so the reader's state stays small; a
+/// request refused because too many are being answered is handed back, for
+/// the reader to [`refuse`].
+pub(crate) fn dispatch(
     transport: &Arc<dyn Transport>,
     shared: &Arc<Shared>,
     message: Message,
-) {
+) -> Option<Message> {
     match message {
         Message::Response(Response { id, result }) => {
             deliver(shared, &id, Outcome::Result(result));
@@ -285,15 +298,19 @@ pub(crate) async fn dispatch(
                          server; send this one again later"
                     ),
                 );
-                let refusal = Message::Error(ErrorResponse::new(Some(id), busy));
-                // Inline: a flooding server waits for its refusals.
-                if let Err(e) = transport.send_with(&refusal, &shared.context()).await {
-                    tracing::debug!(server = %shared.server_name, "could not refuse a request: {e}");
-                }
+                return Some(Message::Error(ErrorResponse::new(Some(id), busy)));
             }
         }
         Message::Notification(n) => on_notification(shared, n),
         _ => {}
+    }
+    None
+}
+
+/// Sends the refusal of a server request.
+async fn refuse(transport: &Arc<dyn Transport>, shared: &Shared, refusal: Message) {
+    if let Err(e) = transport.send_with(&refusal, &shared.context()).await {
+        tracing::debug!(server = %shared.server_name, "could not refuse a request: {e}");
     }
 }
 
