@@ -86,6 +86,33 @@ proptest! {
     }
 
     #[test]
+    fn content_read_from_text_is_text_content_exactly_when_it_says_so(value in json()) {
+        // From text, as a session reads it: the streaming reader sees the
+        // members one by one, with no intermediate map.
+        let text = serde_json::to_string(&value).unwrap();
+        let read = serde_json::from_str::<Content>(&text);
+        // Compared with the same text read as a `Value` (a float need not
+        // survive a trip through text bit for bit).
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let says_text = value.get("type").and_then(Value::as_str) == Some("text")
+            && value.get("text").is_some_and(Value::is_string);
+        match read {
+            Ok(Content::Text(t)) => {
+                prop_assert!(says_text);
+                prop_assert_eq!(Some(t.text.as_str()), value["text"].as_str());
+                // Every other member kept: written back as it came.
+                prop_assert_eq!(serde_json::to_value(Content::Text(t)).unwrap(), value);
+            }
+            Ok(Content::Unknown(v)) => {
+                prop_assert!(!says_text);
+                prop_assert_eq!(v, value);
+            }
+            Ok(_) => prop_assert!(!says_text),
+            Err(e) => prop_assert!(false, "content is never refused: {e}"),
+        }
+    }
+
+    #[test]
     fn content_and_results_of_any_shape_are_read_or_refused(value in json()) {
         // Unknown shapes are kept, never a panic, and written back as read.
         if let Ok(c) = serde_json::from_value::<Content>(value.clone()) {

@@ -1,7 +1,8 @@
 //! A tool's answer: `CallToolResult` and the content it carries, read by
 //! hand where serde's derive would buffer or copy a large output.
 
-use serde::de::Deserializer;
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -32,7 +33,6 @@ pub struct CallToolResult {
 
 impl<'de> Deserialize<'de> for CallToolResult {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, MapAccess, Visitor};
         struct Fields;
         impl<'de> Visitor<'de> for Fields {
             type Value = CallToolResult;
@@ -44,23 +44,24 @@ impl<'de> Deserialize<'de> for CallToolResult {
                 let mut structured_content = None;
                 let mut is_error = None;
                 let mut extra = Extra::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "content" if content.is_some() => {
+                const FIELDS: &[&str] = &["content", "structuredContent", "isError"];
+                while let Some(key) = map.next_key_seed(Key(FIELDS))? {
+                    match key {
+                        Field::Known(0) if content.is_some() => {
                             return Err(A::Error::duplicate_field("content"));
                         }
-                        "content" => content = Some(map.next_value::<Vec<Content>>()?),
-                        "structuredContent" if structured_content.is_some() => {
+                        Field::Known(0) => content = Some(map.next_value::<Vec<Content>>()?),
+                        Field::Known(1) if structured_content.is_some() => {
                             return Err(A::Error::duplicate_field("structuredContent"));
                         }
-                        "structuredContent" => {
+                        Field::Known(1) => {
                             structured_content = Some(map.next_value::<Option<Value>>()?);
                         }
-                        "isError" if is_error.is_some() => {
+                        Field::Known(_) if is_error.is_some() => {
                             return Err(A::Error::duplicate_field("isError"));
                         }
-                        "isError" => is_error = Some(map.next_value::<Option<bool>>()?),
-                        _ => {
+                        Field::Known(_) => is_error = Some(map.next_value::<Option<bool>>()?),
+                        Field::Other(key) => {
                             let value = map.next_value::<Value>()?;
                             extra.insert(key, value);
                         }
@@ -179,54 +180,155 @@ pub struct TaggedFields {
 
 impl<'de> Deserialize<'de> for Content {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
-        // Text, the common case, is taken apart in place: its text is
-        // moved, not copied (a tool's output can be megabytes).
-        let value = match value {
-            Value::Object(map) => match text_content(map) {
-                Ok(text) => return Ok(Content::Text(text)),
-                Err(map) => Value::Object(map),
-            },
-            other => other,
-        };
-        let kind = value
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        // A known type with the wrong fields is kept as unknown rather than
-        // failing the whole result.
-        let parsed = match kind {
-            "text" => TextContent::deserialize(&value).ok().map(Content::Text),
-            "image" => BinaryContent::deserialize(&value).ok().map(Content::Image),
-            "audio" => BinaryContent::deserialize(&value).ok().map(Content::Audio),
-            "resource_link" => TaggedFields::deserialize(&value)
-                .ok()
-                .map(Content::ResourceLink),
-            "resource" => TaggedFields::deserialize(&value)
-                .ok()
-                .map(Content::Resource),
-            _ => None,
-        };
-        Ok(parsed.unwrap_or(Content::Unknown(value)))
+        d.deserialize_any(ContentVisitor)
     }
 }
 
-/// `map` as text content, moving its members, when it is one: `type` is
-/// `"text"` and `text` a string; otherwise `map` back, untouched.
-fn text_content(mut map: Map<String, Value>) -> Result<TextContent, Map<String, Value>> {
-    let is_text = map.get("type").and_then(Value::as_str) == Some("text")
-        && map.get("text").is_some_and(Value::is_string);
-    if !is_text {
-        return Err(map);
+/// Reads one content item. An object's `type` and `text` are read straight
+/// into their strings, so text content (the common case) is built with no
+/// intermediate map and its text is moved, not copied (a tool's output can
+/// be megabytes); anything else is gathered into a `Value` and classified.
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = Content;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a content item")
     }
-    match (map.remove("type"), map.remove("text")) {
-        (Some(Value::String(kind)), Some(Value::String(text))) => Ok(TextContent {
-            kind,
-            text,
-            extra: map,
-        }),
-        // Checked above; kept total rather than trusted.
-        _ => Err(map),
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+        const FIELDS: &[&str] = &["type", "text"];
+        let (mut kind, mut text) = (None, None);
+        let mut rest = Map::new();
+        // A repeated member: the last one counts, as in a `Value`.
+        while let Some(key) = map.next_key_seed(Key(FIELDS))? {
+            match key {
+                Field::Known(0) => kind = Some(map.next_value::<Value>()?),
+                Field::Known(_) => text = Some(map.next_value::<Value>()?),
+                Field::Other(key) => {
+                    let value = map.next_value::<Value>()?;
+                    rest.insert(key, value);
+                }
+            }
+        }
+        match (kind, text) {
+            (Some(Value::String(kind)), Some(Value::String(text))) if kind == "text" => {
+                Ok(Content::Text(TextContent {
+                    kind,
+                    text,
+                    extra: rest,
+                }))
+            }
+            (kind, text) => {
+                if let Some(kind) = kind {
+                    rest.insert("type".into(), kind);
+                }
+                if let Some(text) = text {
+                    rest.insert("text".into(), text);
+                }
+                Ok(classify(Value::Object(rest)))
+            }
+        }
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Content::Unknown)
+    }
+
+    fn visit_bool<E: Error>(self, v: bool) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: Error>(self, v: i64) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::from(v)))
+    }
+
+    fn visit_u64<E: Error>(self, v: u64) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::from(v)))
+    }
+
+    fn visit_f64<E: Error>(self, v: f64) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::from(v)))
+    }
+
+    fn visit_str<E: Error>(self, v: &str) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::from(v)))
+    }
+
+    fn visit_string<E: Error>(self, v: String) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::String(v)))
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::Null))
+    }
+
+    fn visit_none<E: Error>(self) -> Result<Content, E> {
+        Ok(Content::Unknown(Value::Null))
+    }
+}
+
+/// A content object that is not plain text content, by its `type`. A known
+/// type with the wrong fields is kept as unknown rather than failing the
+/// whole result.
+fn classify(value: Value) -> Content {
+    let kind = value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let parsed = match kind {
+        "text" => TextContent::deserialize(&value).ok().map(Content::Text),
+        "image" => BinaryContent::deserialize(&value).ok().map(Content::Image),
+        "audio" => BinaryContent::deserialize(&value).ok().map(Content::Audio),
+        "resource_link" => TaggedFields::deserialize(&value)
+            .ok()
+            .map(Content::ResourceLink),
+        "resource" => TaggedFields::deserialize(&value)
+            .ok()
+            .map(Content::Resource),
+        _ => None,
+    };
+    parsed.unwrap_or(Content::Unknown(value))
+}
+
+/// A map key: the index of one of the names a reader knows (read without
+/// allocating), or any other name, owned.
+enum Field {
+    Known(usize),
+    Other(String),
+}
+
+/// Reads a [`Field`] among these names.
+struct Key(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Field;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Field, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Field;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: Error>(self, v: &str) -> Result<Field, E> {
+        Ok(match self.0.iter().position(|k| *k == v) {
+            Some(i) => Field::Known(i),
+            None => Field::Other(v.to_owned()),
+        })
+    }
+
+    fn visit_string<E: Error>(self, v: String) -> Result<Field, E> {
+        Ok(match self.0.iter().position(|k| *k == v) {
+            Some(i) => Field::Known(i),
+            None => Field::Other(v),
+        })
     }
 }
 
