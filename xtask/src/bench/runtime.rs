@@ -324,22 +324,10 @@ impl Tools {
     }
 }
 
-/// Lets the tasks that are ending (servers whose peer left, teardowns)
-/// finish, until the live heap stops shrinking: frees of earlier work must
-/// not be counted against the next measurement.
-async fn settle() {
-    let mut last = heap::live();
-    let mut still = 0;
-    while still < 8 {
-        tokio::task::yield_now().await;
-        let now = heap::live();
-        still = if now < last { 0 } else { still + 1 };
-        last = now;
-    }
-}
-
 /// Yields until the live heap has not changed for a while: every task that
-/// was ready has run until it waits.
+/// was ready has run until it waits, and the ones that were ending (servers
+/// whose peer left, teardowns) have freed what they held, so neither is
+/// counted against the next measurement.
 async fn quiesce() {
     let mut last = heap::live();
     let mut still = 0;
@@ -369,7 +357,7 @@ async fn idle_memory(
     let err = |e: mcp_runtime::RuntimeError| e.to_string();
     // The servers alone: the same tasks and pairs with no client session
     // (each answers nothing until asked, so this is their idle state).
-    settle().await;
+    quiesce().await;
     let before = heap::live();
     let mut parked = Vec::with_capacity(n * servers);
     for i in 0..n * servers {
@@ -392,7 +380,7 @@ async fn idle_memory(
             next: AtomicUsize::new(0),
         }),
     );
-    settle().await;
+    quiesce().await;
     let before = heap::live();
     for i in 0..n {
         drop(
