@@ -6,7 +6,6 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use mcp_config::{Fingerprint, ResolvedServer};
 use mcp_session::types::{
@@ -18,6 +17,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::catalog::RuntimeCatalog;
+use crate::clock::Stamp;
 use crate::error::{EntryKind, RuntimeError};
 use crate::lists::{ChangeFlags, ServerLists, Which};
 use crate::manager::lock;
@@ -38,9 +38,10 @@ pub(crate) struct Counters {
 pub(crate) struct Slot {
     pub(crate) id: String,
     pub(crate) generation: u64,
-    pub(crate) epoch: Instant,
+    /// The manager's idle clock.
+    pub(crate) clock: Stamp,
     pub(crate) leases: AtomicUsize,
-    /// Nanoseconds since `epoch` of the last use.
+    /// The last use, as a reading of `clock`.
     pub(crate) last_used: AtomicU64,
     /// Held while the runtime is (re)built or its catalog refreshed: one at
     /// a time (single flight).
@@ -51,15 +52,11 @@ pub(crate) struct Slot {
 
 impl Slot {
     pub(crate) fn touch(&self) {
-        let nanos = Instant::now()
-            .saturating_duration_since(self.epoch)
-            .as_nanos();
-        self.last_used
-            .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.last_used.store(self.clock.now(), Ordering::Relaxed);
     }
 
     pub(crate) fn last_used(&self) -> Instant {
-        self.epoch + Duration::from_nanos(self.last_used.load(Ordering::Relaxed))
+        self.clock.instant(self.last_used.load(Ordering::Relaxed))
     }
 
     pub(crate) fn release(&self) {

@@ -88,6 +88,7 @@
 
 mod build;
 mod catalog;
+mod clock;
 mod connector;
 mod error;
 mod expiry;
@@ -105,6 +106,7 @@ pub use catalog::{
     ConnectedServer, RuntimeCatalog, RuntimePrompt, RuntimeResource, RuntimeResourceTemplate,
     RuntimeTool, ServerFailure, ServerNote, StartupStep,
 };
+pub use clock::IdleClock;
 #[cfg(feature = "http")]
 pub use connector::{AuthorizerSource, http_proxy};
 pub use connector::{Connector, DefaultConnector, stdio_config};

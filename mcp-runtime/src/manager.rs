@@ -1,5 +1,6 @@
 //! The registry: sessions to runtimes, reuse by fingerprint, disposal, stats.
 
+use crate::clock::Stamp;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -41,7 +42,8 @@ pub(crate) struct State {
 pub(crate) struct Inner {
     pub(crate) options: RuntimeOptions,
     pub(crate) connector: Arc<dyn Connector>,
-    pub(crate) epoch: Instant,
+    /// The idle clock every slot records its last use with.
+    pub(crate) clock: Stamp,
     pub(crate) state: Mutex<State>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) wake: Arc<Notify>,
@@ -103,11 +105,12 @@ impl RuntimeManager {
 
     /// A manager that opens transports with `connector`.
     pub fn with_connector(options: RuntimeOptions, connector: Arc<dyn Connector>) -> Self {
+        let clock = Stamp::new(options.idle_clock);
         RuntimeManager {
             inner: Arc::new(Inner {
                 options,
                 connector,
-                epoch: Instant::now(),
+                clock,
                 state: Mutex::new(State::default()),
                 counters: Arc::new(Counters::default()),
                 wake: Arc::new(Notify::new()),
@@ -271,7 +274,7 @@ impl RuntimeManager {
         let slot = Arc::new(Slot {
             id: session_id.to_owned(),
             generation,
-            epoch: inner.epoch,
+            clock: inner.clock,
             leases: AtomicUsize::new(1),
             last_used: AtomicU64::new(0),
             build: tokio::sync::Mutex::new(()),

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use mcp_session::SessionConfig;
 
+use crate::clock::IdleClock;
+
 /// The default idle TTL: 10 minutes.
 pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(600);
 /// The default cap on live session runtimes.
@@ -22,6 +24,10 @@ pub struct RuntimeOptions {
     /// A session runtime unused this long is reclaimed. Default 10 minutes;
     /// zero disables reaping.
     pub idle_ttl: Duration,
+    /// Which clock measures idleness: the coarse one by default (never
+    /// early, at most a few milliseconds late, a fraction of the cost on the
+    /// warm path); [`IdleClock::Exact`] to follow tokio's paused test time.
+    pub idle_clock: IdleClock,
     /// The most live session runtimes; beyond, `acquire` fails with
     /// [`RuntimeError::TooManySessions`](crate::RuntimeError::TooManySessions). Default 10,000.
     pub max_sessions: usize,
@@ -47,6 +53,7 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         RuntimeOptions {
             idle_ttl: DEFAULT_IDLE_TTL,
+            idle_clock: IdleClock::Coarse,
             max_sessions: DEFAULT_MAX_SESSIONS,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             retry_initial: DEFAULT_RETRY_INITIAL,
@@ -60,6 +67,12 @@ impl RuntimeOptions {
     /// Sets the idle TTL (zero disables reaping).
     pub fn idle_ttl(mut self, ttl: Duration) -> Self {
         self.idle_ttl = ttl;
+        self
+    }
+
+    /// Sets the clock idleness is measured with (see [`IdleClock`]).
+    pub fn idle_clock(mut self, clock: IdleClock) -> Self {
+        self.idle_clock = clock;
         self
     }
 

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::config;
-use mcp_runtime::{RuntimeError, RuntimeManager, RuntimeOptions, RuntimeStats, StartupStep};
+use mcp_runtime::{
+    IdleClock, RuntimeError, RuntimeManager, RuntimeOptions, RuntimeStats, StartupStep,
+};
 use mcp_testkit::InProcessConnector;
 use serde_json::json;
 use tokio::time::Instant;
@@ -150,7 +152,9 @@ async fn concurrent_requests_for_a_new_session_start_each_server_once() {
 #[tokio::test(start_paused = true)]
 async fn reaped_after_the_ttl_and_not_before() {
     let ttl = Duration::from_secs(600);
-    let (m, kit) = manager(RuntimeOptions::default().idle_ttl(ttl));
+    // Paused time: the exact clock follows it (the coarse one cannot).
+    let options = RuntimeOptions::default().idle_ttl(ttl);
+    let (m, kit) = manager(options.idle_clock(IdleClock::Exact));
     let cfg = config(TWO);
     drop(m.acquire("s", &cfg).await.unwrap());
     let idle_from = Instant::now();
@@ -182,7 +186,8 @@ async fn reaped_after_the_ttl_and_not_before() {
 #[tokio::test(start_paused = true)]
 async fn never_reaped_while_leased_or_calling() {
     let ttl = Duration::from_secs(60);
-    let (m, _kit) = manager(RuntimeOptions::default().idle_ttl(ttl));
+    let options = RuntimeOptions::default().idle_ttl(ttl);
+    let (m, _kit) = manager(options.idle_clock(IdleClock::Exact));
     let cfg = config(r#"{"mcpServers": {"k": {"command": "kit", "requestTimeoutMs": 3600000}}}"#);
     let lease = m.acquire("s", &cfg).await.unwrap();
     let passes = m.stats().reaper_passes;
@@ -208,6 +213,32 @@ async fn never_reaped_while_leased_or_calling() {
     // Released: reaped one TTL later.
     tokio::time::advance(ttl).await;
     until(&m, |s| s.sessions == 0).await;
+    m.dispose_all().await;
+}
+
+/// The default, coarse idle clock, in real time: a session is reclaimed,
+/// and never before its TTL has passed since the lease was dropped.
+#[tokio::test]
+async fn the_coarse_idle_clock_never_reaps_early() {
+    let ttl = Duration::from_millis(200);
+    let (m, _kit) = manager(RuntimeOptions::default().idle_ttl(ttl));
+    let cfg = config(TWO);
+    drop(m.acquire("s", &cfg).await.unwrap());
+    // Used again a moment later: the idle time starts from this release.
+    let lease = m.acquire("s", &cfg).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(lease);
+    let released = Instant::now();
+    let deadline = released + Duration::from_secs(30);
+    while m.stats().sessions > 0 {
+        assert!(Instant::now() < deadline, "never reaped: {:?}", m.stats());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        released.elapsed() >= ttl,
+        "reaped {:?} after the release, before the TTL ({ttl:?})",
+        released.elapsed()
+    );
     m.dispose_all().await;
 }
 
