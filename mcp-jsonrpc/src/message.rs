@@ -326,9 +326,10 @@ fn classify_json_error(e: serde_json::Error) -> MessageError {
 // give precise reasons.
 
 #[derive(Deserialize)]
-struct Wire {
-    #[serde(default, deserialize_with = "present")]
-    jsonrpc: Option<RawJson>,
+struct Wire<'a> {
+    /// Borrowed from the text: only compared, never kept.
+    #[serde(borrow, default, deserialize_with = "version")]
+    jsonrpc: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "wire_id")]
     id: Option<WireId>,
     #[serde(default, deserialize_with = "method")]
@@ -339,6 +340,11 @@ struct Wire {
     result: Option<RawJson>,
     #[serde(default, deserialize_with = "error_object")]
     error: Option<ErrorObject>,
+}
+
+/// `Some` even for `null`: a member that is present must not look absent.
+fn version<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// `Some` even for `null`: a member that is present must not look absent.
@@ -364,9 +370,9 @@ fn error_object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ErrorObject>, 
     })
 }
 
-impl Wire {
+impl Wire<'_> {
     fn into_message(self) -> Result<Message, MessageError> {
-        match self.jsonrpc.as_deref().map(RawValue::get) {
+        match self.jsonrpc.map(RawValue::get) {
             None => return Err(MessageError::MissingVersion),
             Some("\"2.0\"") => {}
             Some(other) => return Err(MessageError::WrongVersion(excerpt_str(other, 32))),
@@ -415,19 +421,19 @@ impl Wire {
 }
 
 /// A top-level value: an object, an array of anything, or another JSON value.
-enum TopLevel {
-    Single(Wire),
-    Batch(Vec<WireOrOther>),
+enum TopLevel<'a> {
+    Single(Wire<'a>),
+    Batch(Vec<WireOrOther<'a>>),
     Other(&'static str),
 }
 
 /// A batch element: an object, or another JSON value (reported per element).
-enum WireOrOther {
-    Wire(Box<Wire>),
+enum WireOrOther<'a> {
+    Wire(Box<Wire<'a>>),
     Other(&'static str),
 }
 
-impl WireOrOther {
+impl WireOrOther<'_> {
     fn into_message(self) -> Result<Message, MessageError> {
         match self {
             WireOrOther::Wire(w) => w.into_message(),
@@ -446,14 +452,14 @@ macro_rules! other_kind {
     };
 }
 
-enum Kinded {
-    Object(Wire),
-    Array(Vec<WireOrOther>),
+enum Kinded<'a> {
+    Object(Wire<'a>),
+    Array(Vec<WireOrOther<'a>>),
     Other(&'static str),
 }
 
 impl<'de, const TOP: bool> Visitor<'de> for KindVisitor<TOP> {
-    type Value = Kinded;
+    type Value = Kinded<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message object or a batch")
@@ -467,28 +473,28 @@ impl<'de, const TOP: bool> Visitor<'de> for KindVisitor<TOP> {
         visit_str: &str => "string",
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Kinded, E> {
+    fn visit_unit<E: de::Error>(self) -> Result<Kinded<'de>, E> {
         Ok(Kinded::Other("null"))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kinded, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kinded<'de>, A::Error> {
         Wire::deserialize(de::value::MapAccessDeserializer::new(map)).map(Kinded::Object)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kinded, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kinded<'de>, A::Error> {
         if !TOP {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
             return Ok(Kinded::Other("array inside a batch"));
         }
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64));
-        while let Some(item) = seq.next_element::<Element>()? {
+        while let Some(item) = seq.next_element::<Element<'_>>()? {
             items.push(item.0);
         }
         Ok(Kinded::Array(items))
     }
 }
 
-impl<'de> Deserialize<'de> for TopLevel {
+impl<'de> Deserialize<'de> for TopLevel<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(match d.deserialize_any(KindVisitor::<true>)? {
             Kinded::Object(w) => TopLevel::Single(w),
@@ -498,9 +504,9 @@ impl<'de> Deserialize<'de> for TopLevel {
     }
 }
 
-struct Element(WireOrOther);
+struct Element<'a>(WireOrOther<'a>);
 
-impl<'de> Deserialize<'de> for Element {
+impl<'de> Deserialize<'de> for Element<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(Element(match d.deserialize_any(KindVisitor::<false>) {
             Ok(Kinded::Object(w)) => WireOrOther::Wire(Box::new(w)),
