@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_jsonrpc::{Id, Message, Notification, RawJson, Request};
-use mcp_transport::{SendContext, Transport, TransportKind};
+use mcp_jsonrpc::{ErrorResponse, Id, Message, Notification, RawJson, Request, Response};
+use mcp_transport::{Answer, SendContext, Transport, TransportKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -18,6 +18,7 @@ use crate::config::ProgressListener;
 use crate::error::SessionError;
 use crate::pending::{Deadline, Outcome};
 use crate::queue;
+use crate::reader;
 use crate::session::{Inner, parse_result, to_raw_params};
 
 /// Removes a request from the table if its caller stops waiting (timeout,
@@ -119,22 +120,36 @@ impl Inner {
             params,
         });
         // The deadline covers sending too: an HTTP transport's send may wait
-        // for the answer's head.
+        // for the answer's head, or drive the request to its answer.
         let mut deadline = Deadline::new(Instant::now(), timeout, self.config.max_total_timeout);
-        match tokio::time::timeout_at(deadline.at(), self.transport.send_with(&message, context))
-            .await
-        {
-            Ok(sent) => sent?,
-            Err(_) => {
-                drop(guard);
-                return Err(deadline.expired(method, Instant::now()));
-            }
-        }
-
+        // The transport may answer here (HTTP: the POST driven on this task),
+        // or later through the reader; until it has returned, both race.
+        let mut sending = Some(self.transport.request_with(&message, context));
         let outcome = loop {
             tokio::select! {
                 biased;
                 outcome = &mut done => break outcome.ok(),
+                answer = async {
+                    match sending.as_mut() {
+                        Some(sending) => sending.await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    sending = None;
+                    match answer? {
+                        Answer::Now(message) => {
+                            if let Some(outcome) = self.answered(&guard.id, message) {
+                                break Some(outcome);
+                            }
+                        }
+                        Answer::Failed(error) => {
+                            self.shared.lock_pending().remove(&guard.id);
+                            break Some(Outcome::Failed(error));
+                        }
+                        // The answer comes through the reader.
+                        _ => {}
+                    }
+                }
                 Some(p) = async {
                     match progress_rx.as_mut() {
                         Some(rx) => rx.recv().await,
@@ -147,7 +162,9 @@ impl Inner {
                     }
                 }
                 () = tokio::time::sleep_until(deadline.at()) => {
-                    // The guard removes the entry and sends the cancellation.
+                    // The guard removes the entry and sends the cancellation;
+                    // a request still being sent is dropped with it.
+                    drop(sending);
                     drop(guard);
                     return Err(deadline.expired(method, Instant::now()));
                 }
@@ -175,6 +192,32 @@ impl Inner {
             }),
             Some(Outcome::Closed) | None => Err(self.shared.closed_error()),
         }
+    }
+
+    /// The answer a transport handed back from `request_with` for request
+    /// `ours`: its entry is taken out of the table (the reader will see no
+    /// answer for it) and its outcome returned. Anything else is dispatched
+    /// as the reader would (a transport should not hand one back), and the
+    /// request goes on waiting.
+    fn answered(&self, ours: &Id, message: Message) -> Option<Outcome> {
+        let outcome = match message {
+            Message::Response(Response { id, result }) if id == *ours => Outcome::Result(result),
+            Message::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }) if id == *ours => Outcome::Error(error),
+            other => {
+                if let Some(refusal) = reader::dispatch(&self.transport, &self.shared, other) {
+                    let (transport, context) = (Arc::clone(&self.transport), self.shared.context());
+                    tokio::spawn(async move {
+                        let _ = transport.send_with(&refusal, &context).await;
+                    });
+                }
+                return None;
+            }
+        };
+        self.shared.lock_pending().remove(ours);
+        Some(outcome)
     }
 
     pub(crate) async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(

@@ -174,12 +174,21 @@ async fn a_subscription_over_http_is_acknowledged_and_dropping_it_closes_its_str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_failure_after_sending_is_a_transport_error_with_its_status() {
-    for era in [Era::Legacy, Era::Modern] {
+    // JSON answers of a handshake-era session come back on the caller's
+    // task; the others through the reader.
+    for (era, json_response) in [
+        (Era::Legacy, false),
+        (Era::Legacy, true),
+        (Era::Modern, false),
+        (Era::Modern, true),
+    ] {
         let mut options = HttpServerOptions::misbehaving(HttpMisbehaviour::Status500);
         options.server.era = era;
+        options.json_response = json_response;
         let server = HttpServer::start(options).await.unwrap();
         // `send` returns before the answer's head, so the 500 reaches the
-        // session through `recv`, as a failure of that request.
+        // session through `recv`, as a failure of that request (or, driven
+        // on the caller's task, straight from the transport).
         let transport = StreamableHttpTransport::connect(
             &server.url(),
             HttpOptions::new().accept_wait(Duration::ZERO),
@@ -194,7 +203,7 @@ async fn an_http_failure_after_sending_is_a_transport_error_with_its_status() {
             .await
             .unwrap_err();
         let SessionError::Transport(failure) = &err else {
-            panic!("{era:?}: not a transport error: {err:?}");
+            panic!("{era:?} {json_response}: not a transport error: {err:?}");
         };
         assert_eq!(failure.http_status(), Some(500), "{era:?}: {err}");
         assert!(err.protocol_error().is_none(), "{era:?}");
@@ -203,4 +212,133 @@ async fn an_http_failure_after_sending_is_a_transport_error_with_its_status() {
         session.close().await;
         server.shutdown().await;
     }
+}
+
+/// A server on a runtime of its own, so that the test's runtime counts
+/// only the client's tasks.
+struct ServerApart {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerApart {
+    fn start(options: HttpServerOptions) -> Self {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let server = HttpServer::start(options).await.unwrap();
+                url_tx.send(server.url()).unwrap();
+                let _ = stopped.await;
+                server.shutdown().await;
+            });
+        });
+        let url = url_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        ServerApart {
+            url,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ServerApart {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_answers_reach_sequential_and_concurrent_calls_across_an_expiry() {
+    let server = HttpServer::start(HttpServerOptions {
+        json_response: true,
+        expire_after: 6,
+        ..HttpServerOptions::misbehaving(HttpMisbehaviour::ExpireSession)
+    })
+    .await
+    .unwrap();
+    let session = connect(&server).await;
+    assert_eq!(session.protocol_version(), ProtocolVersion::V2025_11_25);
+    for i in 0..4 {
+        let r = session
+            .call_tool("add", json!({"a": i, "b": 1}))
+            .await
+            .unwrap();
+        assert!(r.text().contains(&(i + 1).to_string()), "{}", r.text());
+    }
+    // Eight at once, across the session's expiry and renewal.
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let session = session.clone();
+        calls.spawn(async move {
+            let r = session
+                .call_tool("add", json!({"a": i, "b": 100}))
+                .await
+                .unwrap();
+            assert!(r.text().contains(&(i + 100).to_string()), "{}", r.text());
+        });
+    }
+    while let Some(done) = calls.join_next().await {
+        done.unwrap();
+    }
+    assert_eq!(server.stats().initializes.load(Ordering::SeqCst), 2);
+    assert_eq!(session.in_flight(), 0);
+    session.close().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_call_over_http_leaves_no_entry_and_no_task_behind() {
+    let server = ServerApart::start(HttpServerOptions {
+        json_response: true,
+        ..HttpServerOptions::default()
+    });
+    let transport = StreamableHttpTransport::connect(&server.url, HttpOptions::new())
+        .await
+        .unwrap();
+    let session = Session::connect(transport, SessionConfig::default())
+        .await
+        .unwrap();
+    session
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let before = metrics.num_alive_tasks();
+    // The caller gives up on a call the server answers in a minute.
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(300),
+        session.call_tool("slow", json!({"ms": 60_000})),
+    )
+    .await;
+    assert!(dropped.is_err(), "the slow call answered: {dropped:?}");
+    assert_eq!(session.in_flight(), 0, "the call's entry is gone at once");
+    // No task goes on waiting for that answer (the cancellation, sent from
+    // a task of its own, ends too).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while metrics.num_alive_tasks() > before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} tasks alive, {before} before the call",
+            metrics.num_alive_tasks()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The session goes on.
+    let r = session
+        .call_tool("add", json!({"a": 2, "b": 2}))
+        .await
+        .unwrap();
+    assert!(r.text().contains('4'));
+    session.close().await;
 }

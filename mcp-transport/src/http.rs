@@ -467,7 +467,16 @@ fn same_origin(a: &Uri, b: &Uri) -> bool {
 
 /// Turns one JSON body or SSE `data` into what `recv` hands out.
 fn payload_to_received(bytes: &[u8], out: &mut Vec<Received>) {
-    match parse_payload(bytes) {
+    parsed_to_received(parse_payload(bytes), bytes, out);
+}
+
+/// [`payload_to_received`] for a payload already parsed from `bytes`.
+fn parsed_to_received(
+    parsed: Result<Payload, mcp_jsonrpc::MessageError>,
+    bytes: &[u8],
+    out: &mut Vec<Received>,
+) {
+    match parsed {
         Ok(Payload::Single(m)) => out.push(Received::Message(m)),
         Ok(Payload::Batch(items)) => out.extend(items.into_iter().map(|item| match item {
             Ok(m) => Received::Message(m),

@@ -65,6 +65,22 @@ pub enum Received {
     Failed(RequestFailure),
 }
 
+/// How [`Transport::request_with`] ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Answer {
+    /// The request was sent; its answer (or its [`Received::Failed`]) comes
+    /// through [`Transport::recv`], as after [`Transport::send_with`].
+    Later,
+    /// The answer: a response or an error response with the request's id,
+    /// which no `recv` will hand out.
+    Now(Message),
+    /// The request was sent and then failed in the transport (an answer
+    /// that could not be read): it will get no answer, as with
+    /// [`Received::Failed`].
+    Failed(TransportError),
+}
+
 /// A request that failed in the transport after it was sent.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -261,6 +277,9 @@ impl SendContext {
 ///   once; each message is written whole. It is the one method a wrapper must
 ///   forward for sending: [`send`](Transport::send) is `send_with` and no
 ///   context, so a decorator cannot lose the context by forgetting a method.
+/// * [`request_with`](Transport::request_with) sends a request and may
+///   return its answer itself (streamable HTTP's JSON answers), sparing the
+///   trip through `recv`; by default it is `send_with`.
 /// * [`recv`](Transport::recv) is cancel-safe: dropping its future (in a
 ///   `select!`) loses no message. It is meant to be called from one task.
 /// * [`close`](Transport::close) ends the transport within bounds and is
@@ -280,6 +299,24 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
     fn send<'a>(&'a self, message: &'a Message) -> BoxFuture<'a, Result<(), TransportError>> {
         static NONE: SendContext = SendContext::NONE;
         self.send_with(message, &NONE)
+    }
+
+    /// Sends a request and, where the transport can, drives it to its
+    /// answer on the caller's task and returns that answer.
+    ///
+    /// The default is [`send_with`](Transport::send_with) and
+    /// [`Answer::Later`]: the answer comes through [`recv`](Transport::recv).
+    /// A transport that returns [`Answer::Now`] hands that answer out nowhere
+    /// else. Dropping the future before it ends abandons the request (over
+    /// HTTP, its connection is closed); the caller cancels it with the server
+    /// as for any request it stops waiting for.
+    fn request_with<'a>(
+        &'a self,
+        request: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        let sent = self.send_with(request, context);
+        Box::pin(async move { sent.await.map(|()| Answer::Later) })
     }
 
     /// Receives the next message, invalid frame or request failure.
@@ -318,6 +355,13 @@ macro_rules! forward_transport {
                 context: &'a SendContext,
             ) -> BoxFuture<'a, Result<(), TransportError>> {
                 (**self).send_with(message, context)
+            }
+            fn request_with<'a>(
+                &'a self,
+                request: &'a Message,
+                context: &'a SendContext,
+            ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+                (**self).request_with(request, context)
             }
             fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
                 (**self).recv()

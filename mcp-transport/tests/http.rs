@@ -13,7 +13,8 @@ use mcp_testkit::{Misbehaviour, ServerOptions};
 use mcp_transport::http::auto::{self, TransportCache};
 use mcp_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
 use mcp_transport::{
-    InvalidFrame, Lifecycle, Received, SendContext, Transport, TransportError, TransportKind,
+    Answer, InvalidFrame, Lifecycle, Received, SendContext, Transport, TransportError,
+    TransportKind,
 };
 use serde_json::{Value, json};
 
@@ -229,6 +230,97 @@ async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
     assert_eq!(ids.len(), 1);
     assert!(ids[0].ends_with("-p"), "{ids:?}");
     t.close().await;
+}
+
+/// `request_with` as a session calls it: the answer handed back, or
+/// received through `recv` when the transport says it comes later.
+async fn ask(t: &dyn Transport, id: i64, text: &str) -> (Value, bool) {
+    let context = SendContext::new().revision(VERSION.parse().unwrap());
+    let message = call(id, "echo", json!({"text": text}));
+    match t.request_with(&message, &context).await.unwrap() {
+        Answer::Now(m) => (serde_json::to_value(&m).unwrap(), true),
+        Answer::Later => (answer(t, id).await.0, false),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_with_hands_back_json_answers_and_leaves_sse_answers_to_recv() {
+    for json_response in [true, false] {
+        let s = server(HttpServerOptions {
+            json_response,
+            ..HttpServerOptions::default()
+        })
+        .await;
+        let t = StreamableHttpTransport::connect(&s.url(), options())
+            .await
+            .unwrap();
+        handshake(&t).await;
+        let (value, direct) = ask(&t, 1, "x").await;
+        assert_eq!(value["result"]["content"][0]["text"], "x");
+        assert_eq!(direct, json_response, "JSON answers come back directly");
+        t.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_with_renews_an_expired_session_and_the_answer_comes_through_recv() {
+    for misbehaviour in [
+        HttpMisbehaviour::ExpireSession,
+        HttpMisbehaviour::ExpireSession400,
+    ] {
+        let s = server(HttpServerOptions {
+            expire_after: 2,
+            json_response: true,
+            ..HttpServerOptions::misbehaving(misbehaviour)
+        })
+        .await;
+        let t = StreamableHttpTransport::connect(&s.url(), options())
+            .await
+            .unwrap();
+        handshake(&t).await;
+        let first = t.session_id().unwrap();
+        // The third POST finds the session expired: renewed and sent again
+        // by the transport's own task, the answer through recv.
+        let (value, direct) = ask(&t, 1, "again").await;
+        assert_eq!(value["result"]["content"][0]["text"], "again");
+        assert!(!direct, "{misbehaviour:?}");
+        assert_ne!(t.session_id().unwrap(), first);
+        assert_eq!(s.stats().initializes.load(Ordering::SeqCst), 2);
+        // The new session answers directly again.
+        let (value, direct) = ask(&t, 2, "after").await;
+        assert_eq!(value["result"]["content"][0]["text"], "after");
+        assert!(direct, "{misbehaviour:?}");
+        t.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_with_returns_error_statuses_and_wrong_content_types() {
+    for (misbehaviour, expect) in [
+        (HttpMisbehaviour::Status500, "500"),
+        (HttpMisbehaviour::WrongContentType, "text/plain"),
+    ] {
+        let s = server(HttpServerOptions {
+            json_response: true,
+            ..HttpServerOptions::misbehaving(misbehaviour)
+        })
+        .await;
+        let t = StreamableHttpTransport::connect(&s.url(), options())
+            .await
+            .unwrap();
+        handshake(&t).await;
+        let context = SendContext::new().revision(VERSION.parse().unwrap());
+        let err = t
+            .request_with(&call(1, "echo", json!({"text": "x"})), &context)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(expect), "{err}");
+        if misbehaviour == HttpMisbehaviour::Status500 {
+            assert_eq!(err.http_status(), Some(500), "{err}");
+        }
+        t.close().await;
+    }
 }
 
 async fn expiry(misbehaviour: HttpMisbehaviour) {

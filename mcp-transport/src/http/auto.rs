@@ -29,7 +29,7 @@ use tokio::sync::{Mutex, watch};
 
 use super::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
 use crate::{
-    BoxFuture, Lifecycle, Received, SendContext, Transport, TransportError, TransportKind,
+    Answer, BoxFuture, Lifecycle, Received, SendContext, Transport, TransportError, TransportKind,
 };
 
 /// Which HTTP transport each URL turned out to speak. Cheap to clone (shared).
@@ -184,6 +184,25 @@ impl Transport for AutoTransport {
             match self.current() {
                 Some(t) => t.send_with(message, context).await,
                 None => self.choose_and_send(message, context).await,
+            }
+        })
+    }
+
+    fn request_with<'a>(
+        &'a self,
+        request: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        Box::pin(async move {
+            if self.closed.load(Ordering::SeqCst) {
+                return Err(TransportError::closed("closed by the client"));
+            }
+            match self.current() {
+                Some(t) => t.request_with(request, context).await,
+                None => self
+                    .choose_and_send(request, context)
+                    .await
+                    .map(|()| Answer::Later),
             }
         })
     }

@@ -183,23 +183,26 @@ impl HttpClient {
         extra: HeaderMap,
         body: Option<Bytes>,
     ) -> Result<Request<Full<Bytes>>, TransportError> {
-        let mut builder = Request::builder().method(method.clone()).uri(uri.clone());
-        if let Some(headers) = builder.headers_mut() {
-            headers.extend(self.headers.clone());
+        // Built in place: `extra` is the request's map when no headers are
+        // configured (the common case), so no map is made and refilled.
+        let mut headers = if self.headers.is_empty() {
+            extra
+        } else {
+            let mut headers = self.headers.clone();
             headers.extend(extra);
-            if body.is_some() {
-                headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-            }
+            headers
+        };
+        if body.is_some() {
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
         }
-        builder
-            .body(Full::new(body.unwrap_or_default()))
-            .map_err(|e| TransportError::Http {
-                url: format!("{method} {}", redact_url(uri)),
-                message: format!("cannot build the request: {e}"),
-            })
+        let mut request = Request::new(Full::new(body.unwrap_or_default()));
+        *request.method_mut() = method;
+        *request.uri_mut() = uri.clone();
+        *request.headers_mut() = headers;
+        Ok(request)
     }
 
     /// Sends a request and waits (bounded by the request timeout) for the

@@ -23,7 +23,7 @@ mod request;
 mod state;
 
 use crate::{
-    BoxFuture, Lifecycle, Received, RequestFailure, SendContext, Transport, TransportError,
+    Answer, BoxFuture, Lifecycle, Received, RequestFailure, SendContext, Transport, TransportError,
     TransportKind,
 };
 use state::{RequestHeaders, SessionState};
@@ -52,6 +52,14 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   [`Received::Failed`] for that request (with the HTTP status when there
 ///   was one), so no request waits forever and no failure passes for a
 ///   server's JSON-RPC error.
+/// * [`Transport::request_with`] of an ordinary request (not the handshake,
+///   not 2026-07-28) drives its POST on the caller's task instead: a JSON
+///   answer that is the request's response comes back as
+///   [`Answer::Now`](crate::Answer::Now), with no task or channel between;
+///   an error status is its error. An SSE answer, a 202 and an expired
+///   session go on in a task of the transport and arrive through `recv`
+///   ([`Answer::Later`](crate::Answer::Later)). Dropping that future drops
+///   the POST.
 /// * The transport reads no `params`: the [`SendContext`] says which message
 ///   is the handshake ([`Lifecycle`]) and which revision a message follows.
 /// * The `Mcp-Session-Id` of the initialize answer is sent on every later
@@ -297,6 +305,32 @@ impl Inner {
 }
 
 impl StreamableHttpTransport {
+    /// [`Transport::request_with`] for an ordinary handshake-era request:
+    /// driven on the caller's task (see [`Inner::request_direct`]).
+    async fn request_direct(
+        &self,
+        request: &mcp_jsonrpc::Request,
+        message: &Message,
+        context: &SendContext,
+    ) -> Result<Answer, TransportError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(closed_error());
+        }
+        let inner = &self.inner;
+        if let Some(revision) = context.revision_of() {
+            inner.state().note_revision(revision.as_str());
+        }
+        let body = Bytes::from(
+            message
+                .to_vec()
+                .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
+        );
+        tokio::select! {
+            answer = inner.request_direct(&request.id, body) => answer,
+            () = inner.closing.cancelled() => Err(closed_error()),
+        }
+    }
+
     async fn send_message(
         &self,
         message: &Message,
@@ -403,6 +437,29 @@ impl Transport for StreamableHttpTransport {
         context: &'a SendContext,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(self.send_message(message, context))
+    }
+
+    fn request_with<'a>(
+        &'a self,
+        request: &'a Message,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        Box::pin(async move {
+            match request {
+                // The handshake, 2026-07-28 (cancelled by closing the stream
+                // of a task it can abort) and anything not a request take
+                // the task path.
+                Message::Request(r)
+                    if context.lifecycle_of() == Lifecycle::None && !context.is_modern() =>
+                {
+                    self.request_direct(r, request, context).await
+                }
+                _ => self
+                    .send_message(request, context)
+                    .await
+                    .map(|()| Answer::Later),
+            }
+        })
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {

@@ -12,13 +12,110 @@ use hyper::header::HeaderMap;
 use mcp_jsonrpc::{Id, Message, Oversized};
 
 use super::super::client::{content_type, read_body, status_answer, status_error};
-use super::super::{HttpTrace, payload_to_received};
+use super::super::{HttpTrace, parsed_to_received, payload_to_received};
 use super::state::{self, RequestHeaders, Resume};
 use super::{ACCEPT_BOTH, AFTER_ANSWER_LINGER, Head, Inner};
 use crate::sse::{SseItem, SseParser};
-use crate::{InvalidFrame, Received, TransportError};
+use crate::{Answer, InvalidFrame, Received, TransportError};
 
 impl Inner {
+    /// Drives one ordinary request of a handshake-era session (not
+    /// `initialize`, not 2026-07-28) on the caller's task: POST, and a JSON
+    /// answer read and returned here, with no task, channel or reader in
+    /// between. What takes longer than that answer is handed to a task
+    /// of the transport, as [`run_request`](Inner::run_request) would do it:
+    /// an SSE answer (read and resumed there, its messages through `recv`)
+    /// and an expired session (renewed and the request sent again there, so
+    /// a caller that stops waiting cannot leave a renewal half done).
+    ///
+    /// An error status is returned as the error, as `send` returns it; a
+    /// body that cannot be read is [`Answer::Failed`]. A JSON body that is
+    /// not exactly the answer to `id` (a batch, a stray message) is handed
+    /// out through `recv` instead, item by item.
+    pub(super) async fn request_direct(
+        self: &Arc<Self>,
+        id: &Id,
+        body: Bytes,
+    ) -> Result<Answer, TransportError> {
+        let what = self.what(&Method::POST);
+        let RequestHeaders {
+            headers,
+            generation,
+            has_session,
+        } = self.headers(ACCEPT_BOTH, true);
+        let request = self
+            .client
+            .build(Method::POST, &self.url, headers, Some(body.clone()))?;
+        let response = self.client.send(request).await?;
+        let status = response.status();
+        if !status.is_success() {
+            let error = status_error(response, what).await;
+            if has_session && state::is_expiry(&error) {
+                let inner = Arc::clone(self);
+                let id = id.clone();
+                let status = error.http_status();
+                self.spawn(async move {
+                    match inner.renew(generation, status).await {
+                        Ok(()) => {
+                            let mut head = Head(None);
+                            inner
+                                .run_request_inner(&id, body, false, None, &mut head, true)
+                                .await;
+                        }
+                        Err(e) => inner.deliver_error(&id, e).await,
+                    }
+                });
+                return Ok(Answer::Later);
+            }
+            return Err(error);
+        }
+        if status == hyper::StatusCode::ACCEPTED {
+            // The answer will come on another stream (the GET stream).
+            return Ok(Answer::Later);
+        }
+        match content_type(&response).as_str() {
+            "application/json" => {
+                let limit = self.options().max_event_size;
+                let timeout = self.options().request_timeout;
+                let bytes = match read_body(response.into_body(), limit, timeout, what).await {
+                    Ok(bytes) => bytes,
+                    Err(e) => return Ok(Answer::Failed(e)),
+                };
+                let parsed = mcp_jsonrpc::parse_payload(&bytes);
+                if let Ok(mcp_jsonrpc::Payload::Single(m)) = &parsed
+                    && matches!(m, Message::Response(_) | Message::Error(_))
+                    && m.id() == Some(id)
+                    && let Ok(mcp_jsonrpc::Payload::Single(m)) = parsed
+                {
+                    return Ok(Answer::Now(m));
+                }
+                let mut items = Vec::new();
+                parsed_to_received(parsed, &bytes, &mut items);
+                for item in items {
+                    self.deliver(item).await;
+                }
+                Ok(Answer::Later)
+            }
+            "text/event-stream" => {
+                let inner = Arc::clone(self);
+                let id = id.clone();
+                self.spawn(async move {
+                    inner
+                        .read_request_stream(response.into_body(), &id, false)
+                        .await;
+                });
+                Ok(Answer::Later)
+            }
+            other => Err(TransportError::Http {
+                url: what.to_owned(),
+                message: format!(
+                    "the answer to a request has Content-Type {other:?}; expected \
+                     application/json or text/event-stream"
+                ),
+            }),
+        }
+    }
+
     /// Runs one request: POST, then its answer (JSON or SSE, resumed when dropped).
     ///
     /// A modern request (`mirrored` holds its metadata headers) carries no
@@ -33,7 +130,7 @@ impl Inner {
         mut head: Head,
     ) {
         let modern = mirrored.is_some();
-        self.run_request_inner(&id, body, is_init, mirrored, &mut head)
+        self.run_request_inner(&id, body, is_init, mirrored, &mut head, false)
             .await;
         if modern {
             self.modern_requests().remove(&id);
@@ -47,9 +144,9 @@ impl Inner {
         is_init: bool,
         mirrored: Option<HeaderMap>,
         head: &mut Head,
+        mut renewed: bool,
     ) {
         let what = self.what(&Method::POST);
-        let mut renewed = false;
         let modern = mirrored.is_some();
         loop {
             let RequestHeaders {
