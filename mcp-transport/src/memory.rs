@@ -9,7 +9,9 @@ use std::sync::Mutex as StdMutex;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::{BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind};
+use crate::{
+    Answer, BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind,
+};
 
 /// One end of an in-memory pair.
 #[derive(Debug)]
@@ -63,6 +65,15 @@ impl Transport for MemoryTransport {
     ) -> BoxFuture<'a, Result<(), TransportError>> {
         let result = self.deliver(Received::Message(message.clone()));
         Box::pin(async move { result })
+    }
+
+    fn request_with<'a>(
+        &'a self,
+        request: &'a Message,
+        _context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        let result = self.deliver(Received::Message(request.clone()));
+        Box::pin(async move { result.map(|()| Answer::Later) })
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {

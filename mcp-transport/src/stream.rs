@@ -39,7 +39,7 @@ use tokio_util::codec::{Encoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind,
+    Answer, BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind,
     frame_to_received,
 };
 
@@ -194,6 +194,16 @@ impl Transport for StreamTransport {
         _context: &'a SendContext,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
         Box::pin(self.send_message(message))
+    }
+
+    // One box, not the default's two: a stdio request is sent here and
+    // answered through `recv`.
+    fn request_with<'a>(
+        &'a self,
+        request: &'a Message,
+        _context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        Box::pin(async move { self.send_message(request).await.map(|()| Answer::Later) })
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
