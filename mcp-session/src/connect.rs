@@ -18,9 +18,10 @@ use crate::config::SessionConfig;
 use crate::error::{SessionError, TimeoutKind};
 use crate::intern::Interner;
 use crate::lifecycle::{DiscoverAnswer, Failure, Lifecycle, Step};
+use crate::parse::{parse_result, to_raw_params};
 use crate::pending::PendingTable;
 use crate::reader::{ServerRequests, Shared, read_loop};
-use crate::session::{Inner, Session, parse_result, to_raw_params};
+use crate::session::{Inner, Session};
 
 impl Inner {
     /// Runs the lifecycle (see [`Lifecycle`]): sends what it asks for and

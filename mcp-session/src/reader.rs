@@ -308,7 +308,7 @@ pub(crate) fn dispatch(
 }
 
 /// Sends the refusal of a server request.
-async fn refuse(transport: &Arc<dyn Transport>, shared: &Shared, refusal: Message) {
+pub(crate) async fn refuse(transport: &Arc<dyn Transport>, shared: &Shared, refusal: Message) {
     if let Err(e) = transport.send_with(&refusal, &shared.context()).await {
         tracing::debug!(server = %shared.server_name, "could not refuse a request: {e}");
     }

@@ -16,10 +16,11 @@ use mcp_protocol::methods;
 
 use crate::config::ProgressListener;
 use crate::error::SessionError;
+use crate::parse::{parse_result, to_raw_params};
 use crate::pending::{Deadline, Outcome};
 use crate::queue;
 use crate::reader;
-use crate::session::{Inner, parse_result, to_raw_params};
+use crate::session::Inner;
 
 /// Removes a request from the table if its caller stops waiting (timeout,
 /// or the caller's future was dropped), and tells the server to stop.
@@ -208,10 +209,9 @@ impl Inner {
             }) if id == *ours => Outcome::Error(error),
             other => {
                 if let Some(refusal) = reader::dispatch(&self.transport, &self.shared, other) {
-                    let (transport, context) = (Arc::clone(&self.transport), self.shared.context());
-                    tokio::spawn(async move {
-                        let _ = transport.send_with(&refusal, &context).await;
-                    });
+                    let (transport, shared) =
+                        (Arc::clone(&self.transport), Arc::clone(&self.shared));
+                    tokio::spawn(async move { reader::refuse(&transport, &shared, refusal).await });
                 }
                 return None;
             }

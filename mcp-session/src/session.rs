@@ -24,8 +24,7 @@ use mcp_protocol::{ProtocolVersion, codes as mcp_codes, methods, x_mcp_header};
 
 use crate::config::{CallOptions, Diagnostics, SessionConfig};
 use crate::error::SessionError;
-use crate::parse::ResultShape;
-pub(crate) use crate::parse::{parse_result, parse_value, to_raw_params};
+use crate::parse::{ResultShape, parse_result, to_raw_params};
 use crate::pending::Deadline;
 use crate::reader::{ClosedInfo, Shared};
 use crate::subscriptions::{Subscription, SubscriptionEvent, SubscriptionFilter};

@@ -43,8 +43,9 @@ use tokio::time::Instant;
 
 use crate::config::CallOptions;
 use crate::error::SessionError;
+use crate::parse::{parse_result, parse_value};
 use crate::pending::Deadline;
-use crate::session::{CallAnswer, Session, parse_result, parse_value};
+use crate::session::{CallAnswer, Session};
 
 /// How often to poll a task that gives no interval.
 const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);

@@ -465,6 +465,14 @@ fn same_origin(a: &Uri, b: &Uri) -> bool {
         && port(a) == port(b)
 }
 
+/// A message as the body of a POST.
+fn encode(message: &mcp_jsonrpc::Message) -> Result<bytes::Bytes, TransportError> {
+    message
+        .to_vec()
+        .map(bytes::Bytes::from)
+        .map_err(|e| TransportError::Io(std::io::Error::other(e)))
+}
+
 /// Turns one JSON body or SSE `data` into what `recv` hands out.
 fn payload_to_received(bytes: &[u8], out: &mut Vec<Received>) {
     parsed_to_received(parse_payload(bytes), bytes, out);

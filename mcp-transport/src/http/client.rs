@@ -182,7 +182,7 @@ impl HttpClient {
         uri: &Uri,
         extra: HeaderMap,
         body: Option<Bytes>,
-    ) -> Result<Request<Full<Bytes>>, TransportError> {
+    ) -> Request<Full<Bytes>> {
         // Built in place: `extra` is the request's map when no headers are
         // configured (the common case), so no map is made and refilled.
         let mut headers = if self.headers.is_empty() {
@@ -202,7 +202,7 @@ impl HttpClient {
         *request.method_mut() = method;
         *request.uri_mut() = uri.clone();
         *request.headers_mut() = headers;
-        Ok(request)
+        request
     }
 
     /// Sends a request and waits (bounded by the request timeout) for the

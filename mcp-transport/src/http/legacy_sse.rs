@@ -221,9 +221,7 @@ impl Inner {
         {
             headers.insert(LAST_EVENT_ID, v);
         }
-        let request = self
-            .client
-            .build(Method::GET, &self.sse_url, headers, None)?;
+        let request = self.client.build(Method::GET, &self.sse_url, headers, None);
         let response = self.client.send(request).await?;
         event_stream(response, &self.what_get()).await
     }
@@ -234,7 +232,7 @@ impl Inner {
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let request = self
             .client
-            .build(Method::POST, endpoint, headers, Some(body))?;
+            .build(Method::POST, endpoint, headers, Some(body));
         let response = self.client.send(request).await?;
         if !response.status().is_success() {
             let what = format!("POST {}", redact_url(endpoint));
@@ -662,11 +660,7 @@ impl SseTransport {
             return Err(closed_by_client());
         }
         let inner = &self.inner;
-        let body = Bytes::from(
-            message
-                .to_vec()
-                .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
-        );
+        let body = super::encode(message)?;
         let lifecycle = context.lifecycle_of();
         let id = match message {
             Message::Request(request) => {

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Uri};
 use mcp_jsonrpc::{Id, Message};
@@ -320,11 +319,7 @@ impl StreamableHttpTransport {
         if let Some(revision) = context.revision_of() {
             inner.state().note_revision(revision.as_str());
         }
-        let body = Bytes::from(
-            message
-                .to_vec()
-                .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
-        );
+        let body = super::encode(message)?;
         tokio::select! {
             answer = inner.request_direct(&request.id, body) => answer,
             () = inner.closing.cancelled() => Err(closed_error()),
@@ -355,11 +350,7 @@ impl StreamableHttpTransport {
         {
             inner.state().note_revision(revision.as_str());
         }
-        let body = Bytes::from(
-            message
-                .to_vec()
-                .map_err(|e| TransportError::Io(std::io::Error::other(e)))?,
-        );
+        let body = super::encode(message)?;
         match message {
             Message::Request(request) => {
                 let is_init = lifecycle == Lifecycle::Initialize;
@@ -496,12 +487,9 @@ impl Transport for StreamableHttpTransport {
             if !has_session {
                 return;
             }
-            let Ok(request) = inner
+            let request = inner
                 .client
-                .build(Method::DELETE, &inner.url, headers, None)
-            else {
-                return;
-            };
+                .build(Method::DELETE, &inner.url, headers, None);
             let timeout = inner.options().close_timeout;
             let name = inner.options().name();
             match tokio::time::timeout(timeout, inner.client.send(request)).await {

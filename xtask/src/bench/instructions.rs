@@ -49,24 +49,29 @@ pub(super) fn stdio(args: &StdioArgs) -> Result<(), String> {
             ],
             _ => vec!["--server".into(), "fast".into()],
         };
-        let child_args = |client: &str, n: usize| {
-            let mut a: Vec<String> = ["bench", "stdio", "--only", client, "--rounds", "1"]
-                .map(String::from)
-                .to_vec();
-            a.extend([
-                "--sequential-only".into(),
-                "--n".into(),
-                n.to_string(),
-                "--runtime".into(),
-                args.runtime.clone(),
-            ]);
-            a.extend(server.iter().cloned());
-            a
-        };
-        table(n1, n2, child_args)?;
+        table(n1, n2, |client, n| {
+            child_args("stdio", client, n, &args.runtime, &server)
+        })?;
     }
     footer();
     Ok(())
+}
+
+/// The arguments of one counted child: `bench KIND` for one client, one
+/// round of `n` sequential calls, then what the kind needs (`extra`).
+fn child_args(kind: &str, client: &str, n: usize, runtime: &str, extra: &[String]) -> Vec<String> {
+    let mut a: Vec<String> = ["bench", kind, "--only", client, "--rounds", "1"]
+        .map(String::from)
+        .to_vec();
+    a.extend([
+        "--sequential-only".into(),
+        "--n".into(),
+        n.to_string(),
+        "--runtime".into(),
+        runtime.to_owned(),
+    ]);
+    a.extend(extra.iter().cloned());
+    a
 }
 
 pub(super) fn http(args: &HttpArgs) -> Result<(), String> {
@@ -85,24 +90,15 @@ pub(super) fn http(args: &HttpArgs) -> Result<(), String> {
         args.answers, args.era
     );
     println!();
-    let child_args = |client: &str, n: usize| {
-        let mut a: Vec<String> = ["bench", "http", "--only", client, "--rounds", "1"]
-            .map(String::from)
-            .to_vec();
-        a.extend([
-            "--sequential-only".into(),
-            "--n".into(),
-            n.to_string(),
-            "--runtime".into(),
-            args.runtime.clone(),
-            "--era".into(),
-            args.era.clone(),
-            "--url".into(),
-            url.clone(),
-        ]);
-        a
-    };
-    let result = table(n1, n2, child_args);
+    let extra = [
+        "--era".into(),
+        args.era.clone(),
+        "--url".into(),
+        url.clone(),
+    ];
+    let result = table(n1, n2, |client, n| {
+        child_args("http", client, n, &args.runtime, &extra)
+    });
     server.stop();
     result?;
     footer();

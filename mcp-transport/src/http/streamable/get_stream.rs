@@ -28,7 +28,7 @@ impl Inner {
             headers.insert(LAST_EVENT_ID, v);
         }
         let what = self.what(&Method::GET);
-        let request = self.client.build(Method::GET, &self.url, headers, None)?;
+        let request = self.client.build(Method::GET, &self.url, headers, None);
         let response = self.client.send(request).await?;
         if response.status() == hyper::StatusCode::METHOD_NOT_ALLOWED {
             return Ok(None);

@@ -52,7 +52,7 @@ impl Inner {
         let headers = self.headers(ACCEPT_BOTH, false).headers;
         let request = self
             .client
-            .build(Method::POST, &self.url, headers, Some(init_body))?;
+            .build(Method::POST, &self.url, headers, Some(init_body));
         let response = self.client.send(request).await?;
         if !response.status().is_success() {
             return Err(status_error(response, what).await);
@@ -63,7 +63,7 @@ impl Inner {
             let headers = self.headers(ACCEPT_BOTH, true).headers;
             let request = self
                 .client
-                .build(Method::POST, &self.url, headers, Some(body))?;
+                .build(Method::POST, &self.url, headers, Some(body));
             let response = self.client.send(request).await?;
             if !response.status().is_success() {
                 return Err(status_error(response, what).await);
@@ -125,9 +125,9 @@ impl Inner {
                 generation,
                 has_session,
             } = self.headers(ACCEPT_BOTH, true);
-            let request =
-                self.client
-                    .build(Method::POST, &self.url, headers, Some(body.clone()))?;
+            let request = self
+                .client
+                .build(Method::POST, &self.url, headers, Some(body.clone()));
             let response = self.client.send(request).await?;
             if response.status().is_success() {
                 return Ok(());

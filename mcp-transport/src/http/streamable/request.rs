@@ -45,7 +45,7 @@ impl Inner {
         } = self.headers(ACCEPT_BOTH, true);
         let request = self
             .client
-            .build(Method::POST, &self.url, headers, Some(body.clone()))?;
+            .build(Method::POST, &self.url, headers, Some(body.clone()));
         let response = self.client.send(request).await?;
         let status = response.status();
         if !status.is_success() {
@@ -106,13 +106,7 @@ impl Inner {
                 });
                 Ok(Answer::Later)
             }
-            other => Err(TransportError::Http {
-                url: what.to_owned(),
-                message: format!(
-                    "the answer to a request has Content-Type {other:?}; expected \
-                     application/json or text/event-stream"
-                ),
-            }),
+            other => Err(unexpected_content_type(what, other)),
         }
     }
 
@@ -157,14 +151,9 @@ impl Inner {
             if let Some(extra) = &mirrored {
                 headers.extend(extra.clone());
             }
-            let request =
-                match self
-                    .client
-                    .build(Method::POST, &self.url, headers, Some(body.clone()))
-                {
-                    Ok(r) => r,
-                    Err(e) => return head.fail(self, id, e).await,
-                };
+            let request = self
+                .client
+                .build(Method::POST, &self.url, headers, Some(body.clone()));
             let response = match self.client.send(request).await {
                 Ok(r) => r,
                 Err(e) => return head.fail(self, id, e).await,
@@ -235,14 +224,8 @@ impl Inner {
                         .await;
                 }
                 other => {
-                    let error = TransportError::Http {
-                        url: what.to_owned(),
-                        message: format!(
-                            "the answer to a request has Content-Type {other:?}; expected \
-                             application/json or text/event-stream"
-                        ),
-                    };
-                    head.fail(self, id, error).await;
+                    head.fail(self, id, unexpected_content_type(what, other))
+                        .await
                 }
             }
             return;
@@ -395,5 +378,16 @@ impl Inner {
                 }
             }
         }
+    }
+}
+
+/// A request's answer that is neither JSON nor an event stream.
+fn unexpected_content_type(what: &str, content_type: &str) -> TransportError {
+    TransportError::Http {
+        url: what.to_owned(),
+        message: format!(
+            "the answer to a request has Content-Type {content_type:?}; expected \
+             application/json or text/event-stream"
+        ),
     }
 }
