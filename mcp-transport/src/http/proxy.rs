@@ -701,6 +701,16 @@ mod tests {
         assert_eq!(r.route(&uri("https://h/")), Route::Direct);
     }
 
+    #[test]
+    fn a_name_entry_never_matches_an_address() {
+        // Found by the property below: the name entry "0.0" and the host
+        // 0.0.0.0. An address is compared as an address, never as text.
+        let n = NoProxy::parse("0.0");
+        assert!(!n.matches("0.0.0.0", 80));
+        assert!(n.matches("a.0.0", 80));
+        assert!(NoProxy::parse("0.0.0.0").matches("0.0.0.0", 80));
+    }
+
     mod props {
         use super::*;
         use proptest::prelude::*;
@@ -727,6 +737,10 @@ mod tests {
                 let mut host = sub.join(".");
                 if !host.is_empty() { host.push('.'); }
                 host.push_str(&domain);
+                // Digit-only labels can spell an address ("0.0" under
+                // "0.0" is 0.0.0.0), and an address is matched only by
+                // address entries (see `a_name_entry_never_matches_an_address`).
+                prop_assume!(host.parse::<IpAddr>().is_err());
                 prop_assert!(n.matches(&host, port));
                 prop_assert!(n.matches(&host.to_ascii_uppercase(), port));
                 let glued = format!("{glue}{domain}");
