@@ -59,6 +59,7 @@ pub mod auto;
 mod client;
 mod legacy_sse;
 mod mirror;
+mod pool;
 mod proxy;
 mod streamable;
 mod web;

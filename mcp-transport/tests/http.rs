@@ -706,7 +706,7 @@ async fn connection_refused_is_an_error_not_a_hang() {
 /// A TLS server that speaks only HTTP/2 (ALPN `h2`): the client gets
 /// there over HTTP/2 by default, session, SSE answers and all; with
 /// `http2(false)` it offers only HTTP/1.1 and the handshake fails, so the
-/// success above was HTTP/2.
+/// success above was HTTP/2, over one connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_over_tls_when_the_server_offers_it() {
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -728,9 +728,12 @@ async fn http2_over_tls_when_the_server_offers_it() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = Arc::clone(&s);
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
     let accept = tokio::spawn(async move {
         loop {
             let (tcp, _) = listener.accept().await.unwrap();
+            count.fetch_add(1, Ordering::SeqCst);
             if let Ok(tls) = acceptor.accept(tcp).await {
                 server.serve_connection_h2(tls);
             }
@@ -748,6 +751,9 @@ async fn http2_over_tls_when_the_server_offers_it() {
         "over h2"
     );
     t.close().await;
+    // Every request of the session (its POSTs, the GET stream, the DELETE)
+    // shared one HTTP/2 connection.
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
 
     let t = StreamableHttpTransport::connect(&url, trusted().http2(false))
         .await

@@ -8,15 +8,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, Uri};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use super::auth::{AuthDecision, MAX_AUTH_RETRIES, RequestTarget, challenge_of};
+use super::pool::{Pool, PoolError};
 use super::proxy::{Failure, ProxyConnector, TunnelError};
 use super::{HttpOptions, HttpTrace, redact_url};
 use crate::TransportError;
@@ -37,10 +35,11 @@ const SHOWN: &[&str] = &[
 ];
 
 /// A pooled keep-alive client with TLS: concurrent requests go out on
-/// separate connections, idle ones are reused.
+/// separate connections (or share one HTTP/2 connection), idle ones are
+/// reused.
 #[derive(Clone)]
 pub(crate) struct HttpClient {
-    client: Client<HttpsConnector<ProxyConnector>, Full<Bytes>>,
+    pool: Arc<Pool>,
     options: Arc<HttpOptions>,
     /// The configured headers, checked.
     headers: HeaderMap,
@@ -161,14 +160,16 @@ impl HttpClient {
                 .enable_http1()
                 .wrap_connector(http)
         };
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(https);
         Ok(HttpClient {
-            client,
+            pool: Arc::new(Pool::new(https)),
             options: Arc::new(options),
             headers,
         })
+    }
+
+    #[cfg(test)]
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     pub(crate) fn options(&self) -> &HttpOptions {
@@ -271,7 +272,7 @@ impl HttpClient {
             });
         }
         let timeout = self.options.request_timeout;
-        let result = match tokio::time::timeout(timeout, self.client.request(request)).await {
+        let result = match tokio::time::timeout(timeout, self.pool.request(request)).await {
             Err(_) => Err(TransportError::Timeout {
                 what: format!(
                     "the first byte of the answer to {} (the request timeout)",
@@ -283,13 +284,15 @@ impl HttpClient {
             Ok(Err(e)) => Err(match tunnel_error(&e) {
                 Some(tunnel) => proxy_error(tunnel, &what()),
                 // Named as the connect timeout, not as a generic client error.
-                None if e.is_connect() && timed_out(&e) => TransportError::Timeout {
-                    what: format!(
-                        "a connection for {} (the connect timeout; is the host reachable?)",
-                        what()
-                    ),
-                    after: self.options.connect_timeout,
-                },
+                None if matches!(e, PoolError::Connect(_)) && timed_out(&e) => {
+                    TransportError::Timeout {
+                        what: format!(
+                            "a connection for {} (the connect timeout; is the host reachable?)",
+                            what()
+                        ),
+                        after: self.options.connect_timeout,
+                    }
+                }
                 None => TransportError::Http {
                     url: what(),
                     message: describe_client_error(&e),
@@ -406,7 +409,7 @@ pub(crate) fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-fn describe_client_error(e: &hyper_util::client::legacy::Error) -> String {
+fn describe_client_error(e: &PoolError) -> String {
     use std::error::Error as _;
     let mut message = e.to_string();
     let mut source = e.source();
