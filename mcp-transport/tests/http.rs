@@ -143,6 +143,21 @@ async fn streamable_sse_session_round_trip() {
     assert!(!traces.contains("top-secret"), "{traces}");
 }
 
+/// Sending `notifications/initialized` returns once the GET stream's
+/// request has been answered: on one thread, nothing else would have let
+/// it leave, and a GET that reaches the server after the next requests
+/// can be taken for a reconnection (the conformance suite's `sse-retry`).
+#[tokio::test]
+async fn the_get_stream_is_open_when_the_handshake_ends() {
+    let s = server(HttpServerOptions::default()).await;
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    assert_eq!(s.stats().get_streams.load(Ordering::SeqCst), 1);
+    t.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_json_answers() {
     let s = server(HttpServerOptions {

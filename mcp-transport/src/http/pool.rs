@@ -295,14 +295,17 @@ impl Pool {
             self.keep_h2(uri, &sender);
             Ok(Conn::H2(sender))
         } else {
-            let (mut sender, connection) =
-                http1::handshake(io).await.map_err(PoolError::Handshake)?;
+            let (sender, connection) = http1::handshake(io).await.map_err(PoolError::Handshake)?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
                     tracing::debug!(error = %e, "an HTTP/1.1 connection ended");
                 }
             });
-            sender.ready().await.map_err(PoolError::Handshake)?;
+            // Not waiting until it is ready: a new connection takes its first
+            // request at once (hyper queues it until the connection task
+            // runs), which spares a round through the scheduler. A background
+            // request (the GET stream) then leaves before the caller's next
+            // stretch of work.
             Ok(Conn::H1(sender))
         }
     }

@@ -413,7 +413,15 @@ impl StreamableHttpTransport {
                 inner.post_other(body.clone()).await?;
                 if is_initialized {
                     inner.state().initialized_sent(body);
-                    inner.start_get_stream();
+                    // The session is ready once its stream for server
+                    // messages is open (or refused), within `accept_wait`:
+                    // a message the server sends right after initializing
+                    // is not missed, and the stream's request does not land
+                    // after the caller's next requests (a server may read
+                    // a late GET as a reconnection).
+                    if let Some(answered) = inner.start_get_stream() {
+                        let _ = tokio::time::timeout(inner.options().accept_wait, answered).await;
+                    }
                 }
                 Ok(())
             }

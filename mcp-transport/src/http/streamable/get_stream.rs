@@ -6,6 +6,7 @@ use std::sync::Arc;
 use hyper::Method;
 use hyper::body::Incoming;
 use hyper::header::HeaderValue;
+use tokio::sync::oneshot;
 
 use super::super::client::event_stream;
 use super::{Inner, LAST_EVENT_ID};
@@ -36,8 +37,13 @@ impl Inner {
         event_stream(response, what).await.map(Some)
     }
 
-    /// The GET stream for server-initiated messages of one session.
-    pub(super) async fn run_get_stream(self: Arc<Self>, generation: u64) {
+    /// The GET stream for server-initiated messages of one session;
+    /// `opened` hears when the first attempt is answered (or failed).
+    pub(super) async fn run_get_stream(
+        self: Arc<Self>,
+        generation: u64,
+        mut opened: Option<oneshot::Sender<()>>,
+    ) {
         let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
         let mut failures = 0u32;
         loop {
@@ -45,7 +51,11 @@ impl Inner {
                 return;
             }
             let last = parser.last_event_id().map(str::to_owned);
-            match self.open_get(last.as_deref()).await {
+            let result = self.open_get(last.as_deref()).await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            match result {
                 Ok(Some(body)) => {
                     failures = 0;
                     let idle = self.options().idle_stream_timeout;
@@ -81,12 +91,16 @@ impl Inner {
         }
     }
 
-    pub(super) fn start_get_stream(self: &Arc<Self>) {
+    /// Starts the GET stream; what it gives hears when the server has
+    /// answered the stream's request (or it failed).
+    pub(super) fn start_get_stream(self: &Arc<Self>) -> Option<oneshot::Receiver<()>> {
         if !self.options().get_stream {
-            return;
+            return None;
         }
         let generation = self.state().generation();
         let me = Arc::clone(self);
-        self.spawn(me.run_get_stream(generation));
+        let (opened, answered) = oneshot::channel();
+        self.spawn(me.run_get_stream(generation, Some(opened)));
+        Some(answered)
     }
 }

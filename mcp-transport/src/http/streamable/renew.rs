@@ -69,7 +69,8 @@ impl Inner {
                 return Err(status_error(response, what).await);
             }
         }
-        self.start_get_stream();
+        // A renewal does not wait for it: requests are waiting.
+        let _ = self.start_get_stream();
         Ok(())
     }
 
