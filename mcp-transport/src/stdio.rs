@@ -50,7 +50,9 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
@@ -148,6 +150,42 @@ struct Reader {
     /// The exit status was waited for after stdout ended.
     settled: bool,
     status: watch::Receiver<Status>,
+    /// Resolves once close starts or the exit status arrives. Kept across
+    /// receives, so waiting for a message registers these wakers once, not
+    /// on every call (a `watch` and a `Notify` registration per message
+    /// were about 1,000 instructions of a round trip).
+    ending: Pin<Box<dyn Future<Output = Ending> + Send>>,
+    /// What `ending` resolved to.
+    ended_by: Option<Ending>,
+}
+
+/// What ends reading besides the stream itself.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// Close started.
+    Closing,
+    /// The server exited at this time (stdout gets a grace period).
+    Exited(Instant),
+}
+
+/// The future behind [`Reader::ending`].
+async fn ending(closing: CancellationToken, mut status: watch::Receiver<Status>) -> Ending {
+    let exited_at = tokio::select! {
+        biased;
+        () = closing.cancelled() => return Ending::Closing,
+        seen = status.wait_for(|s| s.exit.is_some()) => {
+            seen.ok().and_then(|s| s.exit.as_ref().map(|e| e.1))
+        }
+    };
+    match exited_at {
+        Some(at) => Ending::Exited(at),
+        // The status is gone (cannot be while the transport lives): only
+        // close is left to wait for.
+        None => {
+            closing.cancelled().await;
+            Ending::Closing
+        }
+    }
 }
 
 impl StdioTransport {
@@ -226,6 +264,7 @@ impl StdioTransport {
 
         tokio::spawn(reap(child, Arc::clone(&shared)));
         let stderr_task = tokio::spawn(read_stderr(stderr, Arc::clone(&shared)));
+        let closing = CancellationToken::new();
 
         Ok(StdioTransport {
             writer: Mutex::new(Writer {
@@ -241,10 +280,12 @@ impl StdioTransport {
                 pending: VecDeque::new(),
                 ended: None,
                 settled: false,
+                ending: Box::pin(ending(closing.clone(), status_rx.clone())),
+                ended_by: None,
                 status: status_rx,
             }),
             shared,
-            closing: CancellationToken::new(),
+            closing,
             closed: OnceCell::new(),
             stdin_close_timeout: config.stdin_close_timeout,
             term_timeout: config.term_timeout,
@@ -349,7 +390,10 @@ impl StdioTransport {
                 reader.ended = Some(End::Closed);
                 continue;
             };
-            let exited_at = reader.status.borrow_and_update().exit.as_ref().map(|e| e.1);
+            let exited_at = match reader.ended_by {
+                Some(Ending::Exited(at)) => Some(at),
+                _ => None,
+            };
             let grace = async {
                 match exited_at {
                     Some(at) => tokio::time::sleep_until(at + STDOUT_AFTER_EXIT_GRACE).await,
@@ -367,9 +411,15 @@ impl StdioTransport {
                     }
                     None => reader.ended = Some(End::Eof),
                 },
-                () = self.closing.cancelled() => return Err(self.closed_error("closed by client")),
-                // The exit status arrived: look again (and start the grace period).
-                _ = reader.status.changed(), if exited_at.is_none() => {}
+                ending = &mut reader.ending, if reader.ended_by.is_none() => match ending {
+                    Ending::Closing => return Err(self.closed_error("closed by client")),
+                    // The exit status arrived: look again (and start the grace period).
+                    exited => reader.ended_by = Some(exited),
+                },
+                // After the exit, `ending` is spent: close is watched here.
+                () = self.closing.cancelled(), if reader.ended_by.is_some() => {
+                    return Err(self.closed_error("closed by client"));
+                }
                 () = grace => {
                     // The server is gone but something still holds its stdout open.
                     reader.ended = Some(End::Exited);
