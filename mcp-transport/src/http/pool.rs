@@ -303,9 +303,7 @@ impl Pool {
             });
             // Not waiting until it is ready: a new connection takes its first
             // request at once (hyper queues it until the connection task
-            // runs), which spares a round through the scheduler. A background
-            // request (the GET stream) then leaves before the caller's next
-            // stretch of work.
+            // runs), which spares a round through the scheduler.
             Ok(Conn::H1(sender))
         }
     }
