@@ -357,6 +357,9 @@ impl RuntimeManager {
             {
                 Some(entry) => {
                     entry.runtime = Some(Arc::clone(&runtime));
+                    // Started under the registry's lock, as the reaper's
+                    // are: `dispose_all` cannot come between and miss them.
+                    self.spawn_teardowns(replaced, "config changed");
                     true
                 }
                 None => false,
@@ -368,7 +371,6 @@ impl RuntimeManager {
             self.spawn_teardowns(conns, "session disposed during start");
             return Err(disposed());
         }
-        self.spawn_teardowns(replaced, "config changed");
         Ok(guard.into_lease(runtime))
     }
 

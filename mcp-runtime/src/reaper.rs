@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::expiry::{Decision, decide};
 
 use crate::lease::ServerConn;
-use crate::manager::{Inner, RuntimeManager, lock};
+use crate::manager::{Inner, RuntimeManager, State, lock};
 
 impl RuntimeManager {
     /// Reclaims every session idle for the TTL now, closing their servers,
@@ -28,13 +28,29 @@ impl RuntimeManager {
 
     /// Takes the expired sessions out of the registry (IO-free).
     pub(crate) fn collect_expired(&self, now: Instant) -> Vec<(String, Vec<Arc<ServerConn>>)> {
+        self.expired_in(&mut lock(&self.inner.state), now)
+    }
+
+    /// The background reaper's pass: the expired sessions' teardowns are
+    /// started before the registry's lock is let go. `dispose_all` drains
+    /// the registry under that lock and then waits for every teardown
+    /// started; were the teardowns started after the lock, it could run
+    /// between the two and return with those servers still open (the
+    /// runtime's stress test caught it on a loaded machine).
+    fn reap_in_background(&self, now: Instant) {
+        let mut state = lock(&self.inner.state);
+        for (session, conns) in self.expired_in(&mut state, now) {
+            tracing::info!(session = %session, servers = conns.len(), "reaping idle MCP runtime");
+            self.spawn_teardowns(conns, "idle TTL");
+        }
+    }
+
+    fn expired_in(&self, state: &mut State, now: Instant) -> Vec<(String, Vec<Arc<ServerConn>>)> {
         let ttl = self.inner.options.idle_ttl;
         let mut out = Vec::new();
         if ttl.is_zero() {
             return out;
         }
-        let mut guard = lock(&self.inner.state);
-        let state = &mut *guard;
         while let Some((_, generation, id)) = state.expiry.pop_due(now) {
             let Some(entry) = state.sessions.get_mut(&id) else {
                 continue;
@@ -98,10 +114,7 @@ pub(crate) async fn reaper_loop(weak: Weak<Inner>, wake: Arc<Notify>) {
         }
         let Some(inner) = weak.upgrade() else { return };
         let manager = RuntimeManager { inner };
-        for (session, conns) in manager.collect_expired(Instant::now()) {
-            tracing::info!(session = %session, servers = conns.len(), "reaping idle MCP runtime");
-            manager.spawn_teardowns(conns, "idle TTL");
-        }
+        manager.reap_in_background(Instant::now());
         manager
             .inner
             .counters
