@@ -217,7 +217,7 @@ pub struct ListTasksResult {
 /// The `tasks` capability (2025-11-25): which task operations a party
 /// takes, and which requests it runs as tasks. Each member is present
 /// (an object, usually empty) or absent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TasksCapability {
     /// `tasks/list` is served.
     #[serde(default, skip_serializing_if = "Option::is_none")]

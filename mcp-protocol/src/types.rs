@@ -29,7 +29,7 @@ pub use sampling::{CreateMessageParams, CreateMessageResult, SamplingMessage};
 pub type Extra = Map<String, Value>;
 
 /// Name and version of a client or server implementation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Implementation {
     /// Programmatic name.
@@ -82,7 +82,7 @@ pub struct ClientCapabilities {
 }
 
 /// The server's `tools` capability.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsCapability {
     /// The server sends `notifications/tools/list_changed`.
@@ -94,7 +94,7 @@ pub struct ToolsCapability {
 }
 
 /// What the server can do.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ServerCapabilities {
     /// Tools, when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -133,7 +133,7 @@ impl ServerCapabilities {
 }
 
 /// The server's `resources` capability.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourcesCapability {
     /// The server takes `resources/subscribe` and sends
@@ -149,7 +149,7 @@ pub struct ResourcesCapability {
 }
 
 /// The server's `prompts` capability.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptsCapability {
     /// The server sends `notifications/prompts/list_changed`.
@@ -205,7 +205,7 @@ pub struct InitializeParams {
 }
 
 /// `initialize` result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// The version the server chose.
@@ -224,7 +224,7 @@ pub struct InitializeResult {
 }
 
 /// Hints about a tool's behaviour. Hints, not guarantees: a server may lie.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
     /// Display name.
@@ -248,7 +248,7 @@ pub struct ToolAnnotations {
 }
 
 /// An icon for display.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Icon {
     /// Where the icon is (a URL or a data URI).
@@ -265,7 +265,7 @@ pub struct Icon {
 }
 
 /// A tool the server offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// The tool's name, unique on its server.

@@ -10,21 +10,28 @@
 //!
 //! The tables hold weak references only: a value no connection holds any
 //! more is freed, and its entry is dropped at a later sweep. Values are
-//! matched by a keyed hash of their JSON and then compared whole, so a
-//! server cannot make two different values share an entry.
+//! matched by a keyed hash (taken before the table's lock, in place: no
+//! serializing) and then compared whole, so a server cannot make two
+//! different values share an entry.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher, RandomState};
-use std::io;
+use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
-
-use serde::Serialize;
 
 /// A process-wide table of shared `S`s (each wrapping the value it was
 /// made from, which [`intern`](Interner::intern)'s `key` gives back).
 pub(crate) struct Interner<S> {
-    table: OnceLock<Mutex<Table<S>>>,
+    table: OnceLock<Keyed<S>>,
+}
+
+/// The table and its hash keys, which need no lock. foldhash's quality
+/// variant, seeded per process: a server cannot aim for collisions it
+/// cannot compute, and a collision costs only a longer candidate list,
+/// each candidate compared whole.
+struct Keyed<S> {
+    keys: foldhash::quality::RandomState,
+    table: Mutex<Table<S>>,
 }
 
 impl<S> fmt::Debug for Interner<S> {
@@ -34,7 +41,6 @@ impl<S> fmt::Debug for Interner<S> {
 }
 
 struct Table<S> {
-    keys: RandomState,
     by_hash: HashMap<u64, Vec<Weak<S>>>,
     /// Inserts since the last sweep, and what the sweep left.
     inserts: usize,
@@ -52,27 +58,24 @@ impl<S> Interner<S> {
     /// The shared entry for `value`: an existing one if an identical value
     /// is held somewhere now, else `make(value)`, which is kept for the
     /// next.
-    pub(crate) fn intern<T: Serialize + PartialEq>(
+    pub(crate) fn intern<T: Hash + Eq>(
         &self,
         value: T,
         key: impl Fn(&S) -> &T,
         make: impl FnOnce(T) -> S,
     ) -> Arc<S> {
-        let table = self.table.get_or_init(|| {
-            Mutex::new(Table {
-                keys: RandomState::new(),
+        let keyed = self.table.get_or_init(|| Keyed {
+            keys: foldhash::quality::RandomState::default(),
+            table: Mutex::new(Table {
                 by_hash: HashMap::new(),
                 inserts: 0,
                 kept: 0,
-            })
+            }),
         });
-        let mut table = table.lock().unwrap_or_else(|p| p.into_inner());
-        let mut hasher = HashWriter(table.keys.build_hasher());
-        // The protocol's types always serialize; if one did not, its
-        // values would all hash alike and only the whole comparison would
-        // tell them apart.
-        let _ = serde_json::to_writer(&mut hasher, &value);
-        let hash = hasher.0.finish();
+        // Hashed before the lock: connections that start together do not
+        // wait for each other's hashing.
+        let hash = keyed.keys.hash_one(&value);
+        let mut table = keyed.table.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(found) = table.by_hash.get(&hash).and_then(|candidates| {
             candidates
                 .iter()
@@ -105,23 +108,9 @@ impl<S> Interner<S> {
     #[cfg(test)]
     fn entries(&self) -> usize {
         self.table.get().map_or(0, |t| {
-            let table = t.lock().unwrap_or_else(|p| p.into_inner());
+            let table = t.table.lock().unwrap_or_else(|p| p.into_inner());
             table.by_hash.values().map(Vec::len).sum()
         })
-    }
-}
-
-/// Feeds serialized JSON straight into a hasher (no buffer).
-struct HashWriter<H>(H);
-
-impl<H: Hasher> io::Write for HashWriter<H> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0.write(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
