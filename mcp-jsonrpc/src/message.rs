@@ -328,9 +328,9 @@ fn classify_json_error(e: serde_json::Error) -> MessageError {
 #[derive(Deserialize)]
 struct Wire<'a> {
     /// Borrowed from the text: only compared, never kept.
-    #[serde(borrow, default, deserialize_with = "version")]
+    #[serde(borrow, default, deserialize_with = "present")]
     jsonrpc: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "wire_id")]
+    #[serde(default, deserialize_with = "present")]
     id: Option<WireId>,
     #[serde(default, deserialize_with = "method")]
     method: Option<String>,
@@ -343,17 +343,8 @@ struct Wire<'a> {
 }
 
 /// `Some` even for `null`: a member that is present must not look absent.
-fn version<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
-    <&RawValue>::deserialize(d).map(Some)
-}
-
-/// `Some` even for `null`: a member that is present must not look absent.
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<RawJson>, D::Error> {
-    RawJson::deserialize(d).map(Some)
-}
-
-fn wire_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<WireId>, D::Error> {
-    WireId::deserialize(d).map(Some)
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 fn method<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {

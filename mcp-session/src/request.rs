@@ -137,18 +137,8 @@ impl Inner {
                     }
                 } => {
                     sending = None;
-                    match answer? {
-                        Answer::Now(message) => {
-                            if let Some(outcome) = self.answered(&guard.id, message) {
-                                break Some(outcome);
-                            }
-                        }
-                        Answer::Failed(error) => {
-                            self.shared.lock_pending().remove(&guard.id);
-                            break Some(Outcome::Failed(error));
-                        }
-                        // The answer comes through the reader.
-                        _ => {}
+                    if let Some(outcome) = self.answered(&guard.id, answer?) {
+                        break Some(outcome);
                     }
                 }
                 Some(p) = async {
@@ -195,19 +185,23 @@ impl Inner {
         }
     }
 
-    /// The answer a transport handed back from `request_with` for request
-    /// `ours`: its entry is taken out of the table (the reader will see no
-    /// answer for it) and its outcome returned. Anything else is dispatched
-    /// as the reader would (a transport should not hand one back), and the
-    /// request goes on waiting.
-    fn answered(&self, ours: &Id, message: Message) -> Option<Outcome> {
-        let outcome = match message {
-            Message::Response(Response { id, result }) if id == *ours => Outcome::Result(result),
-            Message::Error(ErrorResponse {
+    /// What a transport's `request_with` returned for request `ours`. An
+    /// answer or a failure takes its entry out of the table (the reader
+    /// will see no answer for it) and is the outcome. A message that is not
+    /// the answer is dispatched as the reader would (a transport should not
+    /// hand one back), and then, as with `Later`, the request goes on
+    /// waiting for the reader.
+    fn answered(&self, ours: &Id, answer: Answer) -> Option<Outcome> {
+        let outcome = match answer {
+            Answer::Now(Message::Response(Response { id, result })) if id == *ours => {
+                Outcome::Result(result)
+            }
+            Answer::Now(Message::Error(ErrorResponse {
                 id: Some(id),
                 error,
-            }) if id == *ours => Outcome::Error(error),
-            other => {
+            })) if id == *ours => Outcome::Error(error),
+            Answer::Failed(error) => Outcome::Failed(error),
+            Answer::Now(other) => {
                 if let Some(refusal) = reader::dispatch(&self.transport, &self.shared, other) {
                     let (transport, shared) =
                         (Arc::clone(&self.transport), Arc::clone(&self.shared));
@@ -215,6 +209,8 @@ impl Inner {
                 }
                 return None;
             }
+            // The answer comes through the reader.
+            _ => return None,
         };
         self.shared.lock_pending().remove(ours);
         Some(outcome)

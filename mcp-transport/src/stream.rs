@@ -196,7 +196,7 @@ impl Transport for StreamTransport {
         Box::pin(self.send_message(message))
     }
 
-    // One box, not the default's two: a stdio request is sent here and
+    // One box, not the default's two: a request is written here and
     // answered through `recv`.
     fn request_with<'a>(
         &'a self,

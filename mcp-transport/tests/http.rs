@@ -103,6 +103,15 @@ async fn server(options: HttpServerOptions) -> HttpServer {
     HttpServer::start(options).await.unwrap()
 }
 
+/// A transport to `s` with the default test options, past the handshake.
+async fn session(s: &HttpServer) -> StreamableHttpTransport {
+    let t = StreamableHttpTransport::connect(&s.url(), options())
+        .await
+        .unwrap();
+    handshake(&t).await;
+    t
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamable_sse_session_round_trip() {
     let s = server(HttpServerOptions::default()).await;
@@ -150,10 +159,7 @@ async fn streamable_sse_session_round_trip() {
 #[tokio::test]
 async fn the_get_stream_is_open_when_the_handshake_ends() {
     let s = server(HttpServerOptions::default()).await;
-    let t = StreamableHttpTransport::connect(&s.url(), options())
-        .await
-        .unwrap();
-    handshake(&t).await;
+    let t = session(&s).await;
     assert_eq!(s.stats().get_streams.load(Ordering::SeqCst), 1);
     t.close().await;
 }
@@ -166,10 +172,7 @@ async fn stateless_json_answers() {
         ..Default::default()
     })
     .await;
-    let t = StreamableHttpTransport::connect(&s.url(), options())
-        .await
-        .unwrap();
-    handshake(&t).await;
+    let t = session(&s).await;
     assert_eq!(t.session_id(), None);
     assert_eq!(
         echo(&t, 1, "json").await["result"]["content"][0]["text"],
@@ -186,10 +189,7 @@ async fn stateless_json_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_answer_holds_up_nothing() {
     let s = server(HttpServerOptions::default()).await;
-    let t = StreamableHttpTransport::connect(&s.url(), options())
-        .await
-        .unwrap();
-    handshake(&t).await;
+    let t = session(&s).await;
     // The slow call takes 5 s: the order of the answers shows that it held
     // nothing up, with no clock in the test.
     send(&t, &call(1, "slow", json!({"ms": 5000})))
@@ -267,10 +267,7 @@ async fn request_with_hands_back_json_answers_and_leaves_sse_answers_to_recv() {
             ..HttpServerOptions::default()
         })
         .await;
-        let t = StreamableHttpTransport::connect(&s.url(), options())
-            .await
-            .unwrap();
-        handshake(&t).await;
+        let t = session(&s).await;
         let (value, direct) = ask(&t, 1, "x").await;
         assert_eq!(value["result"]["content"][0]["text"], "x");
         assert_eq!(direct, json_response, "JSON answers come back directly");
@@ -290,10 +287,7 @@ async fn request_with_renews_an_expired_session_and_the_answer_comes_through_rec
             ..HttpServerOptions::misbehaving(misbehaviour)
         })
         .await;
-        let t = StreamableHttpTransport::connect(&s.url(), options())
-            .await
-            .unwrap();
-        handshake(&t).await;
+        let t = session(&s).await;
         let first = t.session_id().unwrap();
         // The third POST finds the session expired: renewed and sent again
         // by the transport's own task, the answer through recv.
@@ -321,10 +315,7 @@ async fn request_with_returns_error_statuses_and_wrong_content_types() {
             ..HttpServerOptions::misbehaving(misbehaviour)
         })
         .await;
-        let t = StreamableHttpTransport::connect(&s.url(), options())
-            .await
-            .unwrap();
-        handshake(&t).await;
+        let t = session(&s).await;
         let context = SendContext::new().revision(VERSION.parse().unwrap());
         let err = t
             .request_with(&call(1, "echo", json!({"text": "x"})), &context)
@@ -344,10 +335,7 @@ async fn expiry(misbehaviour: HttpMisbehaviour) {
         ..HttpServerOptions::misbehaving(misbehaviour)
     })
     .await;
-    let t = StreamableHttpTransport::connect(&s.url(), options())
-        .await
-        .unwrap();
-    handshake(&t).await;
+    let t = session(&s).await;
     let first = t.session_id().unwrap();
     // The third POST finds the session expired: the transport initializes a
     // new one and the call completes on it.
@@ -380,10 +368,7 @@ async fn an_expired_session_400_like_typescript_is_reinitialized() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_statuses_and_wrong_content_types_fail_the_request() {
     let s = server(HttpServerOptions::misbehaving(HttpMisbehaviour::Status500)).await;
-    let t = StreamableHttpTransport::connect(&s.url(), options())
-        .await
-        .unwrap();
-    handshake(&t).await;
+    let t = session(&s).await;
     let err = send(&t, &call(1, "echo", json!({"text": "x"})))
         .await
         .unwrap_err();
@@ -394,10 +379,7 @@ async fn error_statuses_and_wrong_content_types_fail_the_request() {
         HttpMisbehaviour::WrongContentType,
     ))
     .await;
-    let t = StreamableHttpTransport::connect(&s.url(), options())
-        .await
-        .unwrap();
-    handshake(&t).await;
+    let t = session(&s).await;
     let err = send(&t, &call(1, "echo", json!({"text": "x"})))
         .await
         .unwrap_err();
@@ -533,10 +515,7 @@ async fn the_get_stream_carries_unrelated_server_messages() {
         ..Default::default()
     })
     .await;
-    let t = StreamableHttpTransport::connect(&s.url(), options())
-        .await
-        .unwrap();
-    handshake(&t).await;
+    let t = session(&s).await;
     // Wait for the GET stream to be open.
     let deadline = Instant::now() + Duration::from_secs(5);
     while s.stats().get_streams.load(Ordering::SeqCst) == 0 {

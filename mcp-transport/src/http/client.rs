@@ -1,5 +1,6 @@
 //! The pooled hyper client, TLS, and the helpers every HTTP transport uses.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -522,15 +523,20 @@ pub(crate) async fn event_stream(
     Ok(response.into_body())
 }
 
-/// The media type of an answer, lowercased, without parameters.
-pub(crate) fn content_type(response: &Response<Incoming>) -> String {
-    response
+/// The media type of an answer, lowercased, without parameters: borrowed
+/// from the header unless it has capitals (every answer asks this).
+pub(crate) fn content_type(response: &Response<Incoming>) -> Cow<'_, str> {
+    let media = response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .map(|v| v.trim().to_ascii_lowercase())
-        .unwrap_or_default()
+        .map_or("", str::trim);
+    if media.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(media.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(media)
+    }
 }
 
 #[cfg(test)]

@@ -162,7 +162,13 @@ impl Pool {
                 // Boxed: the handshakes' states are large, and a request
                 // future that held them inline would be copied whole on
                 // every request (measured: ~20,000 instructions of memcpy).
-                None => (Box::pin(self.connect(&uri)).await?, host_value(&uri), false),
+                None => {
+                    let conn = Box::pin(self.connect(&uri)).await?;
+                    if let Conn::H2(sender) = &conn {
+                        self.keep_h2(scheme, authority, sender);
+                    }
+                    (conn, host_value(&uri), false)
+                }
             };
             let sent = match conn {
                 Conn::H1(mut sender) => {
@@ -244,29 +250,22 @@ impl Pool {
     /// again once its body has been read.
     fn put_back(&self, scheme: &Scheme, authority: &Authority, sender: http1::SendRequest<Body>) {
         let mut origins = self.origins.lock().unwrap_or_else(|p| p.into_inner());
-        let kept = Kept {
-            sender,
-            since: Instant::now(),
-        };
-        if let Some(origin) = origins.iter_mut().find(|o| o.is(scheme, authority)) {
-            if origin.h1.len() < MAX_KEPT {
-                origin.h1.push(kept);
-            }
-            return;
+        if let Some(origin) = origin_entry(&mut origins, scheme, authority)
+            && origin.h1.len() < MAX_KEPT
+        {
+            origin.h1.push(Kept {
+                sender,
+                since: Instant::now(),
+            });
         }
-        let Ok(host) = host_of(authority, scheme) else {
-            return;
-        };
-        if origins.len() >= MAX_ORIGINS {
-            origins.remove(0);
+    }
+
+    /// Keeps a new HTTP/2 connection for every later request to its origin.
+    fn keep_h2(&self, scheme: &Scheme, authority: &Authority, sender: &http2::SendRequest<Body>) {
+        let mut origins = self.origins.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(origin) = origin_entry(&mut origins, scheme, authority) {
+            origin.h2 = Some(sender.clone());
         }
-        origins.push(Origin {
-            scheme: scheme.clone(),
-            authority: authority.clone(),
-            host,
-            h1: vec![kept],
-            h2: None,
-        });
     }
 
     /// A new connection to the server of `uri`: HTTP/2 when TLS negotiated
@@ -292,7 +291,6 @@ impl Pool {
                 }
             });
             sender.ready().await.map_err(PoolError::Handshake)?;
-            self.keep_h2(uri, &sender);
             Ok(Conn::H2(sender))
         } else {
             let (sender, connection) = http1::handshake(io).await.map_err(PoolError::Handshake)?;
@@ -307,31 +305,34 @@ impl Pool {
             Ok(Conn::H1(sender))
         }
     }
+}
 
-    fn keep_h2(&self, uri: &Uri, sender: &http2::SendRequest<Body>) {
-        let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
-            return;
-        };
-        let mut origins = self.origins.lock().unwrap_or_else(|p| p.into_inner());
-        match origins.iter_mut().find(|o| o.is(scheme, authority)) {
-            Some(origin) => origin.h2 = Some(sender.clone()),
-            None => {
-                let Ok(host) = host_of(authority, scheme) else {
-                    return;
-                };
-                if origins.len() >= MAX_ORIGINS {
-                    origins.remove(0);
-                }
-                origins.push(Origin {
-                    scheme: scheme.clone(),
-                    authority: authority.clone(),
-                    host,
-                    h1: Vec::new(),
-                    h2: Some(sender.clone()),
-                });
+/// The entry of an origin, made (the oldest forgotten when there are
+/// [`MAX_ORIGINS`]) when there is none; `None` for an authority no `Host`
+/// value can be made of.
+fn origin_entry<'a>(
+    origins: &'a mut Vec<Origin>,
+    scheme: &Scheme,
+    authority: &Authority,
+) -> Option<&'a mut Origin> {
+    let at = match origins.iter().position(|o| o.is(scheme, authority)) {
+        Some(at) => at,
+        None => {
+            let host = host_of(authority, scheme).ok()?;
+            if origins.len() >= MAX_ORIGINS {
+                origins.remove(0);
             }
+            origins.push(Origin {
+                scheme: scheme.clone(),
+                authority: authority.clone(),
+                host,
+                h1: Vec::new(),
+                h2: None,
+            });
+            origins.len() - 1
         }
-    }
+    };
+    origins.get_mut(at)
 }
 
 /// The `Host` value of a URI's authority: the host, and the port unless it

@@ -5,8 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use bytes::Bytes;
+use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::{Method, Uri};
+use hyper::{Method, Response, Uri};
 use mcp_jsonrpc::{Id, Message};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
@@ -286,6 +288,32 @@ impl Inner {
         self.state().headers(accept, with_session)
     }
 
+    /// POSTs `body` (accepting JSON or SSE), with the session's headers when
+    /// `with_session` and then `extra` ones; waits for the answer's head.
+    async fn post(
+        &self,
+        body: &Bytes,
+        with_session: bool,
+        extra: Option<&HeaderMap>,
+    ) -> Result<Posted, TransportError> {
+        let RequestHeaders {
+            mut headers,
+            generation,
+            has_session,
+        } = self.headers(ACCEPT_BOTH, with_session);
+        if let Some(extra) = extra {
+            headers.extend(extra.clone());
+        }
+        let request = self
+            .client
+            .build(Method::POST, &self.url, headers, Some(body.clone()));
+        let response = self.client.send(request).await?;
+        Ok(Posted {
+            response,
+            session: has_session.then_some(generation),
+        })
+    }
+
     async fn deliver(&self, item: Received) {
         tokio::select! {
             _ = self.tx.send(item) => {}
@@ -301,6 +329,14 @@ impl Inner {
         };
         self.deliver(Received::Failed(failure)).await;
     }
+}
+
+/// A POST whose answer's head arrived.
+struct Posted {
+    response: Response<Incoming>,
+    /// The session generation it was sent in, when it carried the session's
+    /// id: only then can its answer say the session expired.
+    session: Option<u64>,
 }
 
 impl StreamableHttpTransport {

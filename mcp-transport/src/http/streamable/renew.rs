@@ -11,8 +11,8 @@ use mcp_jsonrpc::{Id, Message};
 
 use super::super::HttpTrace;
 use super::super::client::{content_type, read_body, status_error};
-use super::state::{self, Renewal, RequestHeaders};
-use super::{ACCEPT_BOTH, Inner, closed_error};
+use super::state::{self, Renewal};
+use super::{Inner, Posted, closed_error};
 use crate::TransportError;
 use crate::sse::{SseItem, SseParser};
 
@@ -49,22 +49,14 @@ impl Inner {
             "session expired ({status}); replaying initialize for a new session"
         )));
         let what = self.what(&Method::POST);
-        let headers = self.headers(ACCEPT_BOTH, false).headers;
-        let request = self
-            .client
-            .build(Method::POST, &self.url, headers, Some(init_body));
-        let response = self.client.send(request).await?;
+        let response = self.post(&init_body, false, None).await?.response;
         if !response.status().is_success() {
             return Err(status_error(response, what).await);
         }
         self.state().session_started(response.headers());
         self.drain_answer(response, &init_id).await?;
         if let Some(body) = initialized {
-            let headers = self.headers(ACCEPT_BOTH, true).headers;
-            let request = self
-                .client
-                .build(Method::POST, &self.url, headers, Some(body));
-            let response = self.client.send(request).await?;
+            let response = self.post(&body, true, None).await?.response;
             if !response.status().is_success() {
                 return Err(status_error(response, what).await);
             }
@@ -83,7 +75,7 @@ impl Inner {
         let what = self.what(&Method::POST);
         let limit = self.options().max_event_size;
         let timeout = self.options().request_timeout;
-        match content_type(&response).as_str() {
+        match &*content_type(&response) {
             "text/event-stream" => {
                 let read = async {
                     let mut body = response.into_body();
@@ -121,20 +113,15 @@ impl Inner {
         let what = self.what(&Method::POST);
         let mut renewed = false;
         loop {
-            let RequestHeaders {
-                headers,
-                generation,
-                has_session,
-            } = self.headers(ACCEPT_BOTH, true);
-            let request = self
-                .client
-                .build(Method::POST, &self.url, headers, Some(body.clone()));
-            let response = self.client.send(request).await?;
+            let Posted { response, session } = self.post(&body, true, None).await?;
             if response.status().is_success() {
                 return Ok(());
             }
             let error = status_error(response, what).await;
-            if has_session && !renewed && state::is_expiry(&error) {
+            if let Some(generation) = session
+                && !renewed
+                && state::is_expiry(&error)
+            {
                 renewed = true;
                 self.renew(generation, error.http_status()).await?;
                 continue;

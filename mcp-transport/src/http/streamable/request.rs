@@ -13,8 +13,8 @@ use mcp_jsonrpc::{Id, Message, Oversized};
 
 use super::super::client::{content_type, read_body, status_answer, status_error};
 use super::super::{HttpTrace, parsed_to_received, payload_to_received};
-use super::state::{self, RequestHeaders, Resume};
-use super::{ACCEPT_BOTH, AFTER_ANSWER_LINGER, Head, Inner};
+use super::state::{self, Resume};
+use super::{AFTER_ANSWER_LINGER, Head, Inner, Posted};
 use crate::sse::{SseItem, SseParser};
 use crate::{Answer, InvalidFrame, Received, TransportError};
 
@@ -38,19 +38,13 @@ impl Inner {
         body: Bytes,
     ) -> Result<Answer, TransportError> {
         let what = self.what(&Method::POST);
-        let RequestHeaders {
-            headers,
-            generation,
-            has_session,
-        } = self.headers(ACCEPT_BOTH, true);
-        let request = self
-            .client
-            .build(Method::POST, &self.url, headers, Some(body.clone()));
-        let response = self.client.send(request).await?;
+        let Posted { response, session } = self.post(&body, true, None).await?;
         let status = response.status();
         if !status.is_success() {
             let error = status_error(response, what).await;
-            if has_session && state::is_expiry(&error) {
+            if let Some(generation) = session
+                && state::is_expiry(&error)
+            {
                 let inner = Arc::clone(self);
                 let id = id.clone();
                 let status = error.http_status();
@@ -73,7 +67,7 @@ impl Inner {
             // The answer will come on another stream (the GET stream).
             return Ok(Answer::Later);
         }
-        match content_type(&response).as_str() {
+        match &*content_type(&response) {
             "application/json" => {
                 let limit = self.options().max_event_size;
                 let timeout = self.options().request_timeout;
@@ -81,20 +75,22 @@ impl Inner {
                     Ok(bytes) => bytes,
                     Err(e) => return Ok(Answer::Failed(e)),
                 };
-                let parsed = mcp_jsonrpc::parse_payload(&bytes);
-                if let Ok(mcp_jsonrpc::Payload::Single(m)) = &parsed
-                    && matches!(m, Message::Response(_) | Message::Error(_))
-                    && m.id() == Some(id)
-                    && let Ok(mcp_jsonrpc::Payload::Single(m)) = parsed
-                {
-                    return Ok(Answer::Now(m));
+                match mcp_jsonrpc::parse_payload(&bytes) {
+                    Ok(mcp_jsonrpc::Payload::Single(m))
+                        if matches!(m, Message::Response(_) | Message::Error(_))
+                            && m.id() == Some(id) =>
+                    {
+                        Ok(Answer::Now(m))
+                    }
+                    other => {
+                        let mut items = Vec::new();
+                        parsed_to_received(other, &bytes, &mut items);
+                        for item in items {
+                            self.deliver(item).await;
+                        }
+                        Ok(Answer::Later)
+                    }
                 }
-                let mut items = Vec::new();
-                parsed_to_received(parsed, &bytes, &mut items);
-                for item in items {
-                    self.deliver(item).await;
-                }
-                Ok(Answer::Later)
             }
             "text/event-stream" => {
                 let inner = Arc::clone(self);
@@ -143,19 +139,11 @@ impl Inner {
         let what = self.what(&Method::POST);
         let modern = mirrored.is_some();
         loop {
-            let RequestHeaders {
-                mut headers,
-                generation,
-                has_session,
-            } = self.headers(ACCEPT_BOTH, !is_init && !modern);
-            if let Some(extra) = &mirrored {
-                headers.extend(extra.clone());
-            }
-            let request = self
-                .client
-                .build(Method::POST, &self.url, headers, Some(body.clone()));
-            let response = match self.client.send(request).await {
-                Ok(r) => r,
+            let posted = self
+                .post(&body, !is_init && !modern, mirrored.as_ref())
+                .await;
+            let Posted { response, session } = match posted {
+                Ok(p) => p,
                 Err(e) => return head.fail(self, id, e).await,
             };
             let status = response.status();
@@ -176,7 +164,10 @@ impl Inner {
             }
             if !status.is_success() {
                 let error = status_error(response, what).await;
-                if has_session && !renewed && state::is_expiry(&error) {
+                if let Some(generation) = session
+                    && !renewed
+                    && state::is_expiry(&error)
+                {
                     renewed = true;
                     match self.renew(generation, error.http_status()).await {
                         Ok(()) => continue,
@@ -202,7 +193,7 @@ impl Inner {
                 head.ok();
                 return;
             }
-            match content_type(&response).as_str() {
+            match &*content_type(&response) {
                 "application/json" => {
                     head.ok();
                     let limit = self.options().max_event_size;
