@@ -7,7 +7,7 @@ use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::Id;
-use crate::message::{Message, MessageError, Payload, excerpt_str, parse_payload};
+use crate::message::{Message, MessageError, Payload, excerpt_str, parse_payload, write_compact};
 
 /// The default maximum frame length: 16 MiB.
 pub const DEFAULT_MAX_FRAME_LENGTH: usize = 16 * 1024 * 1024;
@@ -380,7 +380,8 @@ impl Encoder<&Message> for NewlineCodec {
 
     fn encode(&mut self, item: &Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
         let start = dst.len();
-        if let Err(e) = serde_json::to_writer(dst.writer(), item) {
+        dst.reserve(item.encoded_len_hint());
+        if let Err(e) = write_compact(item, &mut dst.writer()) {
             dst.truncate(start);
             return Err(e.into());
         }

@@ -215,6 +215,25 @@ proptest! {
         prop_assert_eq!(semantic(&back), semantic(&m));
     }
 
+    /// The encoder's own path for requests and notifications writes, byte
+    /// for byte, what `serde_json` writes (raw members' newlines aside,
+    /// which both turn into spaces).
+    #[test]
+    fn encoding_is_serde_jsons_compact_output(m in message()) {
+        let mut codec = NewlineCodec::new();
+        let mut buf = BytesMut::new();
+        codec.encode(&m, &mut buf).unwrap();
+        let mut expected = serde_json::to_vec(&m).unwrap();
+        prop_assert_eq!(m.to_vec().unwrap(), expected.clone(), "Message::to_vec");
+        for b in &mut expected {
+            if matches!(*b, b'\n' | b'\r') {
+                *b = b' ';
+            }
+        }
+        expected.push(b'\n');
+        prop_assert_eq!(String::from_utf8_lossy(&buf), String::from_utf8_lossy(&expected));
+    }
+
     /// (b) However a stream of frames is cut into reads, it decodes the same.
     #[test]
     fn chunking_does_not_change_frames(
