@@ -41,6 +41,7 @@ pub mod backoff;
 mod error;
 #[cfg(feature = "http")]
 pub mod http;
+mod lines;
 pub mod memory;
 pub mod sse;
 pub mod stdio;

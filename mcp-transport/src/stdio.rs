@@ -20,9 +20,10 @@
 //! When the server exits, `recv` returns [`TransportError::Closed`] with the
 //! exit status and the last stderr lines.
 //!
-//! Sends are written straight to the pipe under a lock (no writer task), and
-//! `recv` decodes straight from the pipe (no reader task): a round trip costs
-//! no task hand-offs. `recv` is cancel-safe. A `send` cancelled half-way
+//! Sends are written straight to the pipe by the sender (no writer task),
+//! and `recv` decodes straight from the pipe (no reader task): a round trip
+//! costs no task hand-offs. Requests sent together leave in one `write`
+//! (see `lines.rs`). `recv` is cancel-safe. A `send` cancelled half-way
 //! leaves the rest of its message to be written by the next `send`, so
 //! the server never sees two messages interleaved.
 //!
@@ -59,17 +60,16 @@ use std::sync::Mutex as StdMutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use futures_util::StreamExt;
 use mcp_jsonrpc::{Frame, NewlineCodec};
-use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex, OnceCell, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
+use crate::lines::{LineWriter, SendFailure};
 use crate::{
     Answer, BoxFuture, ExitInfo, Message, Received, SendContext, ServerProcess, Transport,
     TransportError, TransportKind, frame_to_received,
@@ -82,10 +82,7 @@ pub use config::{
     DEFAULT_STDERR_MAX_LINE_LENGTH, DEFAULT_STDERR_TAIL_LINES, DEFAULT_STDIN_CLOSE_TIMEOUT,
     DEFAULT_TERM_TIMEOUT, ENV_ALLOWLIST, StderrListener, StdioConfig,
 };
-use config::{
-    EXIT_AFTER_EOF_TIMEOUT, KEEP_WRITE_BUFFER, KILL_TIMEOUT, STDERR_DRAIN_TIMEOUT,
-    STDOUT_AFTER_EXIT_GRACE,
-};
+use config::{EXIT_AFTER_EOF_TIMEOUT, KILL_TIMEOUT, STDERR_DRAIN_TIMEOUT, STDOUT_AFTER_EXIT_GRACE};
 use process::{Signal, read_stderr, reap};
 
 /// A connection to a server running as a child process.
@@ -93,7 +90,7 @@ use process::{Signal, read_stderr, reap};
 /// Must be created inside a tokio runtime with IO and time enabled.
 pub struct StdioTransport {
     shared: Arc<Shared>,
-    writer: Mutex<Writer>,
+    writer: LineWriter<ChildStdin>,
     reader: Mutex<Reader>,
     /// Cancelled when close starts: pending sends and receives end.
     closing: CancellationToken,
@@ -131,14 +128,6 @@ struct StderrState {
     tail: StdMutex<VecDeque<String>>,
     tail_lines: usize,
     max_line_length: usize,
-}
-
-struct Writer {
-    stdin: Option<ChildStdin>,
-    codec: NewlineCodec,
-    /// Encoded bytes not yet written: empty between sends, unless a send was
-    /// cancelled mid-write, in which case the next send finishes that message first.
-    buf: BytesMut,
 }
 
 struct Reader {
@@ -267,11 +256,7 @@ impl StdioTransport {
         let closing = CancellationToken::new();
 
         Ok(StdioTransport {
-            writer: Mutex::new(Writer {
-                stdin: Some(stdin),
-                codec: NewlineCodec::with_max_frame_length(config.max_frame_length),
-                buf: BytesMut::with_capacity(8 * 1024),
-            }),
+            writer: LineWriter::new(stdin, config.max_frame_length),
             reader: Mutex::new(Reader {
                 frames: Some(FramedRead::new(
                     stdout,
@@ -311,39 +296,21 @@ impl StdioTransport {
         }
     }
 
-    async fn send_message(&self, message: &Message) -> Result<(), TransportError> {
-        if self.closing.is_cancelled() {
-            return Err(self.closed_error("closed by client"));
-        }
-        let mut guard = self.writer.lock().await;
-        let writer = &mut *guard;
-        let Some(stdin) = writer.stdin.as_mut() else {
-            return Err(self.closed_error(if self.closing.is_cancelled() {
+    async fn send_message(&self, message: &Message, cancels: bool) -> Result<(), TransportError> {
+        match self.writer.send(message, cancels, &self.closing).await {
+            Ok(()) => Ok(()),
+            Err(SendFailure::Encode(e)) => Err(e.into()),
+            Err(SendFailure::Closing) => Err(self.closed_error("closed by client")),
+            Err(SendFailure::Gone) => Err(self.closed_error(if self.closing.is_cancelled() {
                 "closed by client"
             } else {
                 "server stdin is closed"
-            }));
-        };
-        // Leftover bytes of a cancelled send stay in front and are written first.
-        writer.codec.encode(message, &mut writer.buf)?;
-        let written = tokio::select! {
-            biased;
-            r = write_message(stdin, &mut writer.buf) => r,
-            () = self.closing.cancelled() => return Err(self.closed_error("closed by client")),
-        };
-        if let Err(e) = written {
-            // The pipe is in an unknown state: no further writes.
-            writer.stdin = None;
-            writer.buf.clear();
-            return Err(match e.kind() {
-                io::ErrorKind::BrokenPipe => self.closed_error("server closed stdin"),
-                _ => TransportError::Io(e),
-            });
+            })),
+            Err(SendFailure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+                Err(self.closed_error("server closed stdin"))
+            }
+            Err(SendFailure::Io(e)) => Err(TransportError::Io(e)),
         }
-        if writer.buf.capacity() > KEEP_WRITE_BUFFER {
-            writer.buf = BytesMut::with_capacity(8 * 1024);
-        }
-        Ok(())
     }
 
     async fn recv_item(&self) -> Result<Received, TransportError> {
@@ -440,9 +407,8 @@ impl StdioTransport {
         let name = &self.shared.server_name;
         self.closing.cancel();
         // Pending sends give the lock up when `closing` fires.
-        match tokio::time::timeout(KILL_TIMEOUT, self.writer.lock()).await {
-            Ok(mut writer) => writer.stdin = None,
-            Err(_) => tracing::warn!(server = %name, "could not close stdin: writer busy"),
+        if self.writer.take_io(KILL_TIMEOUT).await.is_err() {
+            tracing::warn!(server = %name, "could not close stdin: writer busy");
         }
         if !self.wait_exit(self.stdin_close_timeout).await {
             tracing::debug!(server = %name, "server did not exit after stdin closed; sending SIGTERM");
@@ -481,21 +447,13 @@ enum End {
     Closed,
 }
 
-/// Writes a whole message and flushes.
-async fn write_message(stdin: &mut ChildStdin, buf: &mut BytesMut) -> io::Result<()> {
-    // `write_all_buf` advances `buf` as it goes, so a cancelled write resumes
-    // where it stopped.
-    stdin.write_all_buf(buf).await?;
-    stdin.flush().await
-}
-
 impl Transport for StdioTransport {
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
-        _context: &'a SendContext,
+        context: &'a SendContext,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(self.send_message(message))
+        Box::pin(self.send_message(message, context.cancelled_request().is_some()))
     }
 
     // One box, not the default's two: a stdio request is sent here and
@@ -505,11 +463,19 @@ impl Transport for StdioTransport {
         request: &'a Message,
         _context: &'a SendContext,
     ) -> BoxFuture<'a, Result<Answer, TransportError>> {
-        Box::pin(async move { self.send_message(request).await.map(|()| Answer::Later) })
+        Box::pin(async move {
+            self.send_message(request, false)
+                .await
+                .map(|()| Answer::Later)
+        })
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
-        Box::pin(self.recv_item())
+        Box::pin(async move {
+            let item = self.recv_item().await;
+            self.writer.received(&item);
+            item
+        })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

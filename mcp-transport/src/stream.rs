@@ -30,14 +30,14 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use futures_util::StreamExt;
 use mcp_jsonrpc::{DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
-use tokio_util::codec::{Encoder, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
+use crate::lines::{LineWriter, SendFailure};
 use crate::{
     Answer, BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind,
     frame_to_received,
@@ -49,13 +49,6 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 type BoxWrite = Box<dyn AsyncWrite + Send + Unpin>;
 
-struct Writer {
-    io: Option<BoxWrite>,
-    codec: NewlineCodec,
-    /// Bytes not yet written (a cancelled send's rest is written first).
-    buf: BytesMut,
-}
-
 struct Reader {
     frames: Option<FramedRead<BoxRead, NewlineCodec>>,
     pending: VecDeque<Received>,
@@ -63,7 +56,7 @@ struct Reader {
 
 /// A newline-delimited JSON-RPC transport over a reader and a writer.
 pub struct StreamTransport {
-    writer: Mutex<Writer>,
+    writer: LineWriter<BoxWrite>,
     reader: Mutex<Reader>,
     closing: CancellationToken,
 }
@@ -95,11 +88,7 @@ impl StreamTransport {
     {
         let reader: BoxRead = Box::new(reader);
         StreamTransport {
-            writer: Mutex::new(Writer {
-                io: Some(Box::new(writer)),
-                codec: NewlineCodec::with_max_frame_length(max),
-                buf: BytesMut::new(),
-            }),
+            writer: LineWriter::new(Box::new(writer), max),
             reader: Mutex::new(Reader {
                 frames: Some(FramedRead::new(
                     reader,
@@ -111,33 +100,23 @@ impl StreamTransport {
         }
     }
 
-    async fn send_message(&self, message: &Message) -> Result<(), TransportError> {
-        let by_us = || TransportError::closed("closed by this side");
-        if self.closing.is_cancelled() {
-            return Err(by_us());
-        }
-        let mut guard = self.writer.lock().await;
-        let w = &mut *guard;
-        let Some(io) = w.io.as_mut() else {
-            return Err(TransportError::closed("the stream's write half is closed"));
-        };
-        w.codec.encode(message, &mut w.buf)?;
-        let written = tokio::select! {
-            biased;
-            r = async { io.write_all_buf(&mut w.buf).await?; io.flush().await } => r,
-            () = self.closing.cancelled() => return Err(by_us()),
-        };
-        if let Err(e) = written {
-            w.io = None;
-            w.buf.clear();
-            return Err(match e.kind() {
+    async fn send_message(&self, message: &Message, cancels: bool) -> Result<(), TransportError> {
+        match self.writer.send(message, cancels, &self.closing).await {
+            Ok(()) => Ok(()),
+            Err(SendFailure::Encode(e)) => Err(e.into()),
+            Err(SendFailure::Closing) => Err(TransportError::closed("closed by this side")),
+            Err(SendFailure::Gone) => Err(TransportError::closed(if self.closing.is_cancelled() {
+                "closed by this side"
+            } else {
+                "the stream's write half is closed"
+            })),
+            Err(SendFailure::Io(e)) => Err(match e.kind() {
                 io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
                     TransportError::closed("the peer closed the stream")
                 }
                 _ => TransportError::Io(e),
-            });
+            }),
         }
-        Ok(())
     }
 
     async fn recv_item(&self) -> Result<Received, TransportError> {
@@ -175,9 +154,7 @@ impl StreamTransport {
             return;
         }
         self.closing.cancel();
-        if let Ok(mut w) = tokio::time::timeout(CLOSE_TIMEOUT, self.writer.lock()).await
-            && let Some(mut io) = w.io.take()
-        {
+        if let Ok(Some(mut io)) = self.writer.take_io(CLOSE_TIMEOUT).await {
             let _ = tokio::time::timeout(CLOSE_TIMEOUT, io.shutdown()).await;
         }
         if let Ok(mut r) = tokio::time::timeout(CLOSE_TIMEOUT, self.reader.lock()).await {
@@ -191,9 +168,9 @@ impl Transport for StreamTransport {
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
-        _context: &'a SendContext,
+        context: &'a SendContext,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
-        Box::pin(self.send_message(message))
+        Box::pin(self.send_message(message, context.cancelled_request().is_some()))
     }
 
     // One box, not the default's two: a request is written here and
@@ -203,11 +180,19 @@ impl Transport for StreamTransport {
         request: &'a Message,
         _context: &'a SendContext,
     ) -> BoxFuture<'a, Result<Answer, TransportError>> {
-        Box::pin(async move { self.send_message(request).await.map(|()| Answer::Later) })
+        Box::pin(async move {
+            self.send_message(request, false)
+                .await
+                .map(|()| Answer::Later)
+        })
     }
 
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
-        Box::pin(self.recv_item())
+        Box::pin(async move {
+            let item = self.recv_item().await;
+            self.writer.received(&item);
+            item
+        })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

@@ -75,9 +75,6 @@ pub(super) const GROUP_POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// At close, how long the stderr reader may take to reach the end of the stream.
 pub(super) const STDERR_DRAIN_TIMEOUT: Duration = Duration::from_millis(200);
 
-/// A buffer for outgoing messages larger than this is not kept between sends.
-pub(super) const KEEP_WRITE_BUFFER: usize = 1024 * 1024;
-
 /// Receives each line the server writes to stderr, without its line end.
 pub type StderrListener = Arc<dyn Fn(&str) + Send + Sync>;
 
