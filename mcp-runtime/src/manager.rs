@@ -412,12 +412,21 @@ impl RuntimeManager {
         if !entries.is_empty() {
             tracing::info!(sessions = entries.len(), "disposing of every MCP runtime");
         }
-        let conns = entries
+        let (slots, runtimes): (Vec<_>, Vec<_>) =
+            entries.into_iter().map(|e| (e.slot, e.runtime)).unzip();
+        let conns = runtimes
             .into_iter()
-            .filter_map(|e| e.runtime)
+            .flatten()
             .flat_map(|r| r.servers.values().cloned().collect::<Vec<_>>())
             .collect();
         self.close_all(conns, "manager shutting down").await;
+        // A build still running for a drained session finds it gone and
+        // starts its connections' teardowns before it lets go of the
+        // slot's build lock: waiting for that lock puts them in the set
+        // joined below.
+        for slot in slots {
+            drop(slot.build.lock().await);
+        }
         let mut pending = std::mem::take(&mut *lock(&self.inner.teardowns));
         while pending.join_next().await.is_some() {}
     }

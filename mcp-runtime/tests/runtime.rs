@@ -637,3 +637,69 @@ async fn handlers_given_at_acquire_reach_every_server() {
     drop(plain);
     m.dispose_all().await;
 }
+
+/// Connects through the testkit once its gate opens.
+#[derive(Debug)]
+struct Gated {
+    kit: InProcessConnector,
+    gate: tokio::sync::Semaphore,
+}
+
+impl mcp_runtime::Connector for Gated {
+    fn connect<'a>(
+        &'a self,
+        server: &'a mcp_config::ResolvedServer,
+    ) -> mcp_transport::BoxFuture<
+        'a,
+        Result<Arc<dyn mcp_transport::Transport>, mcp_runtime::ConnectError>,
+    > {
+        Box::pin(async move {
+            drop(self.gate.acquire().await);
+            self.kit.connect(server).await
+        })
+    }
+}
+
+/// `dispose_all` while a session's first build is still connecting: the
+/// build finds its session gone and closes what it opened, and
+/// `dispose_all` returns only after that, with nothing left open.
+#[tokio::test(flavor = "current_thread")]
+async fn dispose_all_waits_for_a_build_in_progress() {
+    let gated = Arc::new(Gated {
+        kit: InProcessConnector::new(),
+        gate: tokio::sync::Semaphore::new(0),
+    });
+    let m = Arc::new(RuntimeManager::with_connector(
+        RuntimeOptions::default(),
+        gated.clone(),
+    ));
+    let cfg = config(r#"{"mcpServers": {"a": {"command": "kit"}}}"#);
+    let acquiring = tokio::spawn({
+        let m = Arc::clone(&m);
+        async move { m.acquire("s", &cfg).await.map(drop) }
+    });
+    until(&m, |s| s.sessions == 1).await;
+    // What dispose_all left, read the moment it returns.
+    let disposing = tokio::spawn({
+        let (m, gated) = (Arc::clone(&m), Arc::clone(&gated));
+        async move {
+            m.dispose_all().await;
+            (gated.kit.connects("a"), m.stats())
+        }
+    });
+    until(&m, |s| s.sessions == 0).await;
+    gated.gate.add_permits(1);
+    let (connects, left) = tokio::time::timeout(Duration::from_secs(30), disposing)
+        .await
+        .expect("dispose_all returned")
+        .unwrap();
+    assert_eq!(
+        connects, 1,
+        "dispose_all returned before the build connected"
+    );
+    assert_eq!((left.sessions, left.connections), (0, 0), "{left:?}");
+    assert!(matches!(
+        acquiring.await.unwrap(),
+        Err(RuntimeError::Disposed { .. })
+    ));
+}
