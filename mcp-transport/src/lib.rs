@@ -46,6 +46,7 @@ pub mod memory;
 pub mod sse;
 pub mod stdio;
 pub mod stream;
+mod woken;
 
 pub use error::{ExitInfo, TransportError};
 

@@ -51,9 +51,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
@@ -70,6 +68,7 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
 use crate::lines::{LineWriter, SendFailure};
+use crate::woken::WokenOnly;
 use crate::{
     Answer, BoxFuture, ExitInfo, Message, Received, SendContext, ServerProcess, Transport,
     TransportError, TransportKind, frame_to_received,
@@ -142,8 +141,9 @@ struct Reader {
     /// Resolves once close starts or the exit status arrives. Kept across
     /// receives, so waiting for a message registers these wakers once, not
     /// on every call (a `watch` and a `Notify` registration and removal per
-    /// message: about 300 instructions of a round trip).
-    ending: Pin<Box<dyn Future<Output = Ending> + Send>>,
+    /// message: about 300 instructions of a round trip), and polled only
+    /// when one of them fired.
+    ending: WokenOnly<Ending>,
     /// What `ending` resolved to.
     ended_by: Option<Ending>,
 }
@@ -265,7 +265,7 @@ impl StdioTransport {
                 pending: VecDeque::new(),
                 ended: None,
                 settled: false,
-                ending: Box::pin(ending(closing.clone(), status_rx.clone())),
+                ending: WokenOnly::new(ending(closing.clone(), status_rx.clone())),
                 ended_by: None,
                 status: status_rx,
             }),
