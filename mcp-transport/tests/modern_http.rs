@@ -40,6 +40,8 @@ enum Answer {
     HoldSse(String),
     /// An SSE head and these raw bytes, then the connection is closed.
     CloseSse(String),
+    /// No answer at all: the connection is held until the client goes away.
+    Hang,
 }
 
 type Handler = Arc<dyn Fn(&Seen) -> Answer + Send + Sync>;
@@ -149,11 +151,13 @@ async fn connection(
                     return;
                 }
             }
-            Answer::HoldSse(events) => {
-                let text = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{events}"
-                );
-                let _ = stream.write_all(text.as_bytes()).await;
+            answer @ (Answer::HoldSse(_) | Answer::Hang) => {
+                if let Answer::HoldSse(events) = answer {
+                    let text = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{events}"
+                    );
+                    let _ = stream.write_all(text.as_bytes()).await;
+                }
                 // Held until the client goes away.
                 let mut chunk = [0u8; 64];
                 while let Ok(n) = stream.read(&mut chunk).await {
@@ -370,6 +374,56 @@ async fn cancelling_closes_the_response_stream_and_posts_nothing() {
         .await
         .expect("the server saw the stream close");
     assert_eq!(*server.disconnects.lock().unwrap(), 1);
+    let posted: Vec<Value> = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|s| s.body["method"].clone())
+        .collect();
+    assert_eq!(posted, [json!("tools/call")], "no cancellation was posted");
+    t.close().await;
+}
+
+/// A modern request is driven on its caller's task: a caller that stops
+/// waiting before the answer's head closes the request's connection, which
+/// is the cancellation, and the session's `notifications/cancelled` after
+/// it is not posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_request_dropped_before_its_answer_closes_its_stream_and_posts_nothing() {
+    let server = raw_server(|seen| match seen.body["method"].as_str() {
+        Some("tools/call") => Answer::Hang,
+        _ => Answer::Full(202, "application/json", String::new()),
+    })
+    .await;
+    let t = StreamableHttpTransport::connect(&server.url, HttpOptions::new())
+        .await
+        .unwrap();
+    let call = modern_request(6, "tools/call", json!({"name": "slow", "arguments": {}}));
+    let context = modern();
+    let sending = t.request_with(&call, &context);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    // Driven until the server has the request, then dropped.
+    let dropped = tokio::select! {
+        answer = sending => panic!("the server never answers: {answer:?}"),
+        () = async {
+            while server.seen.lock().unwrap().is_empty() {
+                assert!(tokio::time::Instant::now() < deadline, "the POST never arrived");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        } => true,
+    };
+    assert!(dropped);
+    let cancel = Message::Notification(Notification::new(
+        "notifications/cancelled",
+        Some(to_raw(&json!({"requestId": 6, "reason": "gave up"})).unwrap()),
+    ));
+    t.send_with(&cancel, &modern().cancels(Id::from(6)))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server.disconnected.notified())
+        .await
+        .expect("the server saw the request's connection close");
     let posted: Vec<Value> = server
         .seen
         .lock()

@@ -128,14 +128,46 @@ struct Inner {
     /// Held while a new session is being initialized.
     renewing: Mutex<()>,
     tasks: StdMutex<JoinSet<()>>,
-    /// The tasks of modern (2026-07-28) requests in flight: cancelling one
-    /// aborts its task, which closes its response stream.
-    modern_requests: StdMutex<HashMap<Id, AbortHandle>>,
+    /// Modern (2026-07-28) requests whose cancellation closes their
+    /// response stream: the task of one in flight (aborting it closes the
+    /// stream), or `None` for a request driven on its caller's task that
+    /// the caller dropped, which closed the stream then.
+    modern_requests: StdMutex<HashMap<Id, Option<AbortHandle>>>,
     closing: CancellationToken,
     /// `POST <url>` and `GET <url>`, redacted, for errors: made once, not
     /// on every request.
     post_what: String,
     get_what: String,
+}
+
+/// Notes, when dropped before `forget`, that the caller of a modern request
+/// driven on its task stopped waiting (which closed the request's stream).
+struct DroppedNote<'a> {
+    /// `None`: not a modern request, nothing to note.
+    inner: Option<&'a Inner>,
+    id: &'a Id,
+}
+
+/// Dropped requests whose cancellation was never sent are forgotten past
+/// this many (a caller that is not a session may never send one).
+const MAX_DROPPED_NOTES: usize = 1024;
+
+impl DroppedNote<'_> {
+    fn forget(mut self) {
+        self.inner = None;
+    }
+}
+
+impl Drop for DroppedNote<'_> {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner {
+            let mut requests = inner.modern_requests();
+            if requests.len() >= MAX_DROPPED_NOTES {
+                requests.retain(|_, task| task.is_some());
+            }
+            requests.insert(self.id.clone(), None);
+        }
+    }
 }
 
 /// Where a request task reports the head of its answer, once.
@@ -264,7 +296,7 @@ impl Inner {
         }
     }
 
-    fn modern_requests(&self) -> std::sync::MutexGuard<'_, HashMap<Id, AbortHandle>> {
+    fn modern_requests(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Option<AbortHandle>>> {
         self.modern_requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -273,10 +305,12 @@ impl Inner {
     /// A modern request is cancelled by closing its response stream: its
     /// task (which holds the stream) is aborted. `false` when it is not in flight.
     fn cancel_modern(&self, id: &Id) -> bool {
-        let Some(handle) = self.modern_requests().remove(id) else {
+        let Some(task) = self.modern_requests().remove(id) else {
             return false;
         };
-        handle.abort();
+        if let Some(handle) = task {
+            handle.abort();
+        }
         self.options().observe(HttpTrace::Note(
             "request cancelled: its response stream was closed".into(),
         ));
@@ -340,8 +374,8 @@ struct Posted {
 }
 
 impl StreamableHttpTransport {
-    /// [`Transport::request_with`] for an ordinary handshake-era request:
-    /// driven on the caller's task (see [`Inner::request_direct`]).
+    /// [`Transport::request_with`] for an ordinary request: driven on the
+    /// caller's task (see [`Inner::request_direct`]).
     async fn request_direct(
         &self,
         request: &mcp_jsonrpc::Request,
@@ -352,14 +386,31 @@ impl StreamableHttpTransport {
             return Err(closed_error());
         }
         let inner = &self.inner;
-        if let Some(revision) = context.revision_of() {
-            inner.state().note_revision(revision.as_str());
-        }
+        let mirrored = if context.is_modern() {
+            inner.state().modern_sent();
+            let mut headers = HeaderMap::new();
+            mirror::apply(&request.method, context, &mut headers);
+            Some(headers)
+        } else {
+            if let Some(revision) = context.revision_of() {
+                inner.state().note_revision(revision.as_str());
+            }
+            None
+        };
         let body = super::encode(message)?;
-        tokio::select! {
-            answer = inner.request_direct(&request.id, body) => answer,
+        // A modern request dropped by its caller closed its stream, which
+        // is its cancellation: the note lets `cancel_modern` know, so no
+        // `notifications/cancelled` is posted after it.
+        let dropped = DroppedNote {
+            inner: mirrored.is_some().then_some(inner),
+            id: &request.id,
+        };
+        let answer = tokio::select! {
+            answer = inner.request_direct(&request.id, body, mirrored) => answer,
             () = inner.closing.cancelled() => Err(closed_error()),
-        }
+        };
+        dropped.forget();
+        answer
     }
 
     async fn send_message(
@@ -417,7 +468,7 @@ impl StreamableHttpTransport {
                     // Registered before the task runs, so it can remove itself.
                     let mut requests = inner.modern_requests();
                     if let Some(handle) = inner.spawn(task) {
-                        requests.insert(request.id.clone(), handle);
+                        requests.insert(request.id.clone(), Some(handle));
                     }
                 } else {
                     inner.spawn(task);
@@ -481,12 +532,8 @@ impl Transport for StreamableHttpTransport {
     ) -> BoxFuture<'a, Result<Answer, TransportError>> {
         Box::pin(async move {
             match request {
-                // The handshake, 2026-07-28 (cancelled by closing the stream
-                // of a task it can abort) and anything not a request take
-                // the task path.
-                Message::Request(r)
-                    if context.lifecycle_of() == Lifecycle::None && !context.is_modern() =>
-                {
+                // The handshake and anything not a request take the task path.
+                Message::Request(r) if context.lifecycle_of() == Lifecycle::None => {
                     self.request_direct(r, request, context).await
                 }
                 _ => self

@@ -19,14 +19,18 @@ use crate::sse::{SseItem, SseParser};
 use crate::{Answer, InvalidFrame, Received, TransportError};
 
 impl Inner {
-    /// Drives one ordinary request of a handshake-era session (not
-    /// `initialize`, not 2026-07-28) on the caller's task: POST, and a JSON
-    /// answer read and returned here, with no task, channel or reader in
-    /// between. What takes longer than that answer is handed to a task
-    /// of the transport, as [`run_request`](Inner::run_request) would do it:
-    /// an SSE answer (read and resumed there, its messages through `recv`)
-    /// and an expired session (renewed and the request sent again there, so
-    /// a caller that stops waiting cannot leave a renewal half done).
+    /// Drives one ordinary request (not `initialize`) on the caller's task:
+    /// POST, and a JSON answer read and returned here, with no task,
+    /// channel or reader in between. What takes longer than that answer is
+    /// handed to a task of the transport, as [`run_request`](Inner::run_request)
+    /// would do it: an SSE answer (read and resumed there, its messages
+    /// through `recv`) and an expired session (renewed and the request sent
+    /// again there, so a caller that stops waiting cannot leave a renewal
+    /// half done).
+    ///
+    /// A 2026-07-28 request (`mirrored` holds its metadata headers) carries
+    /// no session and is not renewed; a 4xx whose body is a JSON-RPC error
+    /// is its answer; its SSE task is registered for cancellation.
     ///
     /// An error status is returned as the error, as `send` returns it; a
     /// body that cannot be read is [`Answer::Failed`]. A JSON body that is
@@ -36,10 +40,20 @@ impl Inner {
         self: &Arc<Self>,
         id: &Id,
         body: Bytes,
+        mirrored: Option<HeaderMap>,
     ) -> Result<Answer, TransportError> {
         let what = self.what(&Method::POST);
-        let Posted { response, session } = self.post(&body, true, None).await?;
+        let modern = mirrored.is_some();
+        let Posted { response, session } = self.post(&body, !modern, mirrored.as_ref()).await?;
         let status = response.status();
+        if modern && status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407) {
+            // As on the task path: a JSON-RPC error that explains the
+            // status is the answer; auth refusals stay HTTP errors.
+            let (error, mut answer) = status_answer(response, what).await?;
+            tracing::debug!(server = self.options().name(), "{error}");
+            answer.id = Some(id.clone());
+            return Ok(Answer::Now(Message::from(answer)));
+        }
         if !status.is_success() {
             let error = status_error(response, what).await;
             if let Some(generation) = session
@@ -64,6 +78,9 @@ impl Inner {
             return Err(error);
         }
         if status == hyper::StatusCode::ACCEPTED {
+            if modern {
+                return Err(accepted_in_modern(what));
+            }
             // The answer will come on another stream (the GET stream).
             return Ok(Answer::Later);
         }
@@ -94,12 +111,24 @@ impl Inner {
             }
             "text/event-stream" => {
                 let inner = Arc::clone(self);
-                let id = id.clone();
-                self.spawn(async move {
+                let task_id = id.clone();
+                let task = async move {
                     inner
-                        .read_request_stream(response.into_body(), &id, false)
+                        .read_request_stream(response.into_body(), &task_id, modern)
                         .await;
-                });
+                    if modern {
+                        inner.modern_requests().remove(&task_id);
+                    }
+                };
+                if modern {
+                    // Registered before the task runs, so it can remove itself.
+                    let mut requests = self.modern_requests();
+                    if let Some(handle) = self.spawn(task) {
+                        requests.insert(id.clone(), Some(handle));
+                    }
+                } else {
+                    self.spawn(task);
+                }
                 Ok(Answer::Later)
             }
             other => Err(unexpected_content_type(what, other)),
@@ -181,13 +210,7 @@ impl Inner {
             }
             if status == hyper::StatusCode::ACCEPTED {
                 if modern {
-                    let error = TransportError::Http {
-                        url: what.to_owned(),
-                        message: "the server answered a request with 202 Accepted; in protocol \
-                                  2026-07-28 the answer must come on the request's own response"
-                            .into(),
-                    };
-                    return head.fail(self, id, error).await;
+                    return head.fail(self, id, accepted_in_modern(what)).await;
                 }
                 // The answer will come on another stream (the GET stream).
                 head.ok();
@@ -380,5 +403,16 @@ fn unexpected_content_type(what: &str, content_type: &str) -> TransportError {
             "the answer to a request has Content-Type {content_type:?}; expected \
              application/json or text/event-stream"
         ),
+    }
+}
+
+/// A 2026-07-28 request answered with 202 Accepted: its answer must come on
+/// its own response.
+fn accepted_in_modern(what: &str) -> TransportError {
+    TransportError::Http {
+        url: what.to_owned(),
+        message: "the server answered a request with 202 Accepted; in protocol 2026-07-28 the \
+                  answer must come on the request's own response"
+            .into(),
     }
 }
