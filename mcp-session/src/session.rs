@@ -108,7 +108,7 @@ pub(crate) struct CallParams<'a> {
     name: &'a str,
     arguments: &'a Value,
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<&'a serde_json::Map<String, Value>>,
+    meta: Option<CallMeta<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     input_responses: Option<&'a serde_json::Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +116,39 @@ pub(crate) struct CallParams<'a> {
     /// 2025-11-25: run the call as a task.
     #[serde(skip_serializing_if = "Option::is_none")]
     task: Option<&'a TaskMetadata>,
+}
+
+/// A call's `_meta`: the session's entries (a modern session's protocol
+/// version, client info and capabilities) and, when the caller listens for
+/// progress, the request id as its token. Serialized from borrowed parts:
+/// the entries are not copied for every call.
+#[derive(Clone, Copy)]
+pub(crate) struct CallMeta<'a> {
+    entries: Option<&'a serde_json::Map<String, Value>>,
+    progress: Option<&'a Id>,
+}
+
+impl CallMeta<'_> {
+    fn is_empty(&self) -> bool {
+        self.progress.is_none() && self.entries.is_none_or(serde_json::Map::is_empty)
+    }
+}
+
+impl Serialize for CallMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let token = mcp_protocol::meta::PROGRESS_TOKEN;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.entries.into_iter().flatten() {
+            if self.progress.is_none() || k != token {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        if let Some(id) = self.progress {
+            map.serialize_entry(token, id)?;
+        }
+        map.end()
+    }
 }
 
 /// Leaves out the tools whose `x-mcp-header` annotations are invalid, as
@@ -522,22 +555,14 @@ impl Session {
         let mut rounds = 0usize;
         loop {
             let id = self.inner.next_id();
-            let mut meta = self
-                .inner
-                .meta
-                .as_ref()
-                .map(|m| m.entries().clone())
-                .unwrap_or_default();
-            if options.on_progress.is_some() {
-                meta.insert(
-                    mcp_protocol::meta::PROGRESS_TOKEN.into(),
-                    serde_json::to_value(&id).unwrap_or_default(),
-                );
-            }
+            let meta = CallMeta {
+                entries: self.inner.meta.as_ref().map(RequestMeta::entries),
+                progress: options.on_progress.is_some().then_some(&id),
+            };
             let params = CallParams {
                 name,
                 arguments,
-                meta: (!meta.is_empty()).then_some(&meta),
+                meta: (!meta.is_empty()).then_some(meta),
                 input_responses: input.as_ref().map(|(r, _)| r),
                 request_state: input.as_ref().and_then(|(_, s)| s.as_deref()),
                 task,
@@ -785,5 +810,48 @@ impl Session {
             }
             pending.close();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_calls_meta_is_the_sessions_entries_and_its_progress_token() {
+        let entries = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": "stale"});
+        let entries = entries.as_object();
+        let id = Id::from(7);
+        let json = |meta: CallMeta<'_>| serde_json::to_value(meta).unwrap_or_default();
+        let both = CallMeta {
+            entries,
+            progress: Some(&id),
+        };
+        assert_eq!(
+            json(both),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": 7})
+        );
+        let no_progress = CallMeta {
+            entries,
+            progress: None,
+        };
+        assert_eq!(
+            json(no_progress),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": "stale"})
+        );
+        let progress_only = CallMeta {
+            entries: None,
+            progress: Some(&id),
+        };
+        assert_eq!(json(progress_only), json!({"progressToken": 7}));
+        assert!(
+            CallMeta {
+                entries: None,
+                progress: None
+            }
+            .is_empty()
+        );
+        assert!(!progress_only.is_empty());
     }
 }
