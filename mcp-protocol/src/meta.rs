@@ -4,6 +4,7 @@
 //! Revision 2026-07-28 has no handshake: every request says who the client is
 //! and which revision it speaks in `params._meta` ([`RequestMeta`]).
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::types::{ClientCapabilities, Implementation};
@@ -49,9 +50,17 @@ pub fn get<'a>(params: &'a Value, key: &str) -> Option<&'a Value> {
 /// meta.apply(&mut params);
 /// assert_eq!(params["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RequestMeta {
     entries: Map<String, Value>,
+    /// `entries` as JSON, made once: a session sends them with every request.
+    raw: Option<Box<RawValue>>,
+}
+
+impl PartialEq for RequestMeta {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries
+    }
 }
 
 impl RequestMeta {
@@ -71,18 +80,37 @@ impl RequestMeta {
             CLIENT_CAPABILITIES.into(),
             serde_json::to_value(capabilities).unwrap_or_default(),
         );
-        RequestMeta { entries }
+        RequestMeta::from_entries(entries)
+    }
+
+    fn from_entries(entries: Map<String, Value>) -> Self {
+        let raw = serde_json::value::to_raw_value(&entries).ok();
+        RequestMeta { entries, raw }
     }
 
     /// Asks for log messages at this level and above.
     pub fn with_log_level(mut self, level: &str) -> Self {
         self.entries.insert(LOG_LEVEL.into(), Value::from(level));
-        self
+        RequestMeta::from_entries(self.entries)
     }
 
     /// The `_meta` entries, keyed as on the wire.
     pub fn entries(&self) -> &Map<String, Value> {
         &self.entries
+    }
+
+    /// The `_meta` entries as one JSON object, encoded once.
+    ///
+    /// ```
+    /// use mcp_protocol::meta::RequestMeta;
+    /// use mcp_protocol::types::{ClientCapabilities, Implementation};
+    ///
+    /// let meta = RequestMeta::new("2026-07-28", &Implementation::new("c", "1"), &ClientCapabilities::default());
+    /// let raw: serde_json::Value = serde_json::from_str(meta.entries_json().unwrap().get()).unwrap();
+    /// assert_eq!(raw, serde_json::Value::Object(meta.entries().clone()));
+    /// ```
+    pub fn entries_json(&self) -> Option<&RawValue> {
+        self.raw.as_deref()
     }
 
     /// The protocol version these metadata declare.

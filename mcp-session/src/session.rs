@@ -125,6 +125,8 @@ pub(crate) struct CallParams<'a> {
 #[derive(Clone, Copy)]
 pub(crate) struct CallMeta<'a> {
     entries: Option<&'a serde_json::Map<String, Value>>,
+    /// `entries` already encoded, copied as is when there is no token.
+    encoded: Option<&'a serde_json::value::RawValue>,
     progress: Option<&'a Id>,
 }
 
@@ -137,6 +139,9 @@ impl CallMeta<'_> {
 impl Serialize for CallMeta<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
+        if let (None, Some(encoded)) = (self.progress, self.encoded) {
+            return encoded.serialize(s);
+        }
         let token = mcp_protocol::meta::PROGRESS_TOKEN;
         let mut map = s.serialize_map(None)?;
         for (k, v) in self.entries.into_iter().flatten() {
@@ -557,6 +562,7 @@ impl Session {
             let id = self.inner.next_id();
             let meta = CallMeta {
                 entries: self.inner.meta.as_ref().map(RequestMeta::entries),
+                encoded: self.inner.meta.as_ref().and_then(RequestMeta::entries_json),
                 progress: options.on_progress.is_some().then_some(&id),
             };
             let params = CallParams {
@@ -824,8 +830,10 @@ mod tests {
         let entries = entries.as_object();
         let id = Id::from(7);
         let json = |meta: CallMeta<'_>| serde_json::to_value(meta).unwrap_or_default();
+        let encoded = serde_json::value::to_raw_value(&entries).ok();
         let both = CallMeta {
             entries,
+            encoded: encoded.as_deref(),
             progress: Some(&id),
         };
         assert_eq!(
@@ -834,6 +842,7 @@ mod tests {
         );
         let no_progress = CallMeta {
             entries,
+            encoded: encoded.as_deref(),
             progress: None,
         };
         assert_eq!(
@@ -842,12 +851,14 @@ mod tests {
         );
         let progress_only = CallMeta {
             entries: None,
+            encoded: None,
             progress: Some(&id),
         };
         assert_eq!(json(progress_only), json!({"progressToken": 7}));
         assert!(
             CallMeta {
                 entries: None,
+                encoded: None,
                 progress: None
             }
             .is_empty()
