@@ -30,7 +30,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use mcp_jsonrpc::{EncodeError, Message, NewlineCodec};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::codec::Encoder;
 use tokio_util::sync::CancellationToken;
 
@@ -139,7 +139,7 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
             // Let the senders woken with this one stage their lines first.
             tokio::task::yield_now().await;
         }
-        let mut guard = self.sink.lock().await;
+        let mut guard = lock(&self.sink).await;
         let sink = &mut *guard;
         if sink.io.is_none() {
             return Err(SendFailure::Gone);
@@ -201,6 +201,17 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
             Ok(mut sink) => Ok(sink.io.take()),
             Err(_) => Err(Busy),
         }
+    }
+}
+
+/// Locks `mutex`, trying without a wait first: an uncontended lock (the
+/// common case: one reader, and senders that rarely meet) then skips
+/// building and polling tokio's `Acquire` future. `try_lock` cannot take
+/// the lock from a task queued for it, so the queue's order is kept.
+pub(crate) async fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.try_lock() {
+        Ok(guard) => guard,
+        Err(_) => mutex.lock().await,
     }
 }
 

@@ -67,7 +67,7 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-use crate::lines::{LineWriter, SendFailure};
+use crate::lines::{LineWriter, SendFailure, lock};
 use crate::woken::WokenOnly;
 use crate::{
     Answer, BoxFuture, ExitInfo, Message, Received, SendContext, ServerProcess, Transport,
@@ -317,7 +317,7 @@ impl StdioTransport {
         if self.closing.is_cancelled() {
             return Err(self.closed_error("closed by client"));
         }
-        let mut guard = self.reader.lock().await;
+        let mut guard = lock(&self.reader).await;
         let reader = &mut *guard;
         loop {
             if let Some(item) = reader.pending.pop_front() {

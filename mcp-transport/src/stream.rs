@@ -37,7 +37,7 @@ use tokio::sync::Mutex;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-use crate::lines::{LineWriter, SendFailure};
+use crate::lines::{LineWriter, SendFailure, lock};
 use crate::{
     Answer, BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind,
     frame_to_received,
@@ -124,7 +124,7 @@ impl StreamTransport {
         if self.closing.is_cancelled() {
             return Err(by_us());
         }
-        let mut guard = self.reader.lock().await;
+        let mut guard = lock(&self.reader).await;
         let r = &mut *guard;
         loop {
             if let Some(item) = r.pending.pop_front() {
