@@ -328,15 +328,17 @@ impl Inner {
         &self,
         body: &Bytes,
         with_session: bool,
-        extra: Option<&HeaderMap>,
+        extra: Extra<'_>,
     ) -> Result<Posted, TransportError> {
         let RequestHeaders {
             mut headers,
             generation,
             has_session,
         } = self.headers(ACCEPT_BOTH, with_session);
-        if let Some(extra) = extra {
-            headers.extend(extra.clone());
+        match extra {
+            Extra::None => {}
+            Extra::Headers(extra) => headers.extend(extra.clone()),
+            Extra::Mirror(method, context) => mirror::apply(method, context, &mut headers),
         }
         let request = self
             .client
@@ -365,6 +367,23 @@ impl Inner {
     }
 }
 
+/// The headers a POST adds to the session's.
+#[derive(Clone, Copy)]
+enum Extra<'a> {
+    None,
+    /// Made before (a request task keeps its mirrored headers for a retry).
+    Headers(&'a HeaderMap),
+    /// A modern request's metadata headers, written straight into the
+    /// request's map: no map of their own to build and copy.
+    Mirror(&'a str, &'a SendContext),
+}
+
+impl<'a> Extra<'a> {
+    fn headers(headers: Option<&'a HeaderMap>) -> Self {
+        headers.map_or(Extra::None, Extra::Headers)
+    }
+}
+
 /// A POST whose answer's head arrived.
 struct Posted {
     response: Response<Incoming>,
@@ -386,11 +405,9 @@ impl StreamableHttpTransport {
             return Err(closed_error());
         }
         let inner = &self.inner;
-        let mirrored = if context.is_modern() {
+        let mirror = if context.is_modern() {
             inner.state().modern_sent();
-            let mut headers = HeaderMap::new();
-            mirror::apply(&request.method, context, &mut headers);
-            Some(headers)
+            Some((request.method.as_str(), context))
         } else {
             if let Some(revision) = context.revision_of() {
                 inner.state().note_revision(revision.as_str());
@@ -402,11 +419,11 @@ impl StreamableHttpTransport {
         // is its cancellation: the note lets `cancel_modern` know, so no
         // `notifications/cancelled` is posted after it.
         let dropped = DroppedNote {
-            inner: mirrored.is_some().then_some(inner),
+            inner: mirror.is_some().then_some(inner),
             id: &request.id,
         };
         let answer = tokio::select! {
-            answer = inner.request_direct(&request.id, body, mirrored) => answer,
+            answer = inner.request_direct(&request.id, body, mirror) => answer,
             () = inner.closing.cancelled() => Err(closed_error()),
         };
         dropped.forget();

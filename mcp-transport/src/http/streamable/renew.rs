@@ -12,7 +12,7 @@ use mcp_jsonrpc::{Id, Message};
 use super::super::HttpTrace;
 use super::super::client::{content_type, read_body, status_error};
 use super::state::{self, Renewal};
-use super::{Inner, Posted, closed_error};
+use super::{Extra, Inner, Posted, closed_error};
 use crate::TransportError;
 use crate::sse::{SseItem, SseParser};
 
@@ -49,14 +49,14 @@ impl Inner {
             "session expired ({status}); replaying initialize for a new session"
         )));
         let what = self.what(&Method::POST);
-        let response = self.post(&init_body, false, None).await?.response;
+        let response = self.post(&init_body, false, Extra::None).await?.response;
         if !response.status().is_success() {
             return Err(status_error(response, what).await);
         }
         self.state().session_started(response.headers());
         self.drain_answer(response, &init_id).await?;
         if let Some(body) = initialized {
-            let response = self.post(&body, true, None).await?.response;
+            let response = self.post(&body, true, Extra::None).await?.response;
             if !response.status().is_success() {
                 return Err(status_error(response, what).await);
             }
@@ -113,7 +113,7 @@ impl Inner {
         let what = self.what(&Method::POST);
         let mut renewed = false;
         loop {
-            let Posted { response, session } = self.post(&body, true, None).await?;
+            let Posted { response, session } = self.post(&body, true, Extra::None).await?;
             if response.status().is_success() {
                 return Ok(());
             }

@@ -14,9 +14,9 @@ use mcp_jsonrpc::{Id, Message, Oversized};
 use super::super::client::{content_type, read_body, status_answer, status_error};
 use super::super::{HttpTrace, parsed_to_received, payload_to_received};
 use super::state::{self, Resume};
-use super::{AFTER_ANSWER_LINGER, Head, Inner, Posted};
+use super::{AFTER_ANSWER_LINGER, Extra, Head, Inner, Posted};
 use crate::sse::{SseItem, SseParser};
-use crate::{Answer, InvalidFrame, Received, TransportError};
+use crate::{Answer, InvalidFrame, Received, SendContext, TransportError};
 
 impl Inner {
     /// Drives one ordinary request (not `initialize`) on the caller's task:
@@ -28,9 +28,10 @@ impl Inner {
     /// again there, so a caller that stops waiting cannot leave a renewal
     /// half done).
     ///
-    /// A 2026-07-28 request (`mirrored` holds its metadata headers) carries
-    /// no session and is not renewed; a 4xx whose body is a JSON-RPC error
-    /// is its answer; its SSE task is registered for cancellation.
+    /// A 2026-07-28 request (`mirror`: its method and context, which its
+    /// metadata headers are made from) carries no session and is not
+    /// renewed; a 4xx whose body is a JSON-RPC error is its answer; its SSE
+    /// task is registered for cancellation.
     ///
     /// An error status is returned as the error, as `send` returns it; a
     /// body that cannot be read is [`Answer::Failed`]. A JSON body that is
@@ -40,11 +41,14 @@ impl Inner {
         self: &Arc<Self>,
         id: &Id,
         body: Bytes,
-        mirrored: Option<HeaderMap>,
+        mirror: Option<(&str, &SendContext)>,
     ) -> Result<Answer, TransportError> {
         let what = self.what(&Method::POST);
-        let modern = mirrored.is_some();
-        let Posted { response, session } = self.post(&body, !modern, mirrored.as_ref()).await?;
+        let modern = mirror.is_some();
+        let extra = mirror.map_or(Extra::None, |(method, context)| {
+            Extra::Mirror(method, context)
+        });
+        let Posted { response, session } = self.post(&body, !modern, extra).await?;
         let status = response.status();
         if modern && status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407) {
             // As on the task path: a JSON-RPC error that explains the
@@ -169,7 +173,11 @@ impl Inner {
         let modern = mirrored.is_some();
         loop {
             let posted = self
-                .post(&body, !is_init && !modern, mirrored.as_ref())
+                .post(
+                    &body,
+                    !is_init && !modern,
+                    Extra::headers(mirrored.as_ref()),
+                )
                 .await;
             let Posted { response, session } = match posted {
                 Ok(p) => p,

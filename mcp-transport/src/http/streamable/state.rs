@@ -80,7 +80,9 @@ impl SessionState {
     /// The headers of a request: `Accept`, and with `with_session` the
     /// session id and protocol version once known.
     pub(super) fn headers(&self, accept: &'static str, with_session: bool) -> RequestHeaders {
-        let mut headers = HeaderMap::new();
+        // Room for what the request adds later (its content type, `Host`,
+        // a modern request's metadata headers) without growing the map.
+        let mut headers = HeaderMap::with_capacity(12);
         headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
         let mut has_session = false;
         if with_session {
