@@ -92,16 +92,18 @@ pub(crate) enum SendFailure {
 }
 
 impl<W: AsyncWrite + Unpin> LineWriter<W> {
+    /// The buffers start empty and grow to the lines written: an idle
+    /// connection (a runtime keeps thousands) holds no buffer memory.
     pub(crate) fn new(io: W, max_frame_length: usize) -> Self {
         LineWriter {
             staged: StdMutex::new(Staged {
                 codec: NewlineCodec::with_max_frame_length(max_frame_length),
-                buf: BytesMut::with_capacity(8 * 1024),
+                buf: BytesMut::new(),
                 end: 0,
             }),
             sink: Mutex::new(Sink {
                 io: Some(io),
-                buf: BytesMut::with_capacity(8 * 1024),
+                buf: BytesMut::new(),
                 taken: 0,
             }),
             awaiting: AtomicUsize::new(0),
@@ -178,7 +180,7 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
             return Err(SendFailure::Io(e));
         }
         if sink.buf.capacity() > KEEP_BUFFER {
-            sink.buf = BytesMut::with_capacity(8 * 1024);
+            sink.buf = BytesMut::new();
         }
         Ok(())
     }
