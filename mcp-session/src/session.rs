@@ -53,7 +53,11 @@ pub(crate) struct Inner {
     pub(crate) version: ProtocolVersion,
     /// Per-request metadata, for a modern session.
     pub(crate) meta: Option<RequestMeta>,
-    pub(crate) catalog: tokio::sync::Mutex<Option<CachedCatalog>>,
+    /// The tools catalog, read without waiting on every call.
+    pub(crate) catalog: std::sync::RwLock<Option<CachedCatalog>>,
+    /// Held while the catalog is fetched: concurrent callers wait for one
+    /// fetch instead of each making their own.
+    pub(crate) catalog_fetch: tokio::sync::Mutex<()>,
     pub(crate) call_gate: tokio::sync::Mutex<()>,
     /// The cached lists beside tools, made on first use (most connections
     /// of a runtime never list resources or prompts).
@@ -433,25 +437,44 @@ impl Session {
     /// check its arguments, so it uses a catalog past its TTL rather than
     /// fetching before every call.)
     pub(crate) async fn catalog(&self, honour_ttl: bool) -> Result<Arc<ToolCatalog>, SessionError> {
-        let mut cached = self.inner.catalog.lock().await;
-        let invalidated = self
-            .inner
-            .shared
-            .catalog_stale
-            .swap(false, Ordering::AcqRel);
-        if let Some(c) = cached.as_ref() {
-            let expired = honour_ttl && c.fresh_until.is_some_and(|t| Instant::now() >= t);
-            if !invalidated && !expired {
-                return Ok(Arc::clone(&c.catalog));
-            }
+        // The common case, every call: a fresh catalog, read under a
+        // shared lock that is never held across an await.
+        let stale = &self.inner.shared.catalog_stale;
+        if !stale.load(Ordering::Acquire)
+            && let Some(catalog) = self.cached_catalog(honour_ttl)
+        {
+            return Ok(catalog);
+        }
+        let _fetching = self.inner.catalog_fetch.lock().await;
+        let invalidated = stale.swap(false, Ordering::AcqRel);
+        if !invalidated && let Some(catalog) = self.cached_catalog(honour_ttl) {
+            // Fetched by the caller we waited for.
+            return Ok(catalog);
         }
         let (catalog, ttl) = self.fetch_tools().await?;
         let catalog = Arc::new(catalog);
-        *cached = Some(CachedCatalog {
+        *self
+            .inner
+            .catalog
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(CachedCatalog {
             catalog: Arc::clone(&catalog),
             fresh_until: ttl.map(|ttl| Instant::now() + ttl),
         });
         Ok(catalog)
+    }
+
+    /// The cached catalog, unless there is none or (with `honour_ttl`)
+    /// its TTL ran out.
+    fn cached_catalog(&self, honour_ttl: bool) -> Option<Arc<ToolCatalog>> {
+        let cached = self
+            .inner
+            .catalog
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let c = cached.as_ref()?;
+        let expired = honour_ttl && c.fresh_until.is_some_and(|t| Instant::now() >= t);
+        (!expired).then(|| Arc::clone(&c.catalog))
     }
 
     /// Fetches the catalog again, whatever the cache holds.

@@ -368,6 +368,48 @@ async fn list_changed_marks_the_catalog_stale() {
     assert_eq!(*count.lock().unwrap(), 2);
 }
 
+/// Calls that find no catalog wait for one `tools/list` together; so do
+/// calls after `list_changed`. The calls' own answers are all there.
+#[tokio::test]
+async fn concurrent_calls_fetch_the_catalog_once() {
+    let count = Arc::new(Mutex::new(0));
+    let c2 = Arc::clone(&count);
+    let (t, fake) = start(tools_server(move |r| {
+        (r.method == "tools/list").then(|| {
+            *c2.lock().unwrap() += 1;
+            // Slow enough that the other calls arrive while it runs.
+            Reply::After(
+                Duration::from_millis(50),
+                json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+            )
+        })
+    }));
+    let s = Session::connect_shared(t, config()).await.unwrap();
+    let calls = |tag: &'static str| {
+        let s = s.clone();
+        (0..8).map(move |i| {
+            let s = s.clone();
+            async move {
+                let text = format!("{tag}{i}");
+                let r = s.call_tool("echo", json!({ "text": text })).await.unwrap();
+                assert_eq!(r.text(), text);
+            }
+        })
+    };
+    futures_join(calls("a")).await;
+    assert_eq!(*count.lock().unwrap(), 1, "one fetch for eight first calls");
+    fake.server
+        .send(&Message::from(Notification::new(
+            "notifications/tools/list_changed",
+            None,
+        )))
+        .await
+        .unwrap();
+    s.ping().await.unwrap();
+    futures_join(calls("b")).await;
+    assert_eq!(*count.lock().unwrap(), 2, "one fetch after list_changed");
+}
+
 #[tokio::test]
 async fn no_tools_capability_means_empty_catalog_without_a_request() {
     let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
