@@ -2,7 +2,7 @@
 //! `server/discover`, or the probe that picks one), driven here; the
 //! decisions are in [`crate::lifecycle`].
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::{Message, Notification, RawJson};
@@ -242,7 +242,7 @@ impl Session {
             pending: Mutex::new(PendingTable::default()),
             closed_error: Mutex::new(None),
             invalid: Mutex::default(),
-            catalog_stale: AtomicBool::new(false),
+            catalog_changes: AtomicU64::new(0),
             stale: crate::features::Staleness::default(),
             handler: config.handler.clone(),
             on_notification: config.on_notification.clone(),

@@ -2,7 +2,7 @@
 //! answers to our requests, the server's requests, notifications, noise.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::{
@@ -70,7 +70,10 @@ pub(crate) struct Shared {
     /// Why the connection closed, once it has.
     pub(crate) closed_error: Mutex<Option<ClosedInfo>>,
     pub(crate) invalid: Mutex<InvalidFrames>,
-    pub(crate) catalog_stale: AtomicBool,
+    /// How many times the tools list was said to change (`list_changed`,
+    /// or a refresh asked for): a cached catalog fetched at an older count
+    /// is stale.
+    pub(crate) catalog_changes: AtomicU64,
     /// The lists beside tools that the server said changed.
     pub(crate) stale: crate::features::Staleness,
     pub(crate) handler: Option<Arc<dyn ClientHandler>>,
@@ -391,7 +394,7 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
             }
         }
         methods::TOOLS_LIST_CHANGED => {
-            shared.catalog_stale.store(true, Ordering::Release);
+            shared.catalog_changes.fetch_add(1, Ordering::AcqRel);
             ServerNotification::ToolsListChanged
         }
         methods::RESOURCES_LIST_CHANGED => {

@@ -37,6 +37,8 @@ pub(crate) struct CachedCatalog {
     /// `None`: until the server says the list changed (legacy servers send
     /// no TTL). `Some`: the modern server's `ttlMs` from the fetch.
     pub(crate) fresh_until: Option<Instant>,
+    /// The count of list changes the fetch started at (`catalog_changes`).
+    pub(crate) changes: u64,
 }
 
 /// The session handle's state. Dropping the last handle stops the reader
@@ -437,42 +439,57 @@ impl Session {
     /// check its arguments, so it uses a catalog past its TTL rather than
     /// fetching before every call.)
     pub(crate) async fn catalog(&self, honour_ttl: bool) -> Result<Arc<ToolCatalog>, SessionError> {
-        // The common case, every call: a fresh catalog, read under a
+        // The common case, every call: a current catalog, read under a
         // shared lock that is never held across an await.
-        let stale = &self.inner.shared.catalog_stale;
-        if !stale.load(Ordering::Acquire)
-            && let Some(catalog) = self.cached_catalog(honour_ttl)
-        {
+        let changes = &self.inner.shared.catalog_changes;
+        if let Some(catalog) = self.cached_catalog(honour_ttl, changes.load(Ordering::Acquire)) {
             return Ok(catalog);
         }
         let _fetching = self.inner.catalog_fetch.lock().await;
-        let invalidated = stale.swap(false, Ordering::AcqRel);
-        if !invalidated && let Some(catalog) = self.cached_catalog(honour_ttl) {
+        let seen = changes.load(Ordering::Acquire);
+        if let Some(catalog) = self.cached_catalog(honour_ttl, seen) {
             // Fetched by the caller we waited for.
             return Ok(catalog);
         }
-        let (catalog, ttl) = self.fetch_tools().await?;
-        let catalog = Arc::new(catalog);
-        *self
+        let fetched = self.fetch_tools().await;
+        let mut cached = self
             .inner
             .catalog
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(CachedCatalog {
-            catalog: Arc::clone(&catalog),
-            fresh_until: ttl.map(|ttl| Instant::now() + ttl),
-        });
-        Ok(catalog)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match fetched {
+            Ok((catalog, ttl)) => {
+                let catalog = Arc::new(catalog);
+                // A change announced during the fetch leaves it stale.
+                *cached = Some(CachedCatalog {
+                    catalog: Arc::clone(&catalog),
+                    fresh_until: ttl.map(|ttl| Instant::now() + ttl),
+                    changes: seen,
+                });
+                Ok(catalog)
+            }
+            Err(e) => {
+                // The change is used up all the same: later calls go on
+                // with the catalog they had, rather than each failing on
+                // a server whose `tools/list` fails.
+                if let Some(c) = cached.as_mut() {
+                    c.changes = seen;
+                }
+                Err(e)
+            }
+        }
     }
 
-    /// The cached catalog, unless there is none or (with `honour_ttl`)
-    /// its TTL ran out.
-    fn cached_catalog(&self, honour_ttl: bool) -> Option<Arc<ToolCatalog>> {
+    /// The cached catalog, unless there is none, the tools list changed
+    /// since it was fetched (`changes` is the current count), or (with
+    /// `honour_ttl`) its TTL ran out.
+    fn cached_catalog(&self, honour_ttl: bool, changes: u64) -> Option<Arc<ToolCatalog>> {
         let cached = self
             .inner
             .catalog
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let c = cached.as_ref()?;
+        let c = cached.as_ref().filter(|c| c.changes == changes)?;
         let expired = honour_ttl && c.fresh_until.is_some_and(|t| Instant::now() >= t);
         (!expired).then(|| Arc::clone(&c.catalog))
     }
@@ -481,8 +498,8 @@ impl Session {
     pub async fn refresh_tools(&self) -> Result<Arc<ToolCatalog>, SessionError> {
         self.inner
             .shared
-            .catalog_stale
-            .store(true, Ordering::Release);
+            .catalog_changes
+            .fetch_add(1, Ordering::AcqRel);
         self.list_tools().await
     }
 

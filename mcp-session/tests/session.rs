@@ -369,34 +369,47 @@ async fn list_changed_marks_the_catalog_stale() {
 }
 
 /// Calls that find no catalog wait for one `tools/list` together; so do
-/// calls after `list_changed`. The calls' own answers are all there.
+/// calls after `list_changed`, and they all see the new list (a call that
+/// went on with the old one would not know `echo2` and fetch again).
 #[tokio::test]
 async fn concurrent_calls_fetch_the_catalog_once() {
     let count = Arc::new(Mutex::new(0));
     let c2 = Arc::clone(&count);
-    let (t, fake) = start(tools_server(move |r| {
-        (r.method == "tools/list").then(|| {
-            *c2.lock().unwrap() += 1;
+    let (t, fake) = start(tools_server(move |r| match r.method.as_str() {
+        "tools/list" => {
+            let mut n = c2.lock().unwrap();
+            *n += 1;
+            let mut tools = vec![json!({"name": "echo", "inputSchema": {"type": "object"}})];
+            if *n > 1 {
+                tools.push(json!({"name": "echo2", "inputSchema": {"type": "object"}}));
+            }
             // Slow enough that the other calls arrive while it runs.
-            Reply::After(
+            Some(Reply::After(
                 Duration::from_millis(50),
-                json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
-            )
-        })
+                json!({ "tools": tools }),
+            ))
+        }
+        "tools/call" => {
+            let p: Value = serde_json::from_str(r.params.as_ref().unwrap().get()).unwrap();
+            (p["name"] == "echo2").then(|| {
+                Reply::Ok(json!({"content": [{"type": "text", "text": p["arguments"]["text"]}]}))
+            })
+        }
+        _ => None,
     }));
     let s = Session::connect_shared(t, config()).await.unwrap();
-    let calls = |tag: &'static str| {
+    let calls = |tool: &'static str| {
         let s = s.clone();
         (0..8).map(move |i| {
             let s = s.clone();
             async move {
-                let text = format!("{tag}{i}");
-                let r = s.call_tool("echo", json!({ "text": text })).await.unwrap();
+                let text = format!("{tool}:{i}");
+                let r = s.call_tool(tool, json!({ "text": text })).await.unwrap();
                 assert_eq!(r.text(), text);
             }
         })
     };
-    futures_join(calls("a")).await;
+    futures_join(calls("echo")).await;
     assert_eq!(*count.lock().unwrap(), 1, "one fetch for eight first calls");
     fake.server
         .send(&Message::from(Notification::new(
@@ -406,7 +419,7 @@ async fn concurrent_calls_fetch_the_catalog_once() {
         .await
         .unwrap();
     s.ping().await.unwrap();
-    futures_join(calls("b")).await;
+    futures_join(calls("echo2")).await;
     assert_eq!(*count.lock().unwrap(), 2, "one fetch after list_changed");
 }
 
