@@ -3,11 +3,13 @@
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::id::{Id, WireId};
+
+mod serialize;
+pub(crate) use serialize::write_compact;
 
 /// A JSON value kept as its raw text until the layer that knows its type parses it.
 ///
@@ -224,18 +226,6 @@ impl Message {
         let mut out = Vec::with_capacity(self.encoded_len_hint());
         write_compact(self, &mut out)?;
         Ok(out)
-    }
-
-    /// About how many bytes the message takes as JSON: the envelope plus
-    /// the raw members, for sizing a buffer once.
-    pub(crate) fn encoded_len_hint(&self) -> usize {
-        let raw = |r: &Option<RawJson>| r.as_ref().map_or(0, |r| r.get().len());
-        64 + match self {
-            Message::Request(r) => r.method.len() + raw(&r.params),
-            Message::Notification(n) => n.method.len() + raw(&n.params),
-            Message::Response(r) => r.result.get().len(),
-            Message::Error(e) => e.error.message.len() + raw(&e.error.data),
-        }
     }
 }
 
@@ -523,139 +513,6 @@ impl<'de> Deserialize<'de> for Element<'de> {
             // error, so the whole batch fails with this reason.
             Err(e) => return Err(e),
         }))
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Serializing.
-
-const VERSION: &str = "2.0";
-
-/// Writes `message` as compact JSON, byte for byte what `serde_json` writes.
-///
-/// Requests and notifications, the messages a client sends on every call,
-/// are written directly: their envelope is fixed text around the id, the
-/// method and the raw params. serde's general path (a map serializer that
-/// escapes each key) cost about 1,400 instructions of a `tools/call`.
-pub(crate) fn write_compact<W: std::io::Write>(
-    message: &Message,
-    w: &mut W,
-) -> Result<(), serde_json::Error> {
-    let (id, method, params) = match message {
-        Message::Request(r) => (Some(&r.id), r.method.as_str(), r.params.as_deref()),
-        Message::Notification(n) => (None, n.method.as_str(), n.params.as_deref()),
-        other => return serde_json::to_writer(w, other),
-    };
-    let io = serde_json::Error::io;
-    w.write_all(br#"{"jsonrpc":"2.0","#).map_err(io)?;
-    if let Some(id) = id {
-        w.write_all(br#""id":"#).map_err(io)?;
-        match id {
-            Id::Number(n) => write_integer(*n, w).map_err(io)?,
-            Id::String(s) => write_str(s, w)?,
-        }
-        w.write_all(b",").map_err(io)?;
-    }
-    w.write_all(br#""method":"#).map_err(io)?;
-    write_str(method, w)?;
-    if let Some(params) = params {
-        w.write_all(br#","params":"#).map_err(io)?;
-        w.write_all(params.get().as_bytes()).map_err(io)?;
-    }
-    w.write_all(b"}").map_err(io)
-}
-
-/// A JSON string: copied between quotes when nothing in it needs escaping
-/// (the common case: method names, ids), else through `serde_json`.
-fn write_str<W: std::io::Write>(s: &str, w: &mut W) -> Result<(), serde_json::Error> {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        w.write_all(b"\"")
-            .and_then(|()| w.write_all(s.as_bytes()))
-            .and_then(|()| w.write_all(b"\""))
-            .map_err(serde_json::Error::io)
-    } else {
-        serde_json::to_writer(w, s)
-    }
-}
-
-/// An integer in decimal, as `serde_json` writes it.
-fn write_integer<W: std::io::Write>(n: i128, w: &mut W) -> std::io::Result<()> {
-    // "-" and u128::MAX's 39 digits.
-    let mut digits = [0u8; 40];
-    let mut at = digits.len();
-    let mut v = n.unsigned_abs();
-    for slot in digits.iter_mut().rev() {
-        *slot = b'0' + (v % 10) as u8;
-        at -= 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    if n < 0
-        && let Some(slot) = at.checked_sub(1).and_then(|i| digits.get_mut(i))
-    {
-        *slot = b'-';
-        at -= 1;
-    }
-    w.write_all(digits.get(at..).unwrap_or_default())
-}
-
-impl Serialize for Message {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Message::Request(r) => r.serialize(s),
-            Message::Notification(n) => n.serialize(s),
-            Message::Response(r) => r.serialize(s),
-            Message::Error(e) => e.serialize(s),
-        }
-    }
-}
-
-impl Serialize for Request {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(3 + usize::from(self.params.is_some())))?;
-        m.serialize_entry("jsonrpc", VERSION)?;
-        m.serialize_entry("id", &self.id)?;
-        m.serialize_entry("method", &self.method)?;
-        if let Some(p) = &self.params {
-            m.serialize_entry("params", p)?;
-        }
-        m.end()
-    }
-}
-
-impl Serialize for Notification {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(2 + usize::from(self.params.is_some())))?;
-        m.serialize_entry("jsonrpc", VERSION)?;
-        m.serialize_entry("method", &self.method)?;
-        if let Some(p) = &self.params {
-            m.serialize_entry("params", p)?;
-        }
-        m.end()
-    }
-}
-
-impl Serialize for Response {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(3))?;
-        m.serialize_entry("jsonrpc", VERSION)?;
-        m.serialize_entry("id", &self.id)?;
-        m.serialize_entry("result", &self.result)?;
-        m.end()
-    }
-}
-
-impl Serialize for ErrorResponse {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(2 + usize::from(self.id.is_some())))?;
-        m.serialize_entry("jsonrpc", VERSION)?;
-        if let Some(id) = &self.id {
-            m.serialize_entry("id", id)?;
-        }
-        m.serialize_entry("error", &self.error)?;
-        m.end()
     }
 }
 

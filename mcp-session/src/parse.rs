@@ -1,9 +1,11 @@
-//! Request parameters out and results in: encoding, decoding, and the
-//! shape scan that tells a `tools/call` result's kind without building it.
+//! Request parameters out and results in: encoding (`tools/call`'s params
+//! from borrowed parts), decoding, and the shape scan that tells a
+//! `tools/call` result's kind without building it.
 
 use std::fmt;
 
-use mcp_jsonrpc::{RawJson, RawValue};
+use mcp_jsonrpc::{Id, RawJson, RawValue};
+use mcp_protocol::tasks::TaskMetadata;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -96,10 +98,66 @@ pub(crate) fn parse_result<R: DeserializeOwned>(
     })
 }
 
+/// `tools/call` parameters, serialized straight from borrowed parts.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CallParams<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) arguments: &'a Value,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(crate) meta: Option<CallMeta<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) input_responses: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) request_state: Option<&'a str>,
+    /// 2025-11-25: run the call as a task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<&'a TaskMetadata>,
+}
+
+/// A call's `_meta`: the session's entries (a modern session's protocol
+/// version, client info and capabilities) and, when the caller listens for
+/// progress, the request id as its token. Serialized from borrowed parts:
+/// the entries are not copied for every call.
+#[derive(Clone, Copy)]
+pub(crate) struct CallMeta<'a> {
+    pub(crate) entries: Option<&'a serde_json::Map<String, Value>>,
+    /// `entries` already encoded, copied as is when there is no token.
+    pub(crate) encoded: Option<&'a serde_json::value::RawValue>,
+    pub(crate) progress: Option<&'a Id>,
+}
+
+impl CallMeta<'_> {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.progress.is_none() && self.entries.is_none_or(serde_json::Map::is_empty)
+    }
+}
+
+impl Serialize for CallMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        if let (None, Some(encoded)) = (self.progress, self.encoded) {
+            return encoded.serialize(s);
+        }
+        let token = mcp_protocol::meta::PROGRESS_TOKEN;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.entries.into_iter().flatten() {
+            if self.progress.is_none() || k != token {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        if let Some(id) = self.progress {
+            map.serialize_entry(token, id)?;
+        }
+        map.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use mcp_protocol::modern::ResultType;
+    use serde_json::json;
 
     fn shape(text: &str) -> (ResultType, Option<bool>) {
         let s: ResultShape = serde_json::from_str(text).unwrap();
@@ -132,5 +190,47 @@ mod tests {
             shape(r#"{"resultType":"later"}"#).0,
             ResultType::Other("later".into())
         );
+    }
+
+    #[test]
+    fn a_calls_meta_is_the_sessions_entries_and_its_progress_token() {
+        let entries = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": "stale"});
+        let entries = entries.as_object();
+        let id = Id::from(7);
+        let json = |meta: CallMeta<'_>| serde_json::to_value(meta).unwrap_or_default();
+        let encoded = serde_json::value::to_raw_value(&entries).ok();
+        let both = CallMeta {
+            entries,
+            encoded: encoded.as_deref(),
+            progress: Some(&id),
+        };
+        assert_eq!(
+            json(both),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": 7})
+        );
+        let no_progress = CallMeta {
+            entries,
+            encoded: encoded.as_deref(),
+            progress: None,
+        };
+        assert_eq!(
+            json(no_progress),
+            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": "stale"})
+        );
+        let progress_only = CallMeta {
+            entries: None,
+            encoded: None,
+            progress: Some(&id),
+        };
+        assert_eq!(json(progress_only), json!({"progressToken": 7}));
+        assert!(
+            CallMeta {
+                entries: None,
+                encoded: None,
+                progress: None
+            }
+            .is_empty()
+        );
+        assert!(!progress_only.is_empty());
     }
 }

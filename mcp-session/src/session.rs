@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{Id, Message, Notification, RawJson};
 use mcp_transport::{SendContext, Transport};
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -24,7 +23,7 @@ use mcp_protocol::{ProtocolVersion, codes as mcp_codes, methods, x_mcp_header};
 
 use crate::config::{CallOptions, Diagnostics, SessionConfig};
 use crate::error::SessionError;
-use crate::parse::{ResultShape, parse_result, to_raw_params};
+use crate::parse::{CallMeta, CallParams, ResultShape, parse_result, to_raw_params};
 use crate::pending::Deadline;
 use crate::reader::{ClosedInfo, Shared};
 use crate::subscriptions::{Subscription, SubscriptionEvent, SubscriptionFilter};
@@ -105,61 +104,6 @@ pub(crate) enum CallAnswer {
     Complete(CallToolResult, Arc<ToolCatalog>),
     /// A task, whose result comes later.
     Task(StartedTask),
-}
-
-/// `tools/call` parameters, serialized straight from borrowed parts.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct CallParams<'a> {
-    name: &'a str,
-    arguments: &'a Value,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<CallMeta<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    input_responses: Option<&'a serde_json::Map<String, Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    request_state: Option<&'a str>,
-    /// 2025-11-25: run the call as a task.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    task: Option<&'a TaskMetadata>,
-}
-
-/// A call's `_meta`: the session's entries (a modern session's protocol
-/// version, client info and capabilities) and, when the caller listens for
-/// progress, the request id as its token. Serialized from borrowed parts:
-/// the entries are not copied for every call.
-#[derive(Clone, Copy)]
-pub(crate) struct CallMeta<'a> {
-    entries: Option<&'a serde_json::Map<String, Value>>,
-    /// `entries` already encoded, copied as is when there is no token.
-    encoded: Option<&'a serde_json::value::RawValue>,
-    progress: Option<&'a Id>,
-}
-
-impl CallMeta<'_> {
-    fn is_empty(&self) -> bool {
-        self.progress.is_none() && self.entries.is_none_or(serde_json::Map::is_empty)
-    }
-}
-
-impl Serialize for CallMeta<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        if let (None, Some(encoded)) = (self.progress, self.encoded) {
-            return encoded.serialize(s);
-        }
-        let token = mcp_protocol::meta::PROGRESS_TOKEN;
-        let mut map = s.serialize_map(None)?;
-        for (k, v) in self.entries.into_iter().flatten() {
-            if self.progress.is_none() || k != token {
-                map.serialize_entry(k, v)?;
-            }
-        }
-        if let Some(id) = self.progress {
-            map.serialize_entry(token, id)?;
-        }
-        map.end()
-    }
 }
 
 /// Leaves out the tools whose `x-mcp-header` annotations are invalid, as
@@ -856,53 +800,5 @@ impl Session {
             }
             pending.close();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_calls_meta_is_the_sessions_entries_and_its_progress_token() {
-        let entries = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": "stale"});
-        let entries = entries.as_object();
-        let id = Id::from(7);
-        let json = |meta: CallMeta<'_>| serde_json::to_value(meta).unwrap_or_default();
-        let encoded = serde_json::value::to_raw_value(&entries).ok();
-        let both = CallMeta {
-            entries,
-            encoded: encoded.as_deref(),
-            progress: Some(&id),
-        };
-        assert_eq!(
-            json(both),
-            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": 7})
-        );
-        let no_progress = CallMeta {
-            entries,
-            encoded: encoded.as_deref(),
-            progress: None,
-        };
-        assert_eq!(
-            json(no_progress),
-            json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "progressToken": "stale"})
-        );
-        let progress_only = CallMeta {
-            entries: None,
-            encoded: None,
-            progress: Some(&id),
-        };
-        assert_eq!(json(progress_only), json!({"progressToken": 7}));
-        assert!(
-            CallMeta {
-                entries: None,
-                encoded: None,
-                progress: None
-            }
-            .is_empty()
-        );
-        assert!(!progress_only.is_empty());
     }
 }
