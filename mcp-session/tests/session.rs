@@ -340,6 +340,19 @@ async fn tools_list_follows_cursors_and_guards_repeats() {
     assert!(err.to_string().contains("repeated the cursor"), "{err}");
 }
 
+/// The server says its tools changed; returns once the session's reader
+/// has processed it (a ping round trip after it guarantees that).
+async fn announce_tools_changed(fake: &Fake, s: &Session) {
+    fake.server
+        .send(&Message::from(Notification::new(
+            "notifications/tools/list_changed",
+            None,
+        )))
+        .await
+        .unwrap();
+    s.ping().await.unwrap();
+}
+
 #[tokio::test]
 async fn list_changed_marks_the_catalog_stale() {
     let count = Arc::new(Mutex::new(0));
@@ -354,16 +367,7 @@ async fn list_changed_marks_the_catalog_stale() {
     s.list_tools().await.unwrap();
     s.list_tools().await.unwrap();
     assert_eq!(*count.lock().unwrap(), 1);
-    fake.server
-        .send(&Message::from(Notification::new(
-            "notifications/tools/list_changed",
-            None,
-        )))
-        .await
-        .unwrap();
-    // The notification is read by the session's reader; a ping round trip
-    // after it guarantees it was processed.
-    s.ping().await.unwrap();
+    announce_tools_changed(&fake, &s).await;
     s.list_tools().await.unwrap();
     assert_eq!(*count.lock().unwrap(), 2);
 }
@@ -411,14 +415,7 @@ async fn concurrent_calls_fetch_the_catalog_once() {
     };
     futures_join(calls("echo")).await;
     assert_eq!(*count.lock().unwrap(), 1, "one fetch for eight first calls");
-    fake.server
-        .send(&Message::from(Notification::new(
-            "notifications/tools/list_changed",
-            None,
-        )))
-        .await
-        .unwrap();
-    s.ping().await.unwrap();
+    announce_tools_changed(&fake, &s).await;
     futures_join(calls("echo2")).await;
     assert_eq!(*count.lock().unwrap(), 2, "one fetch after list_changed");
 }

@@ -70,13 +70,6 @@ struct Sink<W> {
     taken: u64,
 }
 
-impl<W> Sink<W> {
-    /// How many staged bytes were ever written.
-    fn written(&self) -> u64 {
-        self.taken - self.buf.len() as u64
-    }
-}
-
 /// Why a send failed.
 #[derive(Debug)]
 pub(crate) enum SendFailure {
@@ -146,10 +139,11 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
         }
         let mut guard = lock(&self.sink).await;
         let sink = &mut *guard;
-        if sink.io.is_none() {
+        let Some(io) = sink.io.as_mut() else {
             return Err(SendFailure::Gone);
-        }
-        if sink.written() >= mine {
+        };
+        // The staged bytes written so far: all taken but what is left in `buf`.
+        if sink.taken - sink.buf.len() as u64 >= mine {
             // Another sender wrote this line with its own.
             return Ok(());
         }
@@ -163,9 +157,6 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
             }
             sink.taken = staged.end;
         }
-        let Some(io) = sink.io.as_mut() else {
-            return Err(SendFailure::Gone);
-        };
         let written = tokio::select! {
             biased;
             // `write_all_buf` advances the buffer as it goes, so a
@@ -234,9 +225,13 @@ mod tests {
 
     use mcp_jsonrpc::{Id, Notification, Request};
 
-    /// A write half that records each `write` call.
+    /// A write half that records each `write` call, or (`broken`) fails
+    /// each one as a closed pipe.
     #[derive(Clone, Default)]
-    struct Recorder(Arc<StdMutex<Vec<Vec<u8>>>>);
+    struct Recorder {
+        writes: Arc<StdMutex<Vec<Vec<u8>>>>,
+        broken: bool,
+    }
 
     impl AsyncWrite for Recorder {
         fn poll_write(
@@ -244,7 +239,10 @@ mod tests {
             _: &mut Context<'_>,
             buf: &[u8],
         ) -> Poll<io::Result<usize>> {
-            self.0.lock().unwrap().push(buf.to_vec());
+            if self.broken {
+                return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()));
+            }
+            self.writes.lock().unwrap().push(buf.to_vec());
             Poll::Ready(Ok(buf.len()))
         }
         fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -279,7 +277,7 @@ mod tests {
             mcp_jsonrpc::Response::new(Id::from(1), mcp_jsonrpc::to_raw(&()).unwrap()),
         ))));
         w.send(&request(2), false, &closing).await.unwrap();
-        let writes = out.0.lock().unwrap().clone();
+        let writes = out.writes.lock().unwrap().clone();
         assert_eq!(writes.len(), 2, "one write per lone request");
         assert_eq!(lines(&writes).len(), 2);
     }
@@ -300,7 +298,7 @@ mod tests {
         for s in senders {
             s.await.unwrap().unwrap();
         }
-        let writes = out.0.lock().unwrap().clone();
+        let writes = out.writes.lock().unwrap().clone();
         assert_eq!(
             writes.len(),
             2,
@@ -329,33 +327,21 @@ mod tests {
             let mut cx = Context::from_waker(std::task::Waker::noop());
             assert!(send.as_mut().poll(&mut cx).is_pending());
         }
-        assert_eq!(out.0.lock().unwrap().len(), 1);
+        assert_eq!(out.writes.lock().unwrap().len(), 1);
         let note = Message::Notification(Notification::new("n", None));
         w.send(&note, true, &closing).await.unwrap();
-        let lines = lines(&out.0.lock().unwrap());
+        let lines = lines(&out.writes.lock().unwrap());
         assert_eq!(lines.len(), 3, "{lines:?}");
         assert!(lines[1].contains("\"id\":1") && lines[2].contains("\"n\""));
     }
 
     #[tokio::test(flavor = "current_thread")]
     async fn a_failed_write_closes_the_write_half() {
-        struct Broken;
-        impl AsyncWrite for Broken {
-            fn poll_write(
-                self: Pin<&mut Self>,
-                _: &mut Context<'_>,
-                _: &[u8],
-            ) -> Poll<io::Result<usize>> {
-                Poll::Ready(Err(io::ErrorKind::BrokenPipe.into()))
-            }
-            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                Poll::Ready(Ok(()))
-            }
-            fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                Poll::Ready(Ok(()))
-            }
-        }
-        let w = LineWriter::new(Broken, 1024);
+        let broken = Recorder {
+            broken: true,
+            ..Recorder::default()
+        };
+        let w = LineWriter::new(broken, 1024);
         let closing = CancellationToken::new();
         let first = w.send(&request(1), false, &closing).await;
         assert!(matches!(first, Err(SendFailure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe));
@@ -376,6 +362,6 @@ mod tests {
             Err(SendFailure::Encode(_))
         ));
         w.send(&request(1), false, &closing).await.unwrap();
-        assert_eq!(lines(&out.0.lock().unwrap()).len(), 1);
+        assert_eq!(lines(&out.writes.lock().unwrap()).len(), 1);
     }
 }

@@ -54,6 +54,16 @@ struct RawServer {
 }
 
 impl RawServer {
+    /// The JSON-RPC method of each body posted, in order.
+    fn posted_methods(&self) -> Vec<Value> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|s| s.body["method"].clone())
+            .collect()
+    }
+
     /// The HTTP method of each request seen, in order.
     fn http_methods(&self) -> Vec<String> {
         self.seen
@@ -63,6 +73,21 @@ impl RawServer {
             .map(|s| s.method.clone())
             .collect()
     }
+}
+
+/// Sends the session's cancellation of request `id` and waits (5 s at
+/// most) until the server sees the request's stream close.
+async fn cancel_and_see_the_stream_close(t: &StreamableHttpTransport, server: &RawServer, id: i64) {
+    let cancel = Message::Notification(Notification::new(
+        "notifications/cancelled",
+        Some(to_raw(&json!({"requestId": id, "reason": "gave up"})).unwrap()),
+    ));
+    t.send_with(&cancel, &modern().cancels(Id::from(id)))
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server.disconnected.notified())
+        .await
+        .expect("the server saw the stream close");
 }
 
 async fn raw_server(handler: impl Fn(&Seen) -> Answer + Send + Sync + 'static) -> RawServer {
@@ -363,25 +388,13 @@ async fn cancelling_closes_the_response_stream_and_posts_nothing() {
     )
     .await
     .unwrap();
-    let cancel = Message::Notification(Notification::new(
-        "notifications/cancelled",
-        Some(to_raw(&json!({"requestId": 5, "reason": "timeout"})).unwrap()),
-    ));
-    t.send_with(&cancel, &modern().cancels(Id::from(5)))
-        .await
-        .unwrap();
-    tokio::time::timeout(Duration::from_secs(5), server.disconnected.notified())
-        .await
-        .expect("the server saw the stream close");
+    cancel_and_see_the_stream_close(&t, &server, 5).await;
     assert_eq!(*server.disconnects.lock().unwrap(), 1);
-    let posted: Vec<Value> = server
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.body["method"].clone())
-        .collect();
-    assert_eq!(posted, [json!("tools/call")], "no cancellation was posted");
+    assert_eq!(
+        server.posted_methods(),
+        [json!("tools/call")],
+        "no cancellation was posted"
+    );
     t.close().await;
 }
 
@@ -404,34 +417,21 @@ async fn a_modern_request_dropped_before_its_answer_closes_its_stream_and_posts_
     let sending = t.request_with(&call, &context);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     // Driven until the server has the request, then dropped.
-    let dropped = tokio::select! {
+    tokio::select! {
         answer = sending => panic!("the server never answers: {answer:?}"),
         () = async {
             while server.seen.lock().unwrap().is_empty() {
                 assert!(tokio::time::Instant::now() < deadline, "the POST never arrived");
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
-        } => true,
-    };
-    assert!(dropped);
-    let cancel = Message::Notification(Notification::new(
-        "notifications/cancelled",
-        Some(to_raw(&json!({"requestId": 6, "reason": "gave up"})).unwrap()),
-    ));
-    t.send_with(&cancel, &modern().cancels(Id::from(6)))
-        .await
-        .unwrap();
-    tokio::time::timeout(Duration::from_secs(5), server.disconnected.notified())
-        .await
-        .expect("the server saw the request's connection close");
-    let posted: Vec<Value> = server
-        .seen
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|s| s.body["method"].clone())
-        .collect();
-    assert_eq!(posted, [json!("tools/call")], "no cancellation was posted");
+        } => {}
+    }
+    cancel_and_see_the_stream_close(&t, &server, 6).await;
+    assert_eq!(
+        server.posted_methods(),
+        [json!("tools/call")],
+        "no cancellation was posted"
+    );
     t.close().await;
 }
 
