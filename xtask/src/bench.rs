@@ -90,3 +90,60 @@ pub(crate) fn median(sorted: &[Duration]) -> Duration {
 pub(crate) fn mb_per_s(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / 1e6 / d.as_secs_f64().max(1e-9)
 }
+
+/// CPU time used so far: user and system.
+#[cfg(feature = "peers")]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Cpu {
+    pub(crate) user: Duration,
+    pub(crate) system: Duration,
+}
+
+#[cfg(feature = "peers")]
+impl Cpu {
+    /// This process's CPU time so far, every thread (child processes, such
+    /// as the servers the clients talk to, are not included); `None` where
+    /// it cannot be read.
+    #[cfg(unix)]
+    #[allow(unsafe_code)]
+    pub(crate) fn now() -> Option<Cpu> {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage(2) writes one `rusage` to the pointer it is
+        // given, which points to a zeroed one of ours; it is read only if
+        // the call succeeded.
+        let usage = unsafe {
+            if libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) != 0 {
+                return None;
+            }
+            usage.assume_init()
+        };
+        let time = |t: libc::timeval| {
+            Duration::from_secs(u64::try_from(t.tv_sec).ok()?)
+                .checked_add(Duration::from_micros(u64::try_from(t.tv_usec).ok()?))
+        };
+        Some(Cpu {
+            user: time(usage.ru_utime)?,
+            system: time(usage.ru_stime)?,
+        })
+    }
+
+    /// Not measured here.
+    #[cfg(not(unix))]
+    pub(crate) fn now() -> Option<Cpu> {
+        None
+    }
+
+    /// The time used since `earlier`, divided over `calls`.
+    pub(crate) fn per_call_since(self, earlier: Cpu, calls: usize) -> Cpu {
+        let n = u32::try_from(calls.max(1)).unwrap_or(u32::MAX);
+        Cpu {
+            user: self.user.saturating_sub(earlier.user) / n,
+            system: self.system.saturating_sub(earlier.system) / n,
+        }
+    }
+
+    /// User and system time together.
+    pub(crate) fn total(self) -> Duration {
+        self.user + self.system
+    }
+}

@@ -23,6 +23,7 @@ use mcp_session::ProtocolVersion;
 use mcp_transport::stdio::{StdioConfig, StdioTransport};
 use serde_json::{Value, json};
 
+use super::Cpu;
 use super::clients::{Ours, Rmcp, TEXT};
 use crate::args::StdioArgs;
 
@@ -282,11 +283,14 @@ impl From<Vec<Duration>> for Timed {
     }
 }
 
-/// One client's timings in one mode: calls/s of each round, and every call's latency.
+/// One client's timings in one mode: calls/s of each round, every call's
+/// latency, and this process's CPU time per call in each round (for clients
+/// that run in this process).
 #[derive(Debug, Default)]
 pub(super) struct Row {
     pub(super) rates: Vec<f64>,
     pub(super) latencies: Vec<Duration>,
+    pub(super) cpu: Vec<Cpu>,
 }
 
 impl Row {
@@ -308,6 +312,12 @@ impl Row {
 
     pub(super) fn finish(&mut self) {
         self.latencies.sort();
+        self.cpu.sort_by_key(|c| c.total());
+    }
+
+    /// The round with the median CPU time per call.
+    pub(super) fn median_cpu(&self) -> Option<Cpu> {
+        self.cpu.get(self.cpu.len() / 2).copied()
     }
 }
 
@@ -424,9 +434,16 @@ pub(super) fn run_rounds(
                 if !on(c) {
                     continue;
                 }
+                let cpu = Cpu::now();
                 let start = Instant::now();
                 let timed = one_run(c, mode, calls)?;
                 let elapsed = timed.elapsed.unwrap_or_else(|| start.elapsed());
+                // A client that times itself runs in another process: this
+                // process's CPU time is not its own.
+                let cpu = match (timed.elapsed, cpu, Cpu::now()) {
+                    (None, Some(before), Some(after)) => Some(after.per_call_since(before, calls)),
+                    _ => None,
+                };
                 if timed.latencies.is_empty() {
                     // A client that is not there.
                     continue;
@@ -435,6 +452,7 @@ pub(super) fn run_rounds(
                     row.rates
                         .push(calls as f64 / elapsed.as_secs_f64().max(1e-9));
                     row.latencies.extend(timed.latencies);
+                    row.cpu.extend(cpu);
                 }
             }
         }
@@ -525,6 +543,52 @@ fn print_table(server: &str, program: &str, results: &Results, labels: &[&str], 
         verdict(ratio_in(&ratios, eight, 0), 1.3),
         show(ratio_in(&ratios, eight, 1)),
     );
+    print_cpu(results, labels, modes);
+}
+
+/// This process's CPU time per call of each client that runs in it (the
+/// server is another process): steadier than wall time on a busy machine,
+/// and it shows whether a gap is work in the client (user) or in the
+/// kernel (system: syscalls, wakeups).
+fn print_cpu(results: &Results, labels: &[&str], modes: &[Mode]) {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "CPU per call in this process, median round (the server's is not counted; the total is \
+         exact, its split into user + system is sampled at the kernel's tick):"
+    );
+    for (m, &mode) in modes.iter().enumerate() {
+        let cpu = |c: usize| {
+            results
+                .get(c)
+                .and_then(|r| r.get(m))
+                .and_then(Row::median_cpu)
+        };
+        let shown: Vec<String> = labels
+            .iter()
+            .enumerate()
+            .filter_map(|(c, label)| {
+                let t = cpu(c)?;
+                let name = label.split(' ').next().unwrap_or(label);
+                Some(format!(
+                    "{name} {:.1} µs ({:.1} + {:.1})",
+                    us(t.total()),
+                    us(t.user),
+                    us(t.system)
+                ))
+            })
+            .collect();
+        if shown.is_empty() {
+            continue;
+        }
+        let ratio = match (cpu(0), cpu(2)) {
+            (Some(ours), Some(floor)) if !floor.total().is_zero() => format!(
+                "; ours/floor {:.2}x",
+                ours.total().as_secs_f64() / floor.total().as_secs_f64()
+            ),
+            _ => String::new(),
+        };
+        println!("  {:<13} {}{ratio}", mode.label(), shown.join(", "));
+    }
 }
 
 /// Builds `mcp-testkit` in release mode and returns its path (from cargo's
