@@ -140,6 +140,14 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
         let mut guard = lock(&self.sink).await;
         let sink = &mut *guard;
         let Some(io) = sink.io.as_mut() else {
+            // Nothing will write what is staged: drop it, or every send to
+            // a broken pipe (a cancellation, a notification) would add a
+            // line that is never freed.
+            self.staged
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .buf
+                .clear();
             return Err(SendFailure::Gone);
         };
         // The staged bytes written so far: all taken but what is left in `buf`.
@@ -345,10 +353,14 @@ mod tests {
         let closing = CancellationToken::new();
         let first = w.send(&request(1), false, &closing).await;
         assert!(matches!(first, Err(SendFailure::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe));
-        assert!(matches!(
-            w.send(&request(2), false, &closing).await,
-            Err(SendFailure::Gone)
-        ));
+        for id in 2..100 {
+            assert!(matches!(
+                w.send(&request(id), false, &closing).await,
+                Err(SendFailure::Gone)
+            ));
+        }
+        let staged = w.staged.lock().unwrap().buf.len();
+        assert_eq!(staged, 0, "lines nobody will write are not kept");
     }
 
     #[tokio::test(flavor = "current_thread")]
