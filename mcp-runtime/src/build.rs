@@ -21,7 +21,7 @@ use crate::lists::{ChangeFlags, ServerLists, Which};
 use crate::plan::{Had, Step, plan};
 
 use crate::lease::{ServerConn, SessionRuntime, Slot, same_handlers};
-use crate::manager::{Handlers, Inner, RuntimeManager, lock};
+use crate::manager::{Handlers, Inner, Installed, RuntimeManager, lock};
 
 /// Why one server did not start: at which step, what went wrong, and the
 /// last lines it wrote to stderr (stdio).
@@ -188,7 +188,7 @@ impl RuntimeManager {
                 .sessions
                 .get(&slot.id)
                 .filter(|e| e.slot.generation == slot.generation)
-                .and_then(|e| e.runtime.clone())
+                .and_then(|e| e.runtime.as_ref().map(|i| Arc::clone(&i.runtime)))
         };
         let Some(current) = current else {
             return false;
@@ -219,9 +219,9 @@ impl RuntimeManager {
                 if entry
                     .runtime
                     .as_ref()
-                    .is_some_and(|r| Arc::ptr_eq(r, &current)) =>
+                    .is_some_and(|i| Arc::ptr_eq(&i.runtime, &current)) =>
             {
-                entry.runtime = Some(runtime);
+                entry.runtime = Some(Installed::new(runtime));
                 drop(state);
                 tracing::debug!(session = %slot.id, "refreshed MCP catalog");
                 true

@@ -24,8 +24,34 @@ use crate::options::{RuntimeOptions, RuntimeStats};
 
 pub(crate) struct Entry {
     pub(crate) slot: Arc<Slot>,
-    pub(crate) runtime: Option<Arc<SessionRuntime>>,
+    pub(crate) runtime: Option<Installed>,
     pub(crate) scheduled: Option<Instant>,
+}
+
+/// The session's current runtime, with what the warm path compares kept
+/// beside it in the registry's table: checking them then reads no memory
+/// of the runtime's own (at 1,000 sessions and more, each such read is
+/// likely a cache miss).
+pub(crate) struct Installed {
+    pub(crate) runtime: Arc<SessionRuntime>,
+    fingerprint: Fingerprint,
+    retry_at: Option<Instant>,
+}
+
+impl Installed {
+    pub(crate) fn new(runtime: Arc<SessionRuntime>) -> Self {
+        Installed {
+            fingerprint: runtime.fingerprint,
+            retry_at: runtime.retry_at,
+            runtime,
+        }
+    }
+
+    /// Whether a request for `fingerprint` at `now` may reuse it: the same
+    /// configuration, and no failed server due for a retry.
+    pub(crate) fn serves(&self, fingerprint: &Fingerprint, now: impl FnOnce() -> Instant) -> bool {
+        self.fingerprint == *fingerprint && self.retry_at.is_none_or(|at| now() < at)
+    }
 }
 
 #[derive(Default)]
@@ -230,17 +256,15 @@ impl RuntimeManager {
     ) -> Option<RuntimeLease> {
         let mut guard = lock(&self.inner.state);
         let state = &mut *guard;
-        let runtime = state.sessions.get(session_id)?.runtime.as_ref()?;
-        if runtime.fingerprint != *fingerprint || !also(runtime) {
+        let entry = state.sessions.get(session_id)?;
+        let installed = entry.runtime.as_ref()?;
+        if !installed.serves(fingerprint, Instant::now) || !also(&installed.runtime) {
             return None;
         }
-        if let Some(at) = runtime.retry_at
-            && Instant::now() >= at
-        {
-            return None;
-        }
-        runtime.slot.leases.fetch_add(1, Ordering::AcqRel);
-        let runtime = Arc::clone(runtime);
+        // The entry's slot is the runtime's: read from the table, not
+        // through the runtime.
+        entry.slot.leases.fetch_add(1, Ordering::AcqRel);
+        let runtime = Arc::clone(&installed.runtime);
         // Counted under the lock already held: no extra atomic on this path.
         state.reuses += 1;
         drop(guard);
@@ -329,21 +353,22 @@ impl RuntimeManager {
                 .filter(|e| e.slot.generation == slot.generation)
                 .ok_or_else(disposed)?;
             match &entry.runtime {
-                Some(rt)
-                    if rt.fingerprint == config.fingerprint
-                        && rt.retry_at.is_none_or(|at| Instant::now() < at)
+                Some(installed)
+                    if installed.serves(&config.fingerprint, Instant::now)
                         && match handlers {
                             Handlers::Keep => true,
-                            Handlers::Use(h) => same_handlers(rt.handlers.as_ref(), Some(h)),
+                            Handlers::Use(h) => {
+                                same_handlers(installed.runtime.handlers.as_ref(), Some(h))
+                            }
                         } =>
                 {
                     // Built by the request we waited for.
-                    let rt = Arc::clone(rt);
+                    let rt = Arc::clone(&installed.runtime);
                     drop(state);
                     lock(&self.inner.state).reuses += 1;
                     return Ok(guard.into_lease(rt));
                 }
-                other => other.clone(),
+                other => other.as_ref().map(|i| Arc::clone(&i.runtime)),
             }
         };
         let (runtime, replaced) = self.build(&slot, old.as_deref(), config, handlers).await;
@@ -356,7 +381,7 @@ impl RuntimeManager {
                 .filter(|e| e.slot.generation == slot.generation)
             {
                 Some(entry) => {
-                    entry.runtime = Some(Arc::clone(&runtime));
+                    entry.runtime = Some(Installed::new(Arc::clone(&runtime)));
                     // Started under the registry's lock, as the reaper's
                     // are: `dispose_all` cannot come between and miss them.
                     self.spawn_teardowns(replaced, "config changed");
@@ -395,7 +420,7 @@ impl RuntimeManager {
         tracing::info!(session = session_id, "disposed of MCP runtime");
         let conns = entry
             .runtime
-            .map(|r| r.servers.values().cloned().collect())
+            .map(|i| i.runtime.servers.values().cloned().collect())
             .unwrap_or_default();
         self.close_all(conns, "session disposed").await;
         true
@@ -417,7 +442,7 @@ impl RuntimeManager {
         let conns = runtimes
             .into_iter()
             .flatten()
-            .flat_map(|r| r.servers.values().cloned().collect::<Vec<_>>())
+            .flat_map(|i| i.runtime.servers.values().cloned().collect::<Vec<_>>())
             .collect();
         self.close_all(conns, "manager shutting down").await;
         // A build still running for a drained session finds it gone and

@@ -65,7 +65,7 @@ impl RuntimeManager {
                         self.inner.counters.reaped.fetch_add(1, Ordering::Relaxed);
                         let conns = e
                             .runtime
-                            .map(|r| r.servers.values().cloned().collect())
+                            .map(|i| i.runtime.servers.values().cloned().collect())
                             .unwrap_or_default();
                         out.push((id, conns));
                     }
