@@ -73,6 +73,8 @@ mod queue;
 mod reader;
 mod request;
 mod session;
+#[cfg(feature = "validation")]
+mod simple_schema;
 mod skills;
 pub mod subscriptions;
 pub mod tasks;

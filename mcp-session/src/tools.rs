@@ -48,6 +48,10 @@ pub struct ToolCatalog {
 /// One tool, with its compiled validators.
 pub struct CatalogTool {
     tool: Arc<Tool>,
+    /// The input schema as a simple one, when it is (most are): arguments
+    /// it accepts need no validator (see `simple_schema.rs`).
+    #[cfg(feature = "validation")]
+    simple: OnceLock<Option<crate::simple_schema::SimpleSchema>>,
     input: OnceLock<Compiled>,
     output: OnceLock<Option<Compiled>>,
     header_params: OnceLock<Vec<HeaderParam>>,
@@ -98,7 +102,7 @@ fn compile(schema: &Value) -> Compiled {
 
 /// `arguments` without its top-level `null` members that the schema does
 /// not list as `required`; `None` when there are none.
-fn without_optional_nulls(schema: &Value, arguments: &Value) -> Option<Value> {
+pub(crate) fn without_optional_nulls(schema: &Value, arguments: &Value) -> Option<Value> {
     let Value::Object(args) = arguments else {
         return None;
     };
@@ -173,6 +177,8 @@ impl CatalogTool {
     fn new(tool: Tool) -> Self {
         CatalogTool {
             tool: Arc::new(tool),
+            #[cfg(feature = "validation")]
+            simple: OnceLock::new(),
             input: OnceLock::new(),
             output: OnceLock::new(),
             header_params: OnceLock::new(),
@@ -189,6 +195,17 @@ impl CatalogTool {
     /// for "not given", and the 2026-07-28 header rules expect such
     /// arguments); the arguments are sent as given.
     pub(crate) fn check_arguments(&self, arguments: &Value) -> Checked {
+        // Refused here, or not a simple schema: the validator decides, and
+        // reports.
+        #[cfg(feature = "validation")]
+        if self
+            .simple
+            .get_or_init(|| crate::simple_schema::SimpleSchema::of(&self.tool.input_schema))
+            .as_ref()
+            .is_some_and(|simple| simple.accepts(arguments))
+        {
+            return Checked::Valid;
+        }
         let compiled = self.input.get_or_init(|| compile(&self.tool.input_schema));
         match without_optional_nulls(&self.tool.input_schema, arguments) {
             Some(stripped) => check(compiled, &stripped),
