@@ -552,10 +552,7 @@ fn print_table(server: &str, program: &str, results: &Results, labels: &[&str], 
 /// kernel (system: syscalls, wakeups).
 fn print_cpu(results: &Results, labels: &[&str], modes: &[Mode]) {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    println!(
-        "CPU per call in this process, median round (the server's is not counted; the total is \
-         exact, its split into user + system is sampled at the kernel's tick):"
-    );
+    let mut lines = Vec::new();
     for (m, &mode) in modes.iter().enumerate() {
         let cpu = |c: usize| {
             results
@@ -587,7 +584,22 @@ fn print_cpu(results: &Results, labels: &[&str], modes: &[Mode]) {
             ),
             _ => String::new(),
         };
-        println!("  {:<13} {}{ratio}", mode.label(), shown.join(", "));
+        lines.push(format!(
+            "  {:<13} {}{ratio}",
+            mode.label(),
+            shown.join(", ")
+        ));
+    }
+    if lines.is_empty() {
+        // Only clients in other processes ran.
+        return;
+    }
+    println!(
+        "CPU per call in this process, median round (the server's is not counted; the total is \
+         exact, its split into user + system is sampled at the kernel's tick):"
+    );
+    for line in lines {
+        println!("{line}");
     }
 }
 
