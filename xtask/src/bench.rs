@@ -23,6 +23,8 @@ mod payload;
 #[cfg(feature = "peers")]
 mod resources;
 #[cfg(feature = "peers")]
+mod rounds;
+#[cfg(feature = "peers")]
 mod runtime;
 #[cfg(feature = "peers")]
 mod stdio;

@@ -27,9 +27,8 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use super::clients::{Ours, Rmcp, TEXT};
-use super::stdio::{
-    IN_FLIGHT, Mode, Results, RunConfig, Timed, ratio_in, run_rounds, show, verdict,
-};
+use super::rounds::{Mode, Results, RunConfig, Timed, ratio_in, run_rounds, show, verdict};
+use super::stdio::IN_FLIGHT;
 use crate::args::HttpArgs;
 
 /// The protocol version the floor asks for.
@@ -77,7 +76,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
             ));
         }
     };
-    let modes = super::stdio::modes(&in_flight, sequential_only)?;
+    let modes = super::rounds::modes(&in_flight, sequential_only)?;
     let json_response = match answers.as_str() {
         "json" => true,
         "sse" => false,
@@ -357,7 +356,7 @@ fn print_table(server: &str, url: &str, results: &Results, labels: &[&str; 3], m
     println!("server: {server} at {url}");
     let auth = labels == &AUTH_CLIENTS;
     let second = if auth { "vs auth" } else { "vs rmcp" };
-    let ratios = super::stdio::print_rows(results, labels, modes, second);
+    let ratios = super::rounds::print_rows(results, labels, modes, second);
     if auth {
         return;
     }

@@ -12,10 +12,8 @@
 //! as in `bench stdio`; calls per run shrink as the size grows (`--mb` of
 //! payload per run).
 
-use super::stdio::{
-    Floor, Mode, Results, RunConfig, Timed, build_testkit, client_runtime, connect_ours,
-    connect_rmcp, fast_server, run_rounds, show,
-};
+use super::rounds::{Mode, Results, RunConfig, Timed, run_rounds, show};
+use super::stdio::{Floor, build_testkit, client_runtime, connect_ours, connect_rmcp, fast_server};
 use crate::args::PayloadArgs;
 
 /// About how many bytes one generated tool adds to `tools/list`'s answer.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::stdio::Timed;
+use super::rounds::Timed;
 
 /// The script, written beside the SDK's `node_modules` at run time.
 const SCRIPT: &str = include_str!("../../bench/ts_client.mjs");
