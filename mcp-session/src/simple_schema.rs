@@ -10,18 +10,19 @@
 //! compile of a process also builds the validator's meta-schemas, about
 //! 4 million instructions). Only *acceptance* is decided here:
 //! arguments this check refuses go to the general validator, which makes
-//! the report (and has the last word), so the fast path can never reject
-//! what the validator accepts. A property test holds the two to the same
-//! answers on generated schemas and arguments.
+//! the report and has the last word. What must hold, then, is that the
+//! fast path never accepts what the validator refuses; a property test
+//! checks that, and that the two agree on object arguments, on generated
+//! schemas and arguments.
 //!
 //! A schema is taken as simple only when every keyword in it is one this
 //! module knows, with a well-formed value (anything else, `enum` or
 //! `minLength` or a `$ref`, goes to the general validator): at the top
 //! `type: "object"`, `properties`, `required`, `additionalProperties: bool`
 //! and annotations; in a property, `type` and annotations. Extension
-//! keywords (`x-…`, such as `x-mcp-header`) count as annotations. `$schema`, when
-//! present, must name draft 2020-12, 2019-09 or draft-07, whose `integer`
-//! is any number with no fractional part.
+//! keywords (`x-…`, such as `x-mcp-header`) count as annotations.
+//! `$schema`, when present, must name draft 2020-12, 2019-09 or draft-07,
+//! whose `integer` is any number with no fractional part.
 
 use serde_json::{Map, Number, Value};
 
