@@ -8,6 +8,8 @@ use serde_json::Value;
 
 use crate::error::SchemaProblem;
 use crate::intern::Interner;
+#[cfg(feature = "validation")]
+use crate::simple_schema::SimpleSchema;
 
 /// The tools of every catalog of the process, each kept once.
 static TOOLS: Interner<CatalogTool> = Interner::new();
@@ -49,9 +51,13 @@ pub struct ToolCatalog {
 pub struct CatalogTool {
     tool: Arc<Tool>,
     /// The input schema as a simple one, when it is (most are): arguments
-    /// it accepts need no validator (see `simple_schema.rs`).
+    /// it accepts need no validator (see `simple_schema.rs`). Boxed: a
+    /// catalog keeps one per tool, mostly never used.
     #[cfg(feature = "validation")]
-    simple: OnceLock<Option<crate::simple_schema::SimpleSchema>>,
+    simple: OnceLock<Option<Box<SimpleSchema>>>,
+    /// The same for the output schema, and structured content.
+    #[cfg(feature = "validation")]
+    simple_output: OnceLock<Option<Box<SimpleSchema>>>,
     input: OnceLock<Compiled>,
     output: OnceLock<Option<Compiled>>,
     header_params: OnceLock<Vec<HeaderParam>>,
@@ -179,6 +185,8 @@ impl CatalogTool {
             tool: Arc::new(tool),
             #[cfg(feature = "validation")]
             simple: OnceLock::new(),
+            #[cfg(feature = "validation")]
+            simple_output: OnceLock::new(),
             input: OnceLock::new(),
             output: OnceLock::new(),
             header_params: OnceLock::new(),
@@ -200,9 +208,9 @@ impl CatalogTool {
         #[cfg(feature = "validation")]
         if self
             .simple
-            .get_or_init(|| crate::simple_schema::SimpleSchema::of(&self.tool.input_schema))
+            .get_or_init(|| SimpleSchema::of(&self.tool.input_schema).map(Box::new))
             .as_ref()
-            .is_some_and(|simple| simple.accepts(arguments))
+            .is_some_and(|simple| simple.accepts_arguments(arguments))
         {
             return Checked::Valid;
         }
@@ -215,6 +223,19 @@ impl CatalogTool {
 
     /// Checks structured content against the output schema, when there is one.
     pub(crate) fn check_output(&self, structured: &Value) -> Checked {
+        // As for arguments: refused here, the validator decides.
+        #[cfg(feature = "validation")]
+        if self
+            .simple_output
+            .get_or_init(|| {
+                let schema = self.tool.output_schema.as_ref()?;
+                SimpleSchema::of(schema).map(Box::new)
+            })
+            .as_ref()
+            .is_some_and(|simple| simple.accepts(structured))
+        {
+            return Checked::Valid;
+        }
         let compiled = self
             .output
             .get_or_init(|| self.tool.output_schema.as_ref().map(compile));
