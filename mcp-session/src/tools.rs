@@ -50,16 +50,8 @@ pub struct ToolCatalog {
 /// One tool, with its compiled validators.
 pub struct CatalogTool {
     tool: Arc<Tool>,
-    /// The input schema as a simple one, when it is (most are): arguments
-    /// it accepts need no validator (see `simple_schema.rs`). Boxed: a
-    /// catalog keeps one per tool, mostly never used.
-    #[cfg(feature = "validation")]
-    simple: OnceLock<Option<Box<SimpleSchema>>>,
-    /// The same for the output schema, and structured content.
-    #[cfg(feature = "validation")]
-    simple_output: OnceLock<Option<Box<SimpleSchema>>>,
-    input: OnceLock<Compiled>,
-    output: OnceLock<Option<Compiled>>,
+    input: SchemaCheck,
+    output: SchemaCheck,
     header_params: OnceLock<Vec<HeaderParam>>,
 }
 
@@ -179,16 +171,58 @@ pub(crate) fn check_once(schema: &Value, value: &Value) -> Checked {
     check(&compile(schema), value)
 }
 
+/// What a value checked against a schema is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checking {
+    /// Tool arguments: a top-level `null` the schema does not require
+    /// counts as absent.
+    Arguments,
+    /// Structured content, checked as given.
+    Content,
+}
+
+/// The checks of one schema, each made on first use: the hand check of
+/// the common shape (`simple_schema.rs`), then the compiled validator for
+/// whatever that does not accept (it decides, and reports).
+#[derive(Default)]
+struct SchemaCheck {
+    /// The schema as a simple one, when it is (most input schemas are).
+    /// Boxed: a catalog keeps two per tool, many never used.
+    #[cfg(feature = "validation")]
+    simple: OnceLock<Option<Box<SimpleSchema>>>,
+    compiled: OnceLock<Compiled>,
+}
+
+impl SchemaCheck {
+    fn check(&self, schema: &Value, value: &Value, checking: Checking) -> Checked {
+        #[cfg(feature = "validation")]
+        if let Some(simple) = self
+            .simple
+            .get_or_init(|| SimpleSchema::of(schema).map(Box::new))
+        {
+            let accepted = match checking {
+                Checking::Arguments => simple.accepts_arguments(value),
+                Checking::Content => simple.accepts(value),
+            };
+            if accepted {
+                return Checked::Valid;
+            }
+        }
+        let compiled = self.compiled.get_or_init(|| compile(schema));
+        let stripped = match checking {
+            Checking::Arguments => without_optional_nulls(schema, value),
+            Checking::Content => None,
+        };
+        check(compiled, stripped.as_ref().unwrap_or(value))
+    }
+}
+
 impl CatalogTool {
     fn new(tool: Tool) -> Self {
         CatalogTool {
             tool: Arc::new(tool),
-            #[cfg(feature = "validation")]
-            simple: OnceLock::new(),
-            #[cfg(feature = "validation")]
-            simple_output: OnceLock::new(),
-            input: OnceLock::new(),
-            output: OnceLock::new(),
+            input: SchemaCheck::default(),
+            output: SchemaCheck::default(),
             header_params: OnceLock::new(),
         }
     }
@@ -203,44 +237,14 @@ impl CatalogTool {
     /// for "not given", and the 2026-07-28 header rules expect such
     /// arguments); the arguments are sent as given.
     pub(crate) fn check_arguments(&self, arguments: &Value) -> Checked {
-        // Refused here, or not a simple schema: the validator decides, and
-        // reports.
-        #[cfg(feature = "validation")]
-        if self
-            .simple
-            .get_or_init(|| SimpleSchema::of(&self.tool.input_schema).map(Box::new))
-            .as_ref()
-            .is_some_and(|simple| simple.accepts_arguments(arguments))
-        {
-            return Checked::Valid;
-        }
-        let compiled = self.input.get_or_init(|| compile(&self.tool.input_schema));
-        match without_optional_nulls(&self.tool.input_schema, arguments) {
-            Some(stripped) => check(compiled, &stripped),
-            None => check(compiled, arguments),
-        }
+        self.input
+            .check(&self.tool.input_schema, arguments, Checking::Arguments)
     }
 
     /// Checks structured content against the output schema, when there is one.
     pub(crate) fn check_output(&self, structured: &Value) -> Checked {
-        // As for arguments: refused here, the validator decides.
-        #[cfg(feature = "validation")]
-        if self
-            .simple_output
-            .get_or_init(|| {
-                let schema = self.tool.output_schema.as_ref()?;
-                SimpleSchema::of(schema).map(Box::new)
-            })
-            .as_ref()
-            .is_some_and(|simple| simple.accepts(structured))
-        {
-            return Checked::Valid;
-        }
-        let compiled = self
-            .output
-            .get_or_init(|| self.tool.output_schema.as_ref().map(compile));
-        match compiled {
-            Some(c) => check(c, structured),
+        match &self.tool.output_schema {
+            Some(schema) => self.output.check(schema, structured, Checking::Content),
             None => Checked::Valid,
         }
     }

@@ -296,6 +296,31 @@ impl Inner {
         }
     }
 
+    /// Spawns the task of request `id`. A modern request's task is
+    /// registered for cancellation (aborting it closes its response
+    /// stream) before it runs, and takes itself out when it ends.
+    fn spawn_request(
+        self: &Arc<Self>,
+        id: &Id,
+        modern: bool,
+        task: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        if !modern {
+            self.spawn(task);
+            return;
+        }
+        let (inner, key) = (Arc::clone(self), id.clone());
+        let task = async move {
+            task.await;
+            inner.modern_requests().remove(&key);
+        };
+        // Registered before the task runs, so it can remove itself.
+        let mut requests = self.modern_requests();
+        if let Some(handle) = self.spawn(task) {
+            requests.insert(id.clone(), Some(handle));
+        }
+    }
+
     fn modern_requests(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Option<AbortHandle>>> {
         self.modern_requests
             .lock()
@@ -481,15 +506,7 @@ impl StreamableHttpTransport {
                     mirrored,
                     Head(Some(tx)),
                 );
-                if modern {
-                    // Registered before the task runs, so it can remove itself.
-                    let mut requests = inner.modern_requests();
-                    if let Some(handle) = inner.spawn(task) {
-                        requests.insert(request.id.clone(), Some(handle));
-                    }
-                } else {
-                    inner.spawn(task);
-                }
+                inner.spawn_request(&request.id, modern, task);
                 let options = inner.options();
                 let wait = if is_init || is_probe {
                     options.request_timeout + options.connect_timeout

@@ -50,9 +50,9 @@ impl Inner {
         });
         let Posted { response, session } = self.post(&body, !modern, extra).await?;
         let status = response.status();
-        if modern && status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407) {
+        if modern && explained_by_body(status) {
             // As on the task path: a JSON-RPC error that explains the
-            // status is the answer; auth refusals stay HTTP errors.
+            // status is the answer.
             let (error, mut answer) = status_answer(response, what).await?;
             tracing::debug!(server = self.options().name(), "{error}");
             answer.id = Some(id.clone());
@@ -120,19 +120,8 @@ impl Inner {
                     inner
                         .read_request_stream(response.into_body(), &task_id, modern)
                         .await;
-                    if modern {
-                        inner.modern_requests().remove(&task_id);
-                    }
                 };
-                if modern {
-                    // Registered before the task runs, so it can remove itself.
-                    let mut requests = self.modern_requests();
-                    if let Some(handle) = self.spawn(task) {
-                        requests.insert(id.clone(), Some(handle));
-                    }
-                } else {
-                    self.spawn(task);
-                }
+                self.spawn_request(id, modern, task);
                 Ok(Answer::Later)
             }
             other => Err(unexpected_content_type(what, other)),
@@ -152,12 +141,8 @@ impl Inner {
         mirrored: Option<HeaderMap>,
         mut head: Head,
     ) {
-        let modern = mirrored.is_some();
         self.run_request_inner(&id, body, is_init, mirrored, &mut head, false)
             .await;
-        if modern {
-            self.modern_requests().remove(&id);
-        }
     }
 
     pub(super) async fn run_request_inner(
@@ -184,10 +169,7 @@ impl Inner {
                 Err(e) => return head.fail(self, id, e).await,
             };
             let status = response.status();
-            // Auth refusals (401, 403, 407) stay HTTP errors whatever their
-            // body says, so callers see the status they must act on.
-            let explained = status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407);
-            if modern && explained {
+            if modern && explained_by_body(status) {
                 return match status_answer(response, what).await {
                     Ok((error, mut answer)) => {
                         // The JSON-RPC error explains the status: it is the answer.
@@ -416,6 +398,14 @@ fn unexpected_content_type(what: &str, content_type: &str) -> TransportError {
 
 /// A 2026-07-28 request answered with 202 Accepted: its answer must come on
 /// its own response.
+/// Whether a modern request's error status may be explained by a JSON-RPC
+/// error in its body, which is then the answer: a 4xx, but not an auth
+/// refusal (401, 403, 407), which stays an HTTP error whatever its body
+/// says, so callers see the status they must act on.
+fn explained_by_body(status: hyper::StatusCode) -> bool {
+    status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407)
+}
+
 fn accepted_in_modern(what: &str) -> TransportError {
     TransportError::Http {
         url: what.to_owned(),
