@@ -3,7 +3,7 @@
 //! when a server says a list changed, and teardown.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use crate::lists::{ChangeFlags, ServerLists, Which};
 use crate::plan::{Had, Step, plan};
 
 use crate::lease::{ServerConn, SessionRuntime, Slot, same_handlers};
-use crate::manager::{Handlers, Inner, Installed, RuntimeManager, lock};
+use crate::manager::{Handlers, Inner, RuntimeManager, lock};
 
 /// Why one server did not start: at which step, what went wrong, and the
 /// last lines it wrote to stderr (stdio).
@@ -165,6 +165,7 @@ impl RuntimeManager {
         let retry_at = failures.iter().map(|f| f.retry_at).min();
         let catalog = Arc::new(assemble(&servers, failures));
         let runtime = SessionRuntime {
+            last_used: AtomicU64::new(0),
             slot: Arc::clone(slot),
             fingerprint: config.fingerprint,
             servers,
@@ -202,6 +203,7 @@ impl RuntimeManager {
         }
         let catalog = assemble(&current.servers, current.catalog.failures().to_vec());
         let runtime = Arc::new(SessionRuntime {
+            last_used: AtomicU64::new(0),
             slot: Arc::clone(slot),
             fingerprint: current.fingerprint,
             servers: current.servers.clone(),
@@ -221,7 +223,7 @@ impl RuntimeManager {
                     .as_ref()
                     .is_some_and(|i| Arc::ptr_eq(&i.runtime, &current)) =>
             {
-                entry.runtime = Some(Installed::new(runtime));
+                entry.install(runtime);
                 drop(state);
                 tracing::debug!(session = %slot.id, "refreshed MCP catalog");
                 true

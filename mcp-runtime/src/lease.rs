@@ -40,8 +40,12 @@ pub(crate) struct Slot {
     pub(crate) generation: u64,
     /// The manager's idle clock.
     pub(crate) clock: Stamp,
-    pub(crate) leases: AtomicUsize,
-    /// The last use, as a reading of `clock`.
+    /// Holds on the session while its runtime is (re)built: a
+    /// [`SlotGuard`] each. Leases on a built runtime are counted by the
+    /// runtime itself (see [`SessionRuntime::leases`]).
+    pub(crate) guards: AtomicUsize,
+    /// The last release of a guard (or of a retired runtime's last lease,
+    /// folded in when the registry let go of it), as a reading of `clock`.
     pub(crate) last_used: AtomicU64,
     /// Held while the runtime is (re)built or its catalog refreshed: one at
     /// a time (single flight).
@@ -55,13 +59,9 @@ impl Slot {
         self.last_used.store(self.clock.now(), Ordering::Relaxed);
     }
 
-    pub(crate) fn last_used(&self) -> Instant {
-        self.clock.instant(self.last_used.load(Ordering::Relaxed))
-    }
-
     pub(crate) fn release(&self) {
         self.touch();
-        self.leases.fetch_sub(1, Ordering::Release);
+        self.guards.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -141,7 +141,14 @@ impl Drop for CallGuard<'_> {
 /// Reached through a [`RuntimeLease`]. It is a snapshot: a rebuild after a
 /// config change makes a new one; a lease taken before keeps the old one
 /// (whose replaced servers close once their calls are done).
+// `repr(C)`: `last_used` comes first, in the cache line of the `Arc`'s
+// reference count, so that taking and dropping a lease touch one line of
+// the runtime's memory.
+#[repr(C)]
 pub struct SessionRuntime {
+    /// The last release of a lease on it, as a reading of the manager's
+    /// idle clock (0: none yet).
+    pub(crate) last_used: AtomicU64,
     pub(crate) slot: Arc<Slot>,
     pub(crate) fingerprint: Fingerprint,
     pub(crate) servers: BTreeMap<String, Arc<ServerConn>>,
@@ -178,6 +185,20 @@ impl fmt::Debug for SessionRuntime {
             .field("own_handlers", &self.handlers.is_some())
             .finish()
     }
+}
+
+/// A runtime's leases: the strong references to it beyond the registry's
+/// own. Every other holder is a lease, or a build or catalog refresh of the
+/// session in progress (which holds it only while it runs, and may well
+/// count as a use). `runtime` must be the registry's reference, read under
+/// its lock: then no lease can be taken meanwhile (only the registry takes
+/// a first one), so 0 stays 0.
+pub(crate) fn leases_on(runtime: &Arc<SessionRuntime>) -> usize {
+    let beyond = Arc::strong_count(runtime).saturating_sub(1);
+    // Pairs with the release decrement of a dropped lease: its
+    // `last_used` store is seen by whoever saw the count fall.
+    std::sync::atomic::fence(Ordering::Acquire);
+    beyond
 }
 
 impl SessionRuntime {
@@ -420,7 +441,12 @@ impl SessionRuntime {
 ///
 /// Derefs to [`SessionRuntime`]. Cloning takes another lease.
 pub struct RuntimeLease {
+    // The lease count is the runtime's strong count (see `leases_on`): the
+    // warm path takes and drops a lease with one atomic each, on the line
+    // that holds `last_used` too.
     pub(crate) runtime: Arc<SessionRuntime>,
+    /// The manager's idle clock, copied: the release reads no other memory.
+    pub(crate) clock: Stamp,
 }
 
 impl Deref for RuntimeLease {
@@ -432,17 +458,20 @@ impl Deref for RuntimeLease {
 
 impl Clone for RuntimeLease {
     fn clone(&self) -> Self {
-        // 1 → 2 at least: never the 0 → 1 step the registry guards.
-        self.runtime.slot.leases.fetch_add(1, Ordering::AcqRel);
         RuntimeLease {
             runtime: Arc::clone(&self.runtime),
+            clock: self.clock,
         }
     }
 }
 
 impl Drop for RuntimeLease {
     fn drop(&mut self) {
-        self.runtime.slot.release();
+        // Before the `Arc`'s release decrement: a reaper that sees the
+        // count fall sees this use too.
+        self.runtime
+            .last_used
+            .store(self.clock.now(), Ordering::Relaxed);
     }
 }
 
@@ -452,16 +481,19 @@ impl fmt::Debug for RuntimeLease {
     }
 }
 
-/// A lease on a slot whose runtime is not ready yet.
+/// A hold on a slot whose runtime is not ready yet.
 pub(crate) struct SlotGuard {
     pub(crate) slot: Option<Arc<Slot>>,
 }
 
 impl SlotGuard {
-    pub(crate) fn into_lease(mut self, runtime: Arc<SessionRuntime>) -> RuntimeLease {
-        // The runtime's slot carries the lease from here on.
-        self.slot = None;
-        RuntimeLease { runtime }
+    /// A lease on the runtime the guard waited for; the guard lets go of
+    /// the slot only after the lease holds the runtime.
+    pub(crate) fn into_lease(self, runtime: Arc<SessionRuntime>) -> RuntimeLease {
+        let clock = runtime.slot.clock;
+        let lease = RuntimeLease { runtime, clock };
+        drop(self);
+        lease
     }
 }
 

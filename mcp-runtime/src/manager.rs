@@ -18,14 +18,73 @@ use crate::expiry::ExpiryQueue;
 
 use crate::build::teardown;
 use crate::lease::{
-    Counters, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard, same_handlers,
+    Counters, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard, leases_on, same_handlers,
 };
 use crate::options::{RuntimeOptions, RuntimeStats};
 
 pub(crate) struct Entry {
     pub(crate) slot: Arc<Slot>,
     pub(crate) runtime: Option<Installed>,
+    /// Runtimes replaced while leases on them were still held: they keep
+    /// the session in use until those leases are dropped.
+    pub(crate) retired: Vec<Arc<SessionRuntime>>,
     pub(crate) scheduled: Option<Instant>,
+}
+
+impl Entry {
+    pub(crate) fn new(slot: Arc<Slot>, scheduled: Option<Instant>) -> Self {
+        Entry {
+            slot,
+            runtime: None,
+            retired: Vec::new(),
+            scheduled,
+        }
+    }
+
+    /// Makes `runtime` the session's current one; the one it replaces is
+    /// kept (as retired) while leases on it are held.
+    pub(crate) fn install(&mut self, runtime: Arc<SessionRuntime>) {
+        if let Some(old) = self.runtime.replace(Installed::new(runtime)) {
+            self.retired.push(old.runtime);
+        }
+        self.prune();
+    }
+
+    /// Lets go of the retired runtimes no lease holds any more, folding
+    /// their last use into the slot's.
+    fn prune(&mut self) {
+        let slot = &self.slot;
+        self.retired.retain(|r| {
+            let held = leases_on(r) > 0;
+            if !held {
+                slot.last_used
+                    .fetch_max(r.last_used.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            held
+        });
+    }
+
+    /// The session's leases and guards, and its last use (a reading of the
+    /// idle clock). Call under the registry's lock.
+    pub(crate) fn usage(&mut self) -> (usize, u64) {
+        self.prune();
+        let mut held = self.slot.guards.load(Ordering::Acquire);
+        let mut last = self.slot.last_used.load(Ordering::Relaxed);
+        let runtimes = self.runtime.iter().map(|i| &i.runtime);
+        for r in runtimes.chain(&self.retired) {
+            held += leases_on(r);
+            last = last.max(r.last_used.load(Ordering::Relaxed));
+        }
+        (held, last)
+    }
+
+    /// The connections of the session's current runtime: a retired one's
+    /// servers are the current one's, or already being closed.
+    pub(crate) fn into_conns(self) -> Vec<Arc<ServerConn>> {
+        self.runtime
+            .map(|i| i.runtime.servers.values().cloned().collect())
+            .unwrap_or_default()
+    }
 }
 
 /// The session's current runtime, with what the warm path compares kept
@@ -261,15 +320,16 @@ impl RuntimeManager {
         if !installed.serves(fingerprint, Instant::now) || !also(&installed.runtime) {
             return None;
         }
-        // The entry's slot is the runtime's: read from the table, not
-        // through the runtime.
-        entry.slot.leases.fetch_add(1, Ordering::AcqRel);
+        // The new strong reference is the lease (see `leases_on`).
         let runtime = Arc::clone(&installed.runtime);
         // Counted under the lock already held: no extra atomic on this path.
         state.reuses += 1;
         drop(guard);
         tracing::trace!(session = session_id, "reused MCP runtime");
-        Some(RuntimeLease { runtime })
+        Some(RuntimeLease {
+            runtime,
+            clock: self.inner.clock,
+        })
     }
 
     /// Finds or registers the session's slot and takes a lease on it.
@@ -278,7 +338,7 @@ impl RuntimeManager {
         let mut guard = lock(&inner.state);
         let state = &mut *guard;
         if let Some(entry) = state.sessions.get(session_id) {
-            entry.slot.leases.fetch_add(1, Ordering::AcqRel);
+            entry.slot.guards.fetch_add(1, Ordering::AcqRel);
             return Ok(SlotGuard {
                 slot: Some(Arc::clone(&entry.slot)),
             });
@@ -299,7 +359,7 @@ impl RuntimeManager {
             id: session_id.to_owned(),
             generation,
             clock: inner.clock,
-            leases: AtomicUsize::new(1),
+            guards: AtomicUsize::new(1),
             last_used: AtomicU64::new(0),
             build: tokio::sync::Mutex::new(()),
             refresh_pending: AtomicBool::new(false),
@@ -318,11 +378,7 @@ impl RuntimeManager {
         };
         state.sessions.insert(
             session_id.to_owned(),
-            Entry {
-                slot: Arc::clone(&slot),
-                runtime: None,
-                scheduled,
-            },
+            Entry::new(Arc::clone(&slot), scheduled),
         );
         drop(guard);
         self.ensure_reaper();
@@ -381,7 +437,7 @@ impl RuntimeManager {
                 .filter(|e| e.slot.generation == slot.generation)
             {
                 Some(entry) => {
-                    entry.runtime = Some(Installed::new(Arc::clone(&runtime)));
+                    entry.install(Arc::clone(&runtime));
                     // Started under the registry's lock, as the reaper's
                     // are: `dispose_all` cannot come between and miss them.
                     self.spawn_teardowns(replaced, "config changed");
@@ -418,11 +474,7 @@ impl RuntimeManager {
         };
         let Some(entry) = entry else { return false };
         tracing::info!(session = session_id, "disposed of MCP runtime");
-        let conns = entry
-            .runtime
-            .map(|i| i.runtime.servers.values().cloned().collect())
-            .unwrap_or_default();
-        self.close_all(conns, "session disposed").await;
+        self.close_all(entry.into_conns(), "session disposed").await;
         true
     }
 
@@ -437,13 +489,8 @@ impl RuntimeManager {
         if !entries.is_empty() {
             tracing::info!(sessions = entries.len(), "disposing of every MCP runtime");
         }
-        let (slots, runtimes): (Vec<_>, Vec<_>) =
-            entries.into_iter().map(|e| (e.slot, e.runtime)).unzip();
-        let conns = runtimes
-            .into_iter()
-            .flatten()
-            .flat_map(|i| i.runtime.servers.values().cloned().collect::<Vec<_>>())
-            .collect();
+        let slots: Vec<Arc<Slot>> = entries.iter().map(|e| Arc::clone(&e.slot)).collect();
+        let conns = entries.into_iter().flat_map(Entry::into_conns).collect();
         self.close_all(conns, "manager shutting down").await;
         // A build still running for a drained session finds it gone and
         // starts its connections' teardowns before it lets go of the
@@ -465,12 +512,8 @@ impl RuntimeManager {
     pub fn stats(&self) -> RuntimeStats {
         let c = &self.inner.counters;
         let (sessions, leases, reuses) = {
-            let state = lock(&self.inner.state);
-            let leases = state
-                .sessions
-                .values()
-                .map(|e| e.slot.leases.load(Ordering::Relaxed))
-                .sum();
+            let mut state = lock(&self.inner.state);
+            let leases = state.sessions.values_mut().map(|e| e.usage().0).sum();
             (state.sessions.len(), leases, state.reuses)
         };
         RuntimeStats {

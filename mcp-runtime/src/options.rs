@@ -114,7 +114,7 @@ pub struct RuntimeStats {
     pub connections: usize,
     /// Requests in flight: tool calls, resource reads, prompts, completions.
     pub in_flight_calls: usize,
-    /// Leases held.
+    /// Leases held, counting a build or catalog refresh in progress as one.
     pub leases: usize,
     /// Sessions reclaimed by the idle TTL so far.
     pub reaped_sessions: u64,

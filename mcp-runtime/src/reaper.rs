@@ -58,16 +58,13 @@ impl RuntimeManager {
             if entry.slot.generation != generation {
                 continue;
             }
-            let in_use = entry.slot.leases.load(Ordering::Acquire) > 0;
-            match decide(now, ttl, in_use, entry.slot.last_used()) {
+            let (leases, last_used) = entry.usage();
+            let last_used = self.inner.clock.instant(last_used);
+            match decide(now, ttl, leases > 0, last_used) {
                 Decision::Reap => {
                     if let Some(e) = state.sessions.remove(&id) {
                         self.inner.counters.reaped.fetch_add(1, Ordering::Relaxed);
-                        let conns = e
-                            .runtime
-                            .map(|i| i.runtime.servers.values().cloned().collect())
-                            .unwrap_or_default();
-                        out.push((id, conns));
+                        out.push((id, e.into_conns()));
                     }
                 }
                 Decision::Recheck(at) => {

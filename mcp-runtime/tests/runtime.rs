@@ -216,6 +216,43 @@ async fn never_reaped_while_leased_or_calling() {
     m.dispose_all().await;
 }
 
+/// A lease taken before a config change holds the replaced runtime: it
+/// keeps the session from being reaped, and its release is the session's
+/// last use.
+#[tokio::test(start_paused = true)]
+async fn a_lease_on_a_replaced_runtime_keeps_the_session() {
+    let ttl = Duration::from_secs(60);
+    let options = RuntimeOptions::default().idle_ttl(ttl);
+    let (m, _kit) = manager(options.idle_clock(IdleClock::Exact));
+    let old = m.acquire("s", &config(TWO)).await.unwrap();
+    let changed = config(TWO_B_CHANGED);
+    drop(m.acquire("s", &changed).await.unwrap());
+    assert_eq!(m.stats().leases, 1, "the old lease is still counted");
+
+    let passes = m.stats().reaper_passes;
+    tokio::time::advance(ttl * 3).await;
+    until(&m, |s| s.reaper_passes > passes).await;
+    assert_eq!(m.stats().sessions, 1, "the old lease keeps it");
+
+    // The reaper looks next one TTL after its last pass; the old lease is
+    // dropped half-way there, so that pass finds it used since.
+    tokio::time::advance(ttl / 2).await;
+    drop(old);
+    assert_eq!(m.stats().leases, 0);
+    let passes = m.stats().reaper_passes;
+    tokio::time::advance(ttl / 2).await;
+    until(&m, |s| s.reaper_passes > passes).await;
+    assert_eq!(m.stats().sessions, 1, "the old lease's release was a use");
+
+    tokio::time::advance(ttl / 2).await;
+    until(&m, |s| s.sessions == 0).await;
+    assert_eq!(
+        m.acquire("s", &changed).await.unwrap().fingerprint(),
+        changed.fingerprint
+    );
+    m.dispose_all().await;
+}
+
 /// The default, coarse idle clock, in real time: a session is reclaimed,
 /// and never before its TTL has passed since the lease was dropped.
 #[tokio::test]
