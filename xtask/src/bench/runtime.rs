@@ -153,6 +153,13 @@ async fn bench(
             w.median_floor,
             w.best_ours / w.best_floor.max(0.001)
         );
+        println!(
+            "  {n:>7} sessions: thread-safe floor: Mutex<HashMap> lock + get + fingerprint == \
+             + Arc clone and drop {:>5.1} ns (median {:>5.1}); ours is {:.2}x that",
+            w.best_shared,
+            w.median_shared,
+            w.best_ours / w.best_shared.max(0.001)
+        );
         if let Some(reap) = w.reap_pass {
             println!(
                 "  {n:>7} sessions idle, none due: a reaper pass (reap_expired) takes {:.1} µs; \
@@ -228,6 +235,10 @@ struct Warm {
     median_ours: f64,
     best_floor: f64,
     median_floor: f64,
+    /// The least a registry shared between threads pays: a lock, the same
+    /// lookup, and a reference count up and down.
+    best_shared: f64,
+    median_shared: f64,
     /// One reaper pass with nothing due (measured at the largest size).
     reap_pass: Option<Duration>,
     dispose: Duration,
@@ -249,9 +260,11 @@ async fn warm_path(cfg: &ResolvedConfig, n: usize, iters: usize) -> Result<Warm,
     for id in &ids {
         plain.insert(id.clone(), (cfg.fingerprint, Arc::new(())));
     }
+    let shared_map = std::sync::Mutex::new(plain.clone());
     let fp = cfg.fingerprint;
     let mut ours = Vec::new();
     let mut floor = Vec::new();
+    let mut shared = Vec::new();
     // Many short interleaved rounds: load from elsewhere hits both alike,
     // and the best round of each is compared.
     let round = (iters / ROUNDS).max(1);
@@ -277,9 +290,24 @@ async fn warm_path(cfg: &ResolvedConfig, n: usize, iters: usize) -> Result<Warm,
             black_box(hit);
         }
         floor.push(t.elapsed() / round as u32);
+        let mut next_shared = start;
+        let t = Instant::now();
+        for _ in 0..round {
+            let id = ids.get(next_shared % n).map_or("", String::as_str);
+            next_shared = next_shared.wrapping_add(1);
+            let held = {
+                let map = shared_map.lock().unwrap_or_else(|e| e.into_inner());
+                map.get(black_box(id))
+                    .filter(|e| e.0 == black_box(fp))
+                    .map(|e| Arc::clone(&e.1))
+            };
+            black_box(held);
+        }
+        shared.push(t.elapsed() / round as u32);
     }
     ours.sort();
     floor.sort();
+    shared.sort();
     let stats = manager.stats();
     if stats.builds != n as u64 {
         return Err(format!("the warm path built again: {stats:?}"));
@@ -303,6 +331,8 @@ async fn warm_path(cfg: &ResolvedConfig, n: usize, iters: usize) -> Result<Warm,
         median_ours: ns(ours.get(ours.len() / 2)),
         best_floor: ns(floor.first()),
         median_floor: ns(floor.get(floor.len() / 2)),
+        best_shared: ns(shared.first()),
+        median_shared: ns(shared.get(shared.len() / 2)),
         reap_pass,
         dispose: t.elapsed(),
     })
