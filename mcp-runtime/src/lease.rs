@@ -42,7 +42,7 @@ pub(crate) struct Slot {
     pub(crate) clock: Stamp,
     /// Holds on the session while its runtime is (re)built: a
     /// [`SlotGuard`] each. Leases on a built runtime are counted by the
-    /// runtime itself (see [`SessionRuntime::leases`]).
+    /// runtime itself (see [`leases_on`]).
     pub(crate) guards: AtomicUsize,
     /// The last release of a guard (or of a retired runtime's last lease,
     /// folded in when the registry let go of it), as a reading of `clock`.
