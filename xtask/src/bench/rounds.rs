@@ -242,6 +242,36 @@ pub(super) fn print_rows(
     ratios
 }
 
+/// Says so when a client's rounds spread widely (its median round under
+/// 80% of its best): then the machine was busy or its CPUs' wakeups slow,
+/// and the ratios between best runs move from run to run.
+pub(super) fn noise_note(results: &Results, labels: &[&str], modes: &[Mode]) {
+    let mut widest: Option<(f64, &str, Mode)> = None;
+    for (c, client) in labels.iter().enumerate() {
+        for (m, &mode) in modes.iter().enumerate() {
+            let Some(r) = results.get(c).and_then(|r| r.get(m)) else {
+                continue;
+            };
+            if r.rates.is_empty() || r.best() <= 0.0 {
+                continue;
+            }
+            let kept = r.median() / r.best();
+            if widest.is_none_or(|(w, _, _)| kept < w) {
+                widest = Some((kept, client, mode));
+            }
+        }
+    }
+    if let Some((kept, client, mode)) = widest.filter(|(kept, _, _)| *kept < 0.8) {
+        println!(
+            "noisy run: {client}'s median round ({}) reached {:.0}% of its best; ratios of best \
+             runs move between runs like this one. The CPU per call, a run pinned to one CPU \
+             (taskset -c 0) or --instructions repeat better.",
+            mode.label().trim(),
+            kept * 100.0
+        );
+    }
+}
+
 /// A ratio, or `-`.
 pub(super) fn show(r: Option<f64>) -> String {
     r.map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"))
