@@ -114,7 +114,7 @@ pub(crate) struct StdioArgs {
     /// The client's tokio runtime: multi or current.
     #[arg(long, value_name = "FLAVOR", default_value = "multi")]
     pub(crate) runtime: String,
-    /// Only one client, for profiling: ours, rmcp, floor or ts.
+    /// Only one client, for profiling: ours, rmcp, floor, ts or tokio-floor.
     #[arg(long, value_name = "CLIENT")]
     pub(crate) only: Option<String>,
     /// Calls in flight, one row each (1 is the sequential row), e.g. 1,8,64.

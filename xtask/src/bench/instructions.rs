@@ -28,6 +28,14 @@ const CLIENTS: [(&str, &str); 3] = [
     ("floor", "floor"),
 ];
 
+/// Over stdio, the async floor too: what tokio's I/O costs on its own.
+const STDIO_CLIENTS: [(&str, &str); 4] = [
+    CLIENTS[0],
+    CLIENTS[1],
+    CLIENTS[2],
+    ("tokio-floor", "tokio-floor (async)"),
+];
+
 pub(super) fn stdio(args: &StdioArgs) -> Result<(), String> {
     let (n1, n2) = calls(&args.instructions_calls)?;
     let valgrind = valgrind()?;
@@ -49,7 +57,7 @@ pub(super) fn stdio(args: &StdioArgs) -> Result<(), String> {
             ],
             _ => vec!["--server".into(), "fast".into()],
         };
-        table(n1, n2, |client, n| {
+        table(&STDIO_CLIENTS, n1, n2, |client, n| {
             child_args("stdio", client, n, &args.runtime, &server)
         })?;
     }
@@ -96,7 +104,7 @@ pub(super) fn http(args: &HttpArgs) -> Result<(), String> {
         "--url".into(),
         url.clone(),
     ];
-    let result = table(n1, n2, |client, n| {
+    let result = table(&CLIENTS, n1, n2, |client, n| {
         child_args("http", client, n, &args.runtime, &extra)
     });
     server.stop();
@@ -157,6 +165,7 @@ fn footer() {
 
 /// Runs every client twice under callgrind and prints its row.
 fn table(
+    clients: &[(&str, &str)],
     n1: usize,
     n2: usize,
     child_args: impl Fn(&str, usize) -> Vec<String>,
@@ -171,7 +180,7 @@ fn table(
         "vs floor"
     );
     let mut per_call = Vec::new();
-    for (client, label) in CLIENTS {
+    for &(client, label) in clients {
         let started = Instant::now();
         let i1 = count(client, n1, &child_args(client, n1))?;
         let i2 = count(client, n2, &child_args(client, n2))?;

@@ -58,14 +58,15 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
     let n_inflight = n_inflight.unwrap_or(n.saturating_mul(4));
     let only = only.unwrap_or_default();
     let clients = match only.as_str() {
-        "" => vec![true; 4],
-        "ours" => vec![true, false, false, false],
-        "rmcp" => vec![false, true, false, false],
-        "floor" => vec![false, false, true, false],
-        "ts" => vec![false, false, false, true],
+        "" => vec![true; 5],
+        "ours" => vec![true, false, false, false, false],
+        "rmcp" => vec![false, true, false, false, false],
+        "floor" => vec![false, false, true, false, false],
+        "ts" => vec![false, false, false, true, false],
+        "tokio-floor" => vec![false, false, false, false, true],
         other => {
             return Err(format!(
-                "--only: unknown client `{other}` (known: ours, rmcp, floor, ts)"
+                "--only: unknown client `{other}` (known: ours, rmcp, floor, ts, tokio-floor)"
             ));
         }
     };
@@ -119,8 +120,7 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
     for (name, program, args) in &servers {
         let (results, version) = bench_server(&runtime, program, args, &run, ts.as_ref())?;
         ts_version = ts_version.or(version);
-        let labels = [CLIENTS[0], CLIENTS[1], CLIENTS[2], CLIENTS[3]];
-        print_table(name, program, &results, &labels, &run.modes);
+        print_table(name, program, &results, &CLIENTS, &run.modes);
     }
     println!();
     println!("  ours: mcp_session::Session::call_tool over mcp_transport::stdio::StdioTransport");
@@ -130,6 +130,9 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
     println!("    serde_json::from_str::<Value> per response, nothing else. With K in flight it");
     println!("    pipelines: writes K requests at once, then reads the K responses; a call's");
     println!("    latency runs from its batch's write to its response.");
+    println!("  tokio-floor: the floor's protocol over tokio::process pipes on the runtime ours");
+    println!("    runs on, one task: what async I/O itself costs (readiness, epoll), with no");
+    println!("    reader task, no id table, no schema, no typed parse.");
     match (&ts, ts_version) {
         (Some(_), Some(v)) => {
             println!("  ts: the TypeScript SDK's Client.callTool over StdioClientTransport ({v}),");
@@ -203,11 +206,12 @@ pub(super) fn client_runtime(flavor: &str) -> Result<(tokio::runtime::Runtime, S
     Ok((runtime, name))
 }
 
-const CLIENTS: [&str; 4] = [
+const CLIENTS: [&str; 5] = [
     "ours (mcp-session)",
     "rmcp 3",
     "floor (raw pipes)",
     "ts (TS SDK, node)",
+    "tokio-floor (async)",
 ];
 
 fn bench_server(
@@ -230,6 +234,10 @@ fn bench_server(
         true => Some(Floor::spawn(program, args)?),
         false => None,
     };
+    let mut tokio_floor = match on(4) {
+        true => Some(rt.block_on(TokioFloor::spawn(program, args))?),
+        false => None,
+    };
     // The TS SDK never fails the bench: without it, its row is left out.
     let mut ts_client = match ts {
         Some(found) if on(3) => match super::ts::TsClient::spawn(found, program, args) {
@@ -248,6 +256,17 @@ fn bench_server(
                 Some(ts) => ts.run(mode.width(), calls),
                 None => Ok(Timed::default()),
             };
+        }
+        if c == 4 {
+            // On a worker, as the other clients' callers run.
+            let Some(f) = tokio_floor.take() else {
+                return Ok(Timed::default());
+            };
+            let (f, latencies) = rt
+                .block_on(rt.spawn(f.run(mode.width(), calls)))
+                .map_err(|e| format!("tokio-floor: the task failed: {e}"))?;
+            tokio_floor = Some(f);
+            return latencies.map(Timed::from);
         }
         match (c, mode, &ours, &rmcp, &mut floor) {
             (0, Mode::Sequential, Some(ours), _, _) => rt.block_on(ours.sequential(calls)),
@@ -270,6 +289,9 @@ fn bench_server(
     }
     if let Some(floor) = floor {
         floor.close();
+    }
+    if let Some(f) = tokio_floor {
+        rt.block_on(f.close());
     }
     if let Some(ts) = ts_client {
         ts.close();
@@ -325,13 +347,14 @@ fn print_cpu(results: &Results, labels: &[&str], modes: &[Mode]) {
         if shown.is_empty() {
             continue;
         }
-        let ratio = match (cpu(0), cpu(2)) {
+        let against = |c: usize, name: &str| match (cpu(0), cpu(c)) {
             (Some(ours), Some(floor)) if !floor.total().is_zero() => format!(
-                "; ours/floor {:.2}x",
+                "; ours/{name} {:.2}x",
                 ours.total().as_secs_f64() / floor.total().as_secs_f64()
             ),
             _ => String::new(),
         };
+        let ratio = against(2, "floor") + &against(4, "tokio-floor");
         lines.push(format!(
             "  {:<13} {}{ratio}",
             mode.label(),
@@ -504,17 +527,12 @@ impl Floor {
     }
 
     fn handshake(&mut self) -> io::Result<()> {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": ProtocolVersion::LATEST_HANDSHAKE.as_str(), "capabilities": {},
-            "clientInfo": {"name": "bench-floor", "version": "0"}}});
-        let mut out = serde_json::to_vec(&init)?;
-        out.push(b'\n');
-        self.write(&out)?;
+        self.write(&initialize_line()?)?;
         let answer = self.read()?;
         if answer.get("result").is_none() {
             return Err(io::Error::other(format!("initialize failed: {answer}")));
         }
-        self.write(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")?;
+        self.write(INITIALIZED)?;
         self.next_id = 1;
         Ok(())
     }
@@ -534,14 +552,8 @@ impl Floor {
         Ok(serde_json::from_str::<Value>(&self.line)?)
     }
 
-    /// Appends one `tools/call` request to the output buffer.
     fn push_request(&mut self) {
-        let id = self.next_id;
-        self.next_id += 1;
-        let _ = writeln!(
-            self.out,
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{TEXT}"}}}}}}"#
-        );
+        push_call(&mut self.out, &mut self.next_id);
     }
 
     fn check(answer: &Value) -> io::Result<()> {
@@ -621,6 +633,129 @@ impl Floor {
         // End of input ends the server.
         drop(self.stdin.take());
         let _ = self.child.wait();
+    }
+}
+
+/// The floors' `initialize` request, as a line.
+fn initialize_line() -> io::Result<Vec<u8>> {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": ProtocolVersion::LATEST_HANDSHAKE.as_str(), "capabilities": {},
+        "clientInfo": {"name": "bench-floor", "version": "0"}}});
+    let mut out = serde_json::to_vec(&init)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+const INITIALIZED: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+/// Appends one `tools/call` request to `out`, with the next id.
+fn push_call(out: &mut Vec<u8>, next_id: &mut u64) {
+    let id = *next_id;
+    *next_id += 1;
+    let _ = writeln!(
+        out,
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{TEXT}"}}}}}}"#
+    );
+}
+
+/// The floor's protocol over tokio's pipes, in one task on the runtime the
+/// other in-process clients use: the cost of async I/O itself.
+struct TokioFloor {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+    next_id: u64,
+    out: Vec<u8>,
+    line: String,
+}
+
+impl TokioFloor {
+    async fn spawn(program: &str, args: &[String]) -> Result<Self, String> {
+        let fail = |e: io::Error| format!("tokio-floor: {e}");
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(fail)?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("tokio-floor: the child's pipes are missing".into());
+        };
+        let mut floor = TokioFloor {
+            child,
+            stdin: Some(stdin),
+            stdout: tokio::io::BufReader::new(stdout),
+            next_id: 0,
+            out: Vec::with_capacity(4096),
+            line: String::with_capacity(4096),
+        };
+        floor
+            .write(&initialize_line().map_err(fail)?)
+            .await
+            .map_err(fail)?;
+        let answer = floor.read().await.map_err(fail)?;
+        if answer.get("result").is_none() {
+            return Err(format!("tokio-floor: initialize failed: {answer}"));
+        }
+        floor.write(INITIALIZED).await.map_err(fail)?;
+        floor.next_id = 1;
+        Ok(floor)
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(bytes).await,
+            None => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
+
+    async fn read(&mut self) -> io::Result<Value> {
+        use tokio::io::AsyncBufReadExt;
+        self.line.clear();
+        if self.stdout.read_line(&mut self.line).await? == 0 {
+            return Err(io::Error::other("the server closed stdout"));
+        }
+        Ok(serde_json::from_str::<Value>(&self.line)?)
+    }
+
+    /// `calls` calls in batches of `width` (1: sequential), pipelined as
+    /// the blocking floor's are; it is handed back with the latencies.
+    async fn run(mut self, width: usize, calls: usize) -> (Self, Result<Vec<Duration>, String>) {
+        let latencies = self.batches(width, calls).await;
+        (self, latencies)
+    }
+
+    async fn batches(&mut self, width: usize, calls: usize) -> Result<Vec<Duration>, String> {
+        let mut latencies = Vec::with_capacity(calls);
+        let mut left = calls;
+        while left > 0 {
+            let batch = left.min(width.max(1));
+            left -= batch;
+            let start = Instant::now();
+            for _ in 0..batch {
+                push_call(&mut self.out, &mut self.next_id);
+            }
+            let out = std::mem::take(&mut self.out);
+            let written = self.write(&out).await;
+            self.out = out;
+            self.out.clear();
+            written.map_err(|e| format!("tokio-floor: {e}"))?;
+            for _ in 0..batch {
+                let answer = self.read().await.map_err(|e| format!("tokio-floor: {e}"))?;
+                Floor::check(&answer).map_err(|e| format!("tokio-floor: {e}"))?;
+                latencies.push(start.elapsed());
+            }
+        }
+        Ok(latencies)
+    }
+
+    async fn close(mut self) {
+        // End of input ends the server.
+        drop(self.stdin.take());
+        let _ = self.child.wait().await;
     }
 }
 
