@@ -50,8 +50,8 @@ impl DefaultConnector {
     }
 
     /// Authorizes HTTP servers with the authorizers `source` gives (an
-    /// application's own, or [`StoredLogins`](crate::StoredLogins) with
-    /// the `oauth` feature: `mcp-auth`'s OAuth client over a token store).
+    /// application's own, or `StoredLogins` with the `oauth` feature:
+    /// `mcp-auth`'s OAuth client over a token store).
     #[cfg(feature = "http")]
     pub fn with_authorizers(mut self, source: Arc<dyn AuthorizerSource>) -> Self {
         self.authorizers = Some(source);
