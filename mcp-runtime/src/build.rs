@@ -189,7 +189,7 @@ impl RuntimeManager {
                 .sessions
                 .get(&slot.id)
                 .filter(|e| e.slot.generation == slot.generation)
-                .and_then(|e| e.runtime.as_ref().map(|i| Arc::clone(&i.runtime)))
+                .and_then(|e| e.current().cloned())
         };
         let Some(current) = current else {
             return false;
@@ -217,12 +217,7 @@ impl RuntimeManager {
             .get_mut(&slot.id)
             .filter(|e| e.slot.generation == slot.generation)
         {
-            Some(entry)
-                if entry
-                    .runtime
-                    .as_ref()
-                    .is_some_and(|i| Arc::ptr_eq(&i.runtime, &current)) =>
-            {
+            Some(entry) if entry.current().is_some_and(|r| Arc::ptr_eq(r, &current)) => {
                 entry.install(runtime);
                 drop(state);
                 tracing::debug!(session = %slot.id, "refreshed MCP catalog");

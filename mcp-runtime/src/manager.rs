@@ -41,6 +41,11 @@ impl Entry {
         }
     }
 
+    /// The session's current runtime, once one is built.
+    pub(crate) fn current(&self) -> Option<&Arc<SessionRuntime>> {
+        self.runtime.as_ref().map(|i| &i.runtime)
+    }
+
     /// Makes `runtime` the session's current one; the one it replaces is
     /// kept (as retired) while leases on it are held.
     pub(crate) fn install(&mut self, runtime: Arc<SessionRuntime>) {
@@ -70,8 +75,7 @@ impl Entry {
         self.prune();
         let mut held = self.slot.guards.load(Ordering::Acquire);
         let mut last = self.slot.last_used.load(Ordering::Relaxed);
-        let runtimes = self.runtime.iter().map(|i| &i.runtime);
-        for r in runtimes.chain(&self.retired) {
+        for r in self.current().into_iter().chain(&self.retired) {
             held += leases_on(r);
             last = last.max(r.last_used.load(Ordering::Relaxed));
         }
@@ -81,8 +85,8 @@ impl Entry {
     /// The connections of the session's current runtime: a retired one's
     /// servers are the current one's, or already being closed.
     pub(crate) fn into_conns(self) -> Vec<Arc<ServerConn>> {
-        self.runtime
-            .map(|i| i.runtime.servers.values().cloned().collect())
+        self.current()
+            .map(|r| r.servers.values().cloned().collect())
             .unwrap_or_default()
     }
 }
@@ -424,7 +428,7 @@ impl RuntimeManager {
                     lock(&self.inner.state).reuses += 1;
                     return Ok(guard.into_lease(rt));
                 }
-                other => other.as_ref().map(|i| Arc::clone(&i.runtime)),
+                _ => entry.current().cloned(),
             }
         };
         let (runtime, replaced) = self.build(&slot, old.as_deref(), config, handlers).await;

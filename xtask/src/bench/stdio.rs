@@ -273,8 +273,7 @@ fn bench_server(
             (0, Mode::InFlight(k), Some(ours), _, _) => rt.block_on(ours.in_flight(rt, k, calls)),
             (1, Mode::Sequential, _, Some(rmcp), _) => rt.block_on(rmcp.sequential(calls)),
             (1, Mode::InFlight(k), _, Some(rmcp), _) => rt.block_on(rmcp.in_flight(rt, k, calls)),
-            (2, Mode::Sequential, _, _, Some(floor)) => floor.sequential(calls),
-            (2, Mode::InFlight(k), _, _, Some(floor)) => floor.in_flight(k, calls),
+            (2, mode, _, _, Some(floor)) => floor.run(mode.width(), calls),
             _ => Ok(Vec::new()),
         }
         .map(Timed::from)
@@ -573,29 +572,12 @@ impl Floor {
         written
     }
 
-    fn sequential(&mut self, calls: usize) -> Result<Vec<Duration>, String> {
-        let mut latencies = Vec::with_capacity(calls);
-        let mut each = || -> io::Result<()> {
-            for _ in 0..calls {
-                let start = Instant::now();
-                self.push_request();
-                self.flush_out()?;
-                Self::check(&self.read()?)?;
-                latencies.push(start.elapsed());
-            }
-            Ok(())
-        };
-        each().map_err(|e| format!("floor: {e}"))?;
-        Ok(latencies)
-    }
-
-    fn in_flight(&mut self, width: usize, calls: usize) -> Result<Vec<Duration>, String> {
+    /// `calls` calls in batches of `width` (1: sequential): each batch's
+    /// requests written at once, then its answers read.
+    fn run(&mut self, width: usize, calls: usize) -> Result<Vec<Duration>, String> {
         let mut latencies = Vec::with_capacity(calls);
         let mut batches = || -> io::Result<()> {
-            let mut left = calls;
-            while left > 0 {
-                let batch = left.min(width.max(1));
-                left -= batch;
+            for batch in batch_sizes(width, calls) {
                 let start = Instant::now();
                 for _ in 0..batch {
                     self.push_request();
@@ -634,6 +616,12 @@ impl Floor {
         drop(self.stdin.take());
         let _ = self.child.wait();
     }
+}
+
+/// How the floors cut `calls` calls into batches of `width` (at least 1).
+fn batch_sizes(width: usize, calls: usize) -> impl Iterator<Item = usize> {
+    let width = width.max(1);
+    (0..calls.div_ceil(width)).map(move |i| width.min(calls - i * width))
 }
 
 /// The floors' `initialize` request, as a line.
@@ -730,10 +718,7 @@ impl TokioFloor {
 
     async fn batches(&mut self, width: usize, calls: usize) -> Result<Vec<Duration>, String> {
         let mut latencies = Vec::with_capacity(calls);
-        let mut left = calls;
-        while left > 0 {
-            let batch = left.min(width.max(1));
-            left -= batch;
+        for batch in batch_sizes(width, calls) {
             let start = Instant::now();
             for _ in 0..batch {
                 push_call(&mut self.out, &mut self.next_id);
@@ -815,5 +800,20 @@ fn serve_echo() -> io::Result<()> {
         if input.buffer().is_empty() {
             output.flush()?;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batch_sizes;
+
+    #[test]
+    fn batches_cover_every_call_and_never_exceed_the_width() {
+        let cut = |w, n| batch_sizes(w, n).collect::<Vec<_>>();
+        assert_eq!(cut(1, 3), [1, 1, 1]);
+        assert_eq!(cut(8, 20), [8, 8, 4]);
+        assert_eq!(cut(8, 16), [8, 8]);
+        assert_eq!(cut(0, 2), [1, 1], "a width of 0 counts as 1");
+        assert!(cut(8, 0).is_empty());
     }
 }

@@ -396,8 +396,6 @@ fn unexpected_content_type(what: &str, content_type: &str) -> TransportError {
     }
 }
 
-/// A 2026-07-28 request answered with 202 Accepted: its answer must come on
-/// its own response.
 /// Whether a modern request's error status may be explained by a JSON-RPC
 /// error in its body, which is then the answer: a 4xx, but not an auth
 /// refusal (401, 403, 407), which stays an HTTP error whatever its body
@@ -406,6 +404,8 @@ fn explained_by_body(status: hyper::StatusCode) -> bool {
     status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407)
 }
 
+/// A 2026-07-28 request answered with 202 Accepted: its answer must come on
+/// its own response.
 fn accepted_in_modern(what: &str) -> TransportError {
     TransportError::Http {
         url: what.to_owned(),
