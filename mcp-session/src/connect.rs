@@ -251,6 +251,7 @@ impl Session {
             revision: std::sync::OnceLock::new(),
             server_requests: ServerRequests::default(),
             dropped: Arc::default(),
+            rearm: Default::default(),
         });
         let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
 

@@ -2,8 +2,10 @@
 //! answers to our requests, the server's requests, notifications, noise.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Waker;
 
 use mcp_jsonrpc::{
     ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, codes,
@@ -87,6 +89,23 @@ pub(crate) struct Shared {
     /// Notifications dropped because their consumer fell behind (progress of
     /// a call, a subscription's), oldest first.
     pub(crate) dropped: Arc<AtomicU64>,
+    /// Asks the reader to move its deadline timer (see `pending.rs`).
+    pub(crate) rearm: Rearm,
+}
+
+/// A request's deadline is earlier than the reader's timer: the reader sets
+/// its timer to the table's `armed` at its next poll, and is woken for it
+/// (its waker is kept in the table).
+#[derive(Debug, Default)]
+pub(crate) struct Rearm(AtomicBool);
+
+impl Shared {
+    /// Called after the table said so ([`crate::pending::Inserted::rearm`]):
+    /// rare, once after an idle spell or for a shorter timeout.
+    pub(crate) fn ask_rearm(&self) {
+        self.rearm.0.store(true, Ordering::Release);
+        self.lock_pending().wake_reader();
+    }
 }
 
 /// How many requests from the server the session answers at once; more are
@@ -185,13 +204,103 @@ impl Shared {
     }
 }
 
-/// Reads from the transport until it closes, dispatching each message.
+/// The reader's deadline timer: boxed, and present from a request until it
+/// fires with none waiting, so an idle connection keeps three words for it.
+#[derive(Default)]
+struct Timer {
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// The waker the table holds for `Rearm` (the task's, which does not
+    /// change).
+    registered: Option<Waker>,
+}
+
+impl Timer {
+    fn set(&mut self, at: Option<tokio::time::Instant>) {
+        match (self.sleep.as_mut(), at) {
+            (Some(sleep), Some(at)) => {
+                if sleep.deadline() != at {
+                    sleep.as_mut().reset(at);
+                }
+            }
+            (None, Some(at)) => self.sleep = Some(Box::pin(tokio::time::sleep_until(at))),
+            (_, None) => self.sleep = None,
+        }
+    }
+
+    /// Moves the timer when asked, and ends the requests whose deadline has
+    /// passed when it fires; registers the task's waker for both.
+    fn poll(&mut self, cx: &mut std::task::Context<'_>, shared: &Shared) {
+        if !self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            let waker = cx.waker().clone();
+            shared.lock_pending().set_reader(waker.clone());
+            self.registered = Some(waker);
+        }
+        if shared.rearm.0.load(Ordering::Relaxed) && shared.rearm.0.swap(false, Ordering::Acquire) {
+            let at = shared.lock_pending().armed();
+            self.set(at);
+        }
+        while let Some(sleep) = self.sleep.as_mut() {
+            if sleep.as_mut().poll(cx).is_pending() {
+                break;
+            }
+            let at = shared.lock_pending().expire(tokio::time::Instant::now());
+            self.set(at);
+        }
+    }
+}
+
+/// Ends the waiting requests when the reader stops while the connection is
+/// still open: a listener it calls panicked, or the task was aborted. Their
+/// deadlines are the reader's to keep; without this they would wait for
+/// ever.
+struct Stopped<'a>(&'a Shared);
+
+impl Drop for Stopped<'_> {
+    fn drop(&mut self) {
+        if self.0.lock_pending().is_closed() {
+            return;
+        }
+        self.0
+            .closed_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(|| ClosedInfo {
+                reason: "the session's reader task stopped (a listener or handler it called \
+                         panicked?); reconnect"
+                    .into(),
+                exit: None,
+                stderr_tail: Vec::new(),
+            });
+        self.0.lock_pending().close();
+        self.0.subscribers.end_local(|| self.0.closed_error());
+    }
+}
+
+/// Awaits `future` with the deadline timer running beside it.
+async fn timed<F: Future + Unpin>(mut future: F, timer: &mut Timer, shared: &Shared) -> F::Output {
+    std::future::poll_fn(|cx| {
+        timer.poll(cx, shared);
+        Pin::new(&mut future).poll(cx)
+    })
+    .await
+}
+
+/// Reads from the transport until it closes, dispatching each message, and
+/// runs the session's deadline timer.
 pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>) {
+    let _stopped = Stopped(&shared);
+    let mut timer = Timer::default();
     loop {
-        // Nothing but the pending receive lives across an await here: the
-        // reader task is what every idle connection keeps, so its state is
-        // kept to a few words (a refusal, rare, is sent from a box).
-        let refusal = match transport.recv().await {
+        // Nothing but the pending receive and the timer live across an
+        // await here: the reader task is what every idle connection keeps,
+        // so its state is kept to a few words (a refusal, rare, is sent
+        // from a box). The receive is awaited in the scrutinee, so that
+        // neither it nor what it returns is kept across the refusal's await.
+        let refusal = match timed(transport.recv(), &mut timer, &shared).await {
             Ok(Received::Message(m)) => dispatch(&transport, &shared, m),
             Ok(Received::Invalid(frame)) => {
                 note_invalid(&shared, &frame);
@@ -243,8 +352,15 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
             }
         };
         if let Some(refusal) = refusal {
-            // Inline: a flooding server waits for its refusals.
-            Box::pin(refuse(&transport, &shared, refusal)).await;
+            // Inline: a flooding server waits for its refusals. The timer
+            // runs meanwhile: a server that floods and does not read must
+            // not hold back the timeouts of the requests waiting on it.
+            timed(
+                Box::pin(refuse(&transport, &shared, refusal)),
+                &mut timer,
+                &shared,
+            )
+            .await;
         }
     }
 }
@@ -387,7 +503,9 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
         methods::PROGRESS => {
             match parse("progress").and_then(|v| serde_json::from_value::<ProgressParams>(v).ok()) {
                 Some(p) => {
-                    shared.lock_pending().progress(p.clone());
+                    shared
+                        .lock_pending()
+                        .progress(p.clone(), tokio::time::Instant::now());
                     ServerNotification::Progress(p)
                 }
                 None => return,

@@ -17,7 +17,7 @@ use mcp_protocol::methods;
 use crate::config::ProgressListener;
 use crate::error::SessionError;
 use crate::parse::{parse_result, to_raw_params};
-use crate::pending::{Deadline, Outcome};
+use crate::pending::{Deadline, Outcome, RequestId};
 use crate::queue;
 use crate::reader;
 use crate::session::Inner;
@@ -29,6 +29,9 @@ pub(crate) struct InFlight<'a> {
     pub(crate) id: Id,
     pub(crate) method: &'a str,
     pub(crate) done: bool,
+    /// The table let the request go at its deadline: it is cancelled
+    /// though no longer in the table.
+    pub(crate) expired: bool,
 }
 
 impl InFlight<'_> {
@@ -42,7 +45,7 @@ impl Drop for InFlight<'_> {
         if self.done {
             return;
         }
-        let still_waiting = self.session.shared.lock_pending().remove(&self.id);
+        let still_waiting = self.session.shared.lock_pending().remove(&self.id) || self.expired;
         // The spec forbids cancelling `initialize`; a `server/discover` probe
         // may go to a legacy server that knows no cancellation yet.
         if still_waiting && !matches!(self.method, methods::INITIALIZE | methods::SERVER_DISCOVER) {
@@ -85,14 +88,14 @@ impl Inner {
         }
     }
 
-    pub(crate) fn next_id(&self) -> Id {
-        Id::from(self.next_id.fetch_add(1, Ordering::Relaxed))
+    pub(crate) fn next_id(&self) -> RequestId {
+        RequestId(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Sends a request and waits for its answer, within its deadline.
     pub(crate) async fn request_raw(
         &self,
-        id: Id,
+        key: RequestId,
         method: &str,
         params: Option<RawJson>,
         timeout: Duration,
@@ -106,23 +109,34 @@ impl Inner {
             }
             None => (None, None),
         };
-        let Some(mut done) = self.shared.lock_pending().insert(id.clone(), progress_tx) else {
+        // The deadline covers sending too: an HTTP transport's send may wait
+        // for the answer's head, or drive the request to its answer. The
+        // session's timer (the reader's) watches it, not one of its own.
+        let deadline = Deadline::new(Instant::now(), timeout, self.config.max_total_timeout);
+        let inserted = self
+            .shared
+            .lock_pending()
+            .insert(key, progress_tx, deadline);
+        let Some(inserted) = inserted else {
             return Err(self.shared.closed_error());
         };
-        let guard = InFlight {
+        if inserted.rearm {
+            self.shared.ask_rearm();
+        }
+        let mut done = inserted.done;
+        let id = key.id();
+        let mut guard = InFlight {
             session: self,
             id: id.clone(),
             method,
             done: false,
+            expired: false,
         };
         let message = Message::Request(Request {
             id,
             method: method.to_string(),
             params,
         });
-        // The deadline covers sending too: an HTTP transport's send may wait
-        // for the answer's head, or drive the request to its answer.
-        let mut deadline = Deadline::new(Instant::now(), timeout, self.config.max_total_timeout);
         // The transport may answer here (HTTP: the POST driven on this task),
         // or later through the reader; until it has returned, both race.
         let mut sending = Some(self.transport.request_with(&message, context));
@@ -147,20 +161,22 @@ impl Inner {
                         None => std::future::pending().await,
                     }
                 } => {
-                    deadline.on_progress(Instant::now());
+                    // The table pushed the deadline out when it routed this.
                     if let Some(listener) = on_progress {
                         listener(&p);
                     }
                 }
-                () = tokio::time::sleep_until(deadline.at()) => {
-                    // The guard removes the entry and sends the cancellation;
-                    // a request still being sent is dropped with it.
-                    drop(sending);
-                    drop(guard);
-                    return Err(deadline.expired(method, Instant::now()));
-                }
             }
         };
+        if let Some(Outcome::Expired(extended)) = outcome {
+            let deadline = extended.unwrap_or(deadline);
+            // The guard sends the cancellation; a request still being sent
+            // is dropped first.
+            drop(sending);
+            guard.expired = true;
+            drop(guard);
+            return Err(deadline.expired(method, Instant::now()));
+        }
         guard.finish();
         // Progress the server sent before its answer and still queued (the
         // answer wins the race above) reaches the listener too: the last
@@ -181,7 +197,8 @@ impl Inner {
                 method: method.to_string(),
                 limit,
             }),
-            Some(Outcome::Closed) | None => Err(self.shared.closed_error()),
+            // An expiry returned above.
+            Some(Outcome::Closed | Outcome::Expired(_)) | None => Err(self.shared.closed_error()),
         }
     }
 

@@ -239,29 +239,22 @@ impl Session {
             .params(method, &json!({ "notifications": filter }))?;
         let id = self.inner.next_id();
         let subscribers = Arc::clone(&self.inner.shared.subscribers);
-        let events = subscribers.insert(id.clone(), Arc::clone(&self.inner.shared.dropped));
+        let events = subscribers.insert(id.id(), Arc::clone(&self.inner.shared.dropped));
         let inner = Arc::clone(&self.inner);
-        let request_id = id.clone();
+        let request_id = id;
         let task = tokio::spawn(async move {
             // The stream lasts until either side ends it: no deadline.
             let forever = Duration::from_secs(100 * 365 * 24 * 3600);
             let context = inner.context();
             let outcome = inner
-                .request_raw(
-                    request_id.clone(),
-                    method,
-                    Some(raw),
-                    forever,
-                    None,
-                    &context,
-                )
+                .request_raw(request_id, method, Some(raw), forever, None, &context)
                 .await
                 .map(drop);
-            inner.shared.subscribers.end(&request_id, outcome);
+            inner.shared.subscribers.end(&request_id.id(), outcome);
         });
         // Built first: dropping it on a failure below cancels the request.
         let mut subscription = Subscription {
-            id,
+            id: id.id(),
             acknowledged: SubscriptionFilter::default(),
             events,
             task,
@@ -544,10 +537,11 @@ impl Session {
         let mut rounds = 0usize;
         loop {
             let id = self.inner.next_id();
+            let token = id.id();
             let meta = CallMeta {
                 entries: self.inner.meta.as_ref().map(RequestMeta::entries),
                 encoded: self.inner.meta.as_ref().and_then(RequestMeta::entries_json),
-                progress: options.on_progress.is_some().then_some(&id),
+                progress: options.on_progress.is_some().then_some(&token),
             };
             let params = CallParams {
                 name,

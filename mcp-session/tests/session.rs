@@ -742,6 +742,54 @@ async fn notifications_are_dispatched_to_the_listener() {
     assert!(events[2].contains("notifications/custom/thing"));
 }
 
+/// The reader keeps every request's deadline: if it stops (here a listener
+/// it calls panics), the requests waiting end at once, not never.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_listener_ends_the_waiting_requests() {
+    let (t, fake) = start(tools_server(|r| {
+        (r.method == "stuck").then_some(Reply::Silence)
+    }));
+    let cfg = config().on_notification(|n: &mcp_session::ServerNotification| {
+        assert!(
+            !format!("{n:?}").contains("boom"),
+            "the listener panics (on purpose)"
+        );
+    });
+    let s = Session::connect_shared(t, cfg).await.unwrap();
+    let waiting = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            s.request("stuck", None, Some(Duration::from_secs(3600)))
+                .await
+        })
+    };
+    until("the request sent", || {
+        fake.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m.method() == Some("stuck"))
+    })
+    .await;
+    let boom = json!({"level": "info", "data": "boom"});
+    fake.server
+        .send(&Message::Notification(Notification::new(
+            "notifications/message",
+            Some(to_raw(&boom).unwrap()),
+        )))
+        .await
+        .unwrap();
+    // The test's own bound: far short of the request's hour.
+    let err = tokio::time::timeout(Duration::from_secs(60), waiting)
+        .await
+        .expect("the request still waits after the reader stopped")
+        .unwrap()
+        .unwrap_err();
+    assert!(!err.is_timeout(), "{err}");
+    assert!(err.to_string().contains("reader task stopped"), "{err}");
+    assert!(s.is_closed());
+}
+
 /// A transport whose `send` of one method never finishes (an HTTP send
 /// waiting for a head that never comes).
 #[derive(Debug)]
@@ -785,6 +833,83 @@ async fn the_deadline_covers_a_send_that_never_finishes() {
     };
     assert_eq!(after, Duration::from_secs(2));
     assert_eq!(s.in_flight(), 0);
+}
+
+/// The client's end of a pair, whose error responses (the session's
+/// refusals of server requests) are never sent: as a server that floods
+/// requests and stops reading would leave them.
+#[derive(Debug)]
+struct RefusalsStick(Arc<memory::MemoryTransport>);
+
+impl Transport for RefusalsStick {
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a mcp_transport::SendContext,
+    ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        if matches!(message, Message::Error(_)) {
+            return Box::pin(std::future::pending());
+        }
+        self.0.send_with(message, context)
+    }
+
+    fn recv(
+        &self,
+    ) -> mcp_transport::BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>>
+    {
+        self.0.recv()
+    }
+
+    fn close(&self) -> mcp_transport::BoxFuture<'_, ()> {
+        self.0.close()
+    }
+
+    fn kind(&self) -> mcp_transport::TransportKind {
+        self.0.kind()
+    }
+}
+
+/// Deadlines are kept by the reader task; while it waits to send a refusal
+/// (a flooding server that does not read), they still run out.
+#[tokio::test(start_paused = true)]
+async fn a_refusal_the_server_does_not_read_holds_back_no_timeout() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let working = Arc::new(AtomicUsize::new(0));
+    let (t, fake) = start(tools_server(|r| {
+        (r.method == "stuck").then_some(Reply::Silence)
+    }));
+    let s = Session::connect(
+        RefusalsStick(t),
+        config().handler(Hangs(Arc::clone(&working))),
+    )
+    .await
+    .unwrap();
+    // 32 requests keep the handlers busy; the 33rd is refused, and that
+    // refusal is never sent.
+    for i in 0..33 {
+        fake.server
+            .send(&server_request(&format!("flood-{i}"), "elicitation/create"))
+            .await
+            .unwrap();
+    }
+    until("32 handlers at work", || working.load(SeqCst) == 32).await;
+    until("the 33rd refused", || {
+        s.diagnostics().refused_server_requests == 1
+    })
+    .await;
+    // The test's own bound, so that a regression fails rather than hangs.
+    let err = tokio::time::timeout(
+        Duration::from_secs(60),
+        s.request("stuck", None, Some(Duration::from_secs(2))),
+    )
+    .await
+    .expect("the request's 2 s timeout never fired")
+    .unwrap_err();
+    let SessionError::Timeout { after, .. } = err else {
+        panic!("{err}")
+    };
+    assert_eq!(after, Duration::from_secs(2));
+    s.close().await;
 }
 
 /// A handler that never answers, counting the answers it is working on; a
