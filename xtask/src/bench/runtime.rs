@@ -209,13 +209,27 @@ async fn bench(
         "memory per idle session ({servers} servers each, in-memory transports, a minimal \
          in-process server; live heap bytes, counted by the allocator)"
     );
+    // The same sessions once their deadline timers have lapsed: each
+    // connection's timer outlives its last request by up to that request's
+    // timeout (a short one here, to see it sooner; nothing else differs).
+    let mut quick = cfg.clone();
+    for server in quick.servers.values_mut() {
+        server.request_timeout = LAPSE;
+    }
     for &n in &sessions {
-        for tools in [Tools::Same, Tools::Distinct] {
-            let m = idle_memory(&cfg, n, servers, tools).await?;
+        for (tools, cfg, lapsed) in [
+            (Tools::Same, &cfg, false),
+            (Tools::Same, &quick, true),
+            (Tools::Distinct, &cfg, false),
+        ] {
+            let m = idle_memory(cfg, n, servers, tools, lapsed).await?;
+            let label = match lapsed {
+                false => tools.label().to_owned(),
+                true => format!("{}, timers lapsed", tools.label()),
+            };
             println!(
-                "  {n:>7} sessions, {:<28} {:>6.1} KiB client side  ({:.1} KiB with the \
+                "  {n:>7} sessions, {label:<33} {:>6.1} KiB client side  ({:.1} KiB with the \
                  servers' tasks and pairs; {} connections)",
-                tools.label(),
                 m.client as f64 / n as f64 / 1024.0,
                 m.total as f64 / n as f64 / 1024.0,
                 m.connections,
@@ -224,7 +238,12 @@ async fn bench(
     }
     println!(
         "  (same tool lists: every session connects the same servers, as agents of one platform \
-         do; distinct: each connection's tools differ, so nothing is shared)"
+         do; distinct: each connection's tools differ, so nothing is shared. Measured right \
+         after the sessions' last request, when each connection's deadline timer (one per \
+         connection, in its reader task) is still set; timers lapsed: with a {} ms request \
+         timeout, measured once it has passed and the timers are gone, as for any session \
+         idle longer than its request timeout)",
+        LAPSE.as_millis()
     );
     Ok(())
 }
@@ -378,11 +397,17 @@ struct IdleMemory {
     connections: usize,
 }
 
+/// The request timeout of the sessions measured once their timers lapsed.
+const LAPSE: Duration = Duration::from_millis(100);
+
+/// The memory of `n` idle sessions; `lapsed`: measured once their request
+/// timeout (`cfg`'s, short) has passed.
 async fn idle_memory(
     cfg: &ResolvedConfig,
     n: usize,
     servers: usize,
     tools: Tools,
+    lapsed: bool,
 ) -> Result<IdleMemory, String> {
     let err = |e: mcp_runtime::RuntimeError| e.to_string();
     // The servers alone: the same tasks and pairs with no client session
@@ -419,6 +444,17 @@ async fn idle_memory(
                 .await
                 .map_err(err)?,
         );
+    }
+    if lapsed {
+        tokio::time::sleep(
+            cfg.servers
+                .values()
+                .map(|s| s.request_timeout)
+                .max()
+                .unwrap_or_default()
+                * 2,
+        )
+        .await;
     }
     quiesce().await;
     let total = usize::try_from(heap::live() - before).unwrap_or(0);
