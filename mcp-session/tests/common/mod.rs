@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_jsonrpc::{ErrorObject, ErrorResponse, Id, Message, Request, Response, to_raw};
+use mcp_session::SessionConfig;
 use mcp_transport::{Received, Transport, memory};
 use serde_json::{Value, json};
 
@@ -106,4 +107,102 @@ pub fn params(r: &Request) -> Value {
         .as_ref()
         .map(|p| serde_json::from_str(p.get()).unwrap())
         .unwrap_or_default()
+}
+
+// Helpers of the session tests (session.rs, deadlines.rs).
+
+pub fn tools_server(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 'static) -> Script {
+    Arc::new(move |r: &Request| {
+        if let Some(reply) = extra(r) {
+            return reply;
+        }
+        match r.method.as_str() {
+            "initialize" => Reply::Ok(init_result(
+                "2025-11-25",
+                json!({"tools": {"listChanged": true}}),
+            )),
+            "ping" => Reply::Ok(json!({})),
+            "tools/list" => Reply::Ok(json!({"tools": [
+                {"name": "echo", "inputSchema": {"type": "object",
+                    "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+                {"name": "add", "inputSchema": {"type": "object",
+                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
+                 "outputSchema": {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}}
+            ]})),
+            "tools/call" => {
+                let p: Value = serde_json::from_str(r.params.as_ref().unwrap().get()).unwrap();
+                match p["name"].as_str() {
+                    Some("echo") => Reply::Ok(
+                        json!({"content": [{"type": "text", "text": p["arguments"]["text"]}]}),
+                    ),
+                    Some("add") => {
+                        let sum = p["arguments"]["a"].as_f64().unwrap()
+                            + p["arguments"]["b"].as_f64().unwrap();
+                        Reply::Ok(
+                            json!({"content": [{"type": "text", "text": sum.to_string()}], "structuredContent": {"sum": sum}}),
+                        )
+                    }
+                    _ => Reply::Err(-32602, "unknown tool"),
+                }
+            }
+            _ => Reply::Err(-32601, "method not found"),
+        }
+    })
+}
+
+/// These tests cover handshake-era sessions, so they skip the default
+/// `server/discover` probe (tests/modern.rs covers the probe).
+pub fn config() -> SessionConfig {
+    SessionConfig::new()
+        .server_name("fake")
+        .protocol(mcp_session::ProtocolPin::Mode(
+            mcp_session::ProtocolMode::Legacy,
+        ))
+}
+
+/// A handler that never answers, counting the answers it is working on; a
+/// count goes down only when its future is dropped (the task aborted).
+pub struct Hangs(pub Arc<std::sync::atomic::AtomicUsize>);
+
+pub struct Working(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl mcp_session::ClientHandler for Hangs {
+    fn handle<'a>(
+        &'a self,
+        _method: &'a str,
+        _params: Option<&'a mcp_jsonrpc::RawValue>,
+    ) -> mcp_transport::BoxFuture<'a, Option<Result<Value, mcp_jsonrpc::ErrorObject>>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let working = Working(Arc::clone(&self.0));
+        Box::pin(async move {
+            let _working = working;
+            std::future::pending().await
+        })
+    }
+}
+
+/// Waits (up to 10 s of real time) until `done` holds.
+pub async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+pub fn server_request(id: &str, method: &str) -> Message {
+    Message::Request(Request {
+        id: Id::from(id.to_string()),
+        method: method.into(),
+        params: Some(to_raw(&json!({})).unwrap()),
+    })
 }
