@@ -15,6 +15,11 @@
 //! raises it: [`TimeoutKind`]), the protocol (the server's JSON-RPC error),
 //! the client-side checks, or the version.
 //!
+//! It runs on tokio, with the time driver on (`enable_all()`, or
+//! `#[tokio::main]`): a session keeps its requests' deadlines with one timer
+//! in its reader task, the task that receives everything from the server.
+//! Requests may be made from any thread, `block_on` included.
+//!
 //! # Example
 //!
 //! A scripted server on an in-memory transport:

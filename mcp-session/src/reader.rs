@@ -269,8 +269,10 @@ impl Drop for Stopped<'_> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert_with(|| ClosedInfo {
-                reason: "the session's reader task stopped (a listener or handler it called \
-                         panicked?); reconnect"
+                reason: "the session's reader task stopped: it panicked (see the panic \
+                         message). A listener or handler it called may have panicked, or the \
+                         tokio runtime has no timers (build it with `enable_all()` or \
+                         `enable_time()`); reconnect"
                     .into(),
                 exit: None,
                 stderr_tail: Vec::new(),

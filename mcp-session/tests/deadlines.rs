@@ -375,3 +375,28 @@ async fn a_refusal_the_server_does_not_read_holds_back_no_timeout() {
     assert_eq!(after, Duration::from_secs(2));
     s.close().await;
 }
+
+/// The session's timer needs tokio's time driver. On a runtime built
+/// without it, the reader task stops at the first request (tokio panics
+/// there), and the session fails with an error that names the cure rather
+/// than hanging.
+#[test]
+fn a_runtime_without_timers_fails_the_session_clearly() {
+    // Bounded from outside: the runtime under test has no timers.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let connected = rt.block_on(async {
+            let (t, _fake) = start(tools_server(|_| None));
+            Session::connect_shared(t, config()).await.map(drop)
+        });
+        let _ = tx.send(connected.map_err(|e| e.to_string()));
+    });
+    let err = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the session hangs")
+        .unwrap_err();
+    assert!(err.contains("enable_time"), "{err}");
+}
