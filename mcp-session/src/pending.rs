@@ -53,7 +53,9 @@ pub(crate) enum Outcome {
 #[derive(Debug)]
 struct Entry {
     done: oneshot::Sender<Outcome>,
-    /// Its deadline.
+    /// Its deadline: for a request that listens for progress, its
+    /// `Listening::deadline`'s, copied here (and kept in step by
+    /// `progress`) so that the timer's scan reads no box.
     at: tokio::time::Instant,
     /// Set when it asked for progress: boxed, as few requests do, and the
     /// table's slots (which an idle connection keeps) stay small.
@@ -330,7 +332,23 @@ mod tests {
 
     /// A deadline a minute away: no test here reaches it.
     fn later() -> Deadline {
-        Deadline::new(now(), Duration::from_secs(60), Duration::from_secs(600))
+        due(now(), Duration::from_secs(60))
+    }
+
+    /// A deadline `timeout` after `start`, capped far beyond it.
+    fn due(start: tokio::time::Instant, timeout: Duration) -> Deadline {
+        Deadline::new(start, timeout, Duration::from_secs(600))
+    }
+
+    /// A progress notification for `token`.
+    fn progress(token: serde_json::Value) -> ProgressParams {
+        ProgressParams {
+            progress_token: token,
+            progress_value: 1.into(),
+            total_value: None,
+            message: None,
+            extra: Default::default(),
+        }
     }
 
     fn raw(s: &str) -> RawJson {
@@ -404,23 +422,16 @@ mod tests {
         let (tx, mut rx) = queue::bounded(4, Default::default());
         let _a = t.insert(RequestId(3), Some(tx), later()).unwrap().done;
         let _b = t.insert(RequestId(4), None, later()).unwrap().done;
-        let p = |token| ProgressParams {
-            progress_token: token,
-            progress_value: 1.into(),
-            total_value: None,
-            message: None,
-            extra: Default::default(),
-        };
-        assert!(t.progress(p(json!(3)), now()));
+        assert!(t.progress(progress(json!(3)), now()));
         assert!(
-            !t.progress(p(json!(4)), now()),
+            !t.progress(progress(json!(4)), now()),
             "request 4 did not ask for progress"
         );
         assert!(
-            !t.progress(p(json!("3")), now()),
+            !t.progress(progress(json!("3")), now()),
             "a string token is another id"
         );
-        assert!(!t.progress(p(json!(1.5)), now()));
+        assert!(!t.progress(progress(json!(1.5)), now()));
         assert_eq!(rx.try_recv().unwrap().progress_token, json!(3));
         assert!(rx.try_recv().is_none());
     }
@@ -430,14 +441,13 @@ mod tests {
         let mut t = PendingTable::default();
         let start = now();
         let s = Duration::from_secs(1);
-        let at = |timeout| Deadline::new(start, timeout, 600 * s);
         assert_eq!(t.armed(), None);
-        let a = t.insert(RequestId(1), None, at(10 * s)).unwrap();
+        let a = t.insert(RequestId(1), None, due(start, 10 * s)).unwrap();
         assert!(a.rearm, "no timer yet");
         assert_eq!(t.armed(), Some(start + 10 * s));
-        let b = t.insert(RequestId(2), None, at(20 * s)).unwrap();
+        let b = t.insert(RequestId(2), None, due(start, 20 * s)).unwrap();
         assert!(!b.rearm, "a later deadline leaves the timer alone");
-        let c = t.insert(RequestId(3), None, at(5 * s)).unwrap();
+        let c = t.insert(RequestId(3), None, due(start, 5 * s)).unwrap();
         assert!(c.rearm, "an earlier one moves it");
         assert_eq!(t.armed(), Some(start + 5 * s));
         // An answered request leaves the timer where it is: when it fires
@@ -455,10 +465,18 @@ mod tests {
         let mut t = PendingTable::default();
         let start = now();
         let s = Duration::from_secs(1);
-        let at = |timeout| Deadline::new(start, timeout, 600 * s);
-        let mut a = t.insert(RequestId(1), None, at(10 * s)).unwrap().done;
-        let mut b = t.insert(RequestId(2), None, at(10 * s)).unwrap().done;
-        let mut c = t.insert(RequestId(3), None, at(30 * s)).unwrap().done;
+        let mut a = t
+            .insert(RequestId(1), None, due(start, 10 * s))
+            .unwrap()
+            .done;
+        let mut b = t
+            .insert(RequestId(2), None, due(start, 10 * s))
+            .unwrap()
+            .done;
+        let mut c = t
+            .insert(RequestId(3), None, due(start, 30 * s))
+            .unwrap()
+            .done;
         assert_eq!(
             t.expire(start + 9 * s),
             Some(start + 10 * s),
@@ -485,7 +503,7 @@ mod tests {
         );
         assert!(matches!(c.try_recv(), Ok(Outcome::Expired(_))));
         assert_eq!(t.armed(), None);
-        let d = t.insert(RequestId(4), None, at(40 * s)).unwrap();
+        let d = t.insert(RequestId(4), None, due(start, 40 * s)).unwrap();
         assert!(
             d.rearm,
             "the first request after the timer stopped starts it"
@@ -501,20 +519,16 @@ mod tests {
         let d = Deadline::new(start, 10 * s, 25 * s);
         let mut slow = t.insert(RequestId(1), Some(tx), d).unwrap().done;
         let mut quiet = t.insert(RequestId(2), None, d).unwrap().done;
-        let p = |token| ProgressParams {
-            progress_token: token,
-            progress_value: 1.into(),
-            total_value: None,
-            message: None,
-            extra: Default::default(),
-        };
-        assert!(t.progress(p(json!(1)), start + 8 * s));
-        assert!(!t.progress(p(json!(2)), start + 8 * s), "asked for none");
+        assert!(t.progress(progress(json!(1)), start + 8 * s));
+        assert!(
+            !t.progress(progress(json!(2)), start + 8 * s),
+            "asked for none"
+        );
         assert_eq!(t.expire(start + 10 * s), Some(start + 18 * s));
         assert!(matches!(quiet.try_recv(), Ok(Outcome::Expired(_))));
         assert!(slow.try_recv().is_err(), "its progress moved it to 18 s");
         // Progress up to the cap, then the cap is what runs out.
-        assert!(t.progress(p(json!(1)), start + 17 * s));
+        assert!(t.progress(progress(json!(1)), start + 17 * s));
         assert_eq!(t.expire(start + 18 * s), Some(start + 25 * s));
         assert_eq!(t.expire(start + 25 * s), None);
         let Ok(Outcome::Expired(Some(d))) = slow.try_recv() else {

@@ -99,15 +99,6 @@ pub(crate) struct Shared {
 #[derive(Debug, Default)]
 pub(crate) struct Rearm(AtomicBool);
 
-impl Shared {
-    /// Called after the table said so ([`crate::pending::Inserted::rearm`]):
-    /// rare, once after an idle spell or for a shorter timeout.
-    pub(crate) fn ask_rearm(&self) {
-        self.rearm.0.store(true, Ordering::Release);
-        self.lock_pending().wake_reader();
-    }
-}
-
 /// How many requests from the server the session answers at once; more are
 /// refused at once (a flooding server cannot make the client spawn without
 /// limit).
@@ -177,6 +168,13 @@ impl Shared {
             Some(v) => SendContext::new().revision(*v),
             None => SendContext::new(),
         }
+    }
+
+    /// Called after the table said so ([`crate::pending::Inserted::rearm`]):
+    /// rare, once after an idle spell or for a shorter timeout.
+    pub(crate) fn ask_rearm(&self) {
+        self.rearm.0.store(true, Ordering::Release);
+        self.lock_pending().wake_reader();
     }
 
     pub(crate) fn lock_pending(&self) -> std::sync::MutexGuard<'_, PendingTable> {

@@ -236,13 +236,7 @@ async fn a_panicking_listener_ends_the_waiting_requests() {
     })
     .await;
     let boom = json!({"level": "info", "data": "boom"});
-    fake.server
-        .send(&Message::Notification(Notification::new(
-            "notifications/message",
-            Some(to_raw(&boom).unwrap()),
-        )))
-        .await
-        .unwrap();
+    fake.notify("notifications/message", boom).await;
     // The test's own bound: far short of the request's hour.
     let err = tokio::time::timeout(Duration::from_secs(60), waiting)
         .await
@@ -254,40 +248,51 @@ async fn a_panicking_listener_ends_the_waiting_requests() {
     assert!(s.is_closed());
 }
 
-/// A transport whose `send` of one method never finishes (an HTTP send
-/// waiting for a head that never comes).
+/// The client's end of a pair, whose sends of the messages `stuck` picks
+/// never finish: an HTTP send waiting for a head that never comes, or a
+/// server that stops reading.
 #[derive(Debug)]
-struct StuckSend(Arc<memory::MemoryTransport>);
+struct SendsStuck {
+    inner: Arc<memory::MemoryTransport>,
+    stuck: fn(&Message) -> bool,
+}
 
-impl Transport for StuckSend {
+impl Transport for SendsStuck {
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
         context: &'a mcp_transport::SendContext,
     ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
-        if message.method() == Some("stuck") {
+        if (self.stuck)(message) {
             return Box::pin(std::future::pending());
         }
-        self.0.send_with(message, context)
+        self.inner.send_with(message, context)
     }
+
     fn recv(
         &self,
     ) -> mcp_transport::BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>>
     {
-        self.0.recv()
+        self.inner.recv()
     }
+
     fn close(&self) -> mcp_transport::BoxFuture<'_, ()> {
-        self.0.close()
+        self.inner.close()
     }
+
     fn kind(&self) -> mcp_transport::TransportKind {
-        self.0.kind()
+        self.inner.kind()
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_deadline_covers_a_send_that_never_finishes() {
     let (t, _fake) = start(tools_server(|_| None));
-    let s = Session::connect(StuckSend(t), config()).await.unwrap();
+    let stuck = SendsStuck {
+        inner: t,
+        stuck: |m| m.method() == Some("stuck"),
+    };
+    let s = Session::connect(stuck, config()).await.unwrap();
     let err = s
         .request("stuck", None, Some(Duration::from_secs(2)))
         .await
@@ -297,40 +302,6 @@ async fn the_deadline_covers_a_send_that_never_finishes() {
     };
     assert_eq!(after, Duration::from_secs(2));
     assert_eq!(s.in_flight(), 0);
-}
-
-/// The client's end of a pair, whose error responses (the session's
-/// refusals of server requests) are never sent: as a server that floods
-/// requests and stops reading would leave them.
-#[derive(Debug)]
-struct RefusalsStick(Arc<memory::MemoryTransport>);
-
-impl Transport for RefusalsStick {
-    fn send_with<'a>(
-        &'a self,
-        message: &'a Message,
-        context: &'a mcp_transport::SendContext,
-    ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
-        if matches!(message, Message::Error(_)) {
-            return Box::pin(std::future::pending());
-        }
-        self.0.send_with(message, context)
-    }
-
-    fn recv(
-        &self,
-    ) -> mcp_transport::BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>>
-    {
-        self.0.recv()
-    }
-
-    fn close(&self) -> mcp_transport::BoxFuture<'_, ()> {
-        self.0.close()
-    }
-
-    fn kind(&self) -> mcp_transport::TransportKind {
-        self.0.kind()
-    }
 }
 
 /// Deadlines are kept by the reader task; while it waits to send a refusal
@@ -343,7 +314,11 @@ async fn a_refusal_the_server_does_not_read_holds_back_no_timeout() {
         (r.method == "stuck").then_some(Reply::Silence)
     }));
     let s = Session::connect(
-        RefusalsStick(t),
+        // The session's refusals of server requests.
+        SendsStuck {
+            inner: t,
+            stuck: |m| matches!(m, Message::Error(_)),
+        },
         config().handler(Hangs(Arc::clone(&working))),
     )
     .await

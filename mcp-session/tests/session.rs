@@ -518,13 +518,7 @@ async fn server_requests_are_bounded_cancellable_and_end_with_the_session() {
         .unwrap();
     until("the handler started", || working.load(SeqCst) == 1).await;
     let cancel = json!({"requestId": "cancel-me", "reason": "no longer needed"});
-    fake.server
-        .send(&Message::Notification(Notification::new(
-            "notifications/cancelled",
-            Some(to_raw(&cancel).unwrap()),
-        )))
-        .await
-        .unwrap();
+    fake.notify("notifications/cancelled", cancel).await;
     until("the cancelled handler stopped", || {
         working.load(SeqCst) == 0
     })

@@ -4,7 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorObject, ErrorResponse, Id, Message, Request, Response, to_raw};
+use mcp_jsonrpc::{
+    ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, to_raw,
+};
 use mcp_session::SessionConfig;
 use mcp_transport::{Received, Transport, memory};
 use serde_json::{Value, json};
@@ -34,6 +36,12 @@ pub struct Fake {
 }
 
 impl Fake {
+    /// Sends the client a notification.
+    pub async fn notify(&self, method: &str, params: Value) {
+        let note = Notification::new(method, Some(to_raw(&params).unwrap()));
+        self.server.send(&Message::from(note)).await.unwrap();
+    }
+
     pub fn methods(&self) -> Vec<String> {
         self.seen
             .lock()
