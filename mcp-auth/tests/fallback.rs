@@ -18,8 +18,8 @@ use mcp_auth::client::{OAuthClient, OAuthConfig};
 use mcp_auth::store::MemoryStore;
 use mcp_session::{Session, SessionConfig};
 use mcp_testkit::http::{
-    AuthServerMetadata, HttpServer, HttpServerOptions, OAuthMisbehaviour, OAuthOptions,
-    OAuthStats, ResourceMetadataAt,
+    AuthServerMetadata, HttpServer, HttpServerOptions, OAuthMisbehaviour, OAuthOptions, OAuthStats,
+    ResourceMetadataAt,
 };
 use mcp_transport::http::{HttpOptions, StreamableHttpTransport, WebClient};
 use serde_json::json;
@@ -72,7 +72,9 @@ async fn connect_and_echo(url: &str, client: &OAuthClient) {
     let options = HttpOptions::new()
         .request_timeout(Duration::from_secs(10))
         .authorizer(Arc::new(client.clone()));
-    let transport = StreamableHttpTransport::connect(url, options).await.unwrap();
+    let transport = StreamableHttpTransport::connect(url, options)
+        .await
+        .unwrap();
     let session = Session::connect(transport, SessionConfig::new())
         .await
         .unwrap();
