@@ -2,6 +2,7 @@
 //! of its response (the redirect back to the client).
 
 use crate::discovery::check_endpoint;
+use crate::error::{DESCRIPTION_CHARS, ERROR_CODE_CHARS, peer_text};
 use crate::uri::redact;
 use crate::{AuthError, Secret};
 
@@ -142,9 +143,11 @@ impl PendingAuthorization {
             _ => {}
         }
         if let Some(error) = error {
+            // The server's words, reached through the browser: no control
+            // character, bounded.
             return Err(AuthError::Denied {
-                error,
-                description: error_description,
+                error: peer_text(&error, ERROR_CODE_CHARS),
+                description: error_description.map(|d| peer_text(&d, DESCRIPTION_CHARS)),
             });
         }
         match code {
@@ -157,7 +160,7 @@ impl PendingAuthorization {
 }
 
 /// Equality whose time depends on the lengths only.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -329,6 +332,22 @@ mod tests {
                 description: None
             })
         );
+    }
+
+    #[test]
+    fn a_denial_keeps_no_control_characters_and_is_bounded() {
+        let long = "x".repeat(5000);
+        let q = format!(
+            "state=s1&error=access%1B%5D0%3Bowned%07&error_description=%1B%5B2J%0D%0Aclick{long}&{ISS}"
+        );
+        let Err(AuthError::Denied { error, description }) = pending(Some(true)).accept(&q) else {
+            panic!("not a denial");
+        };
+        assert_eq!(error, "access\u{FFFD}]0;owned\u{FFFD}");
+        let description = description.unwrap();
+        assert!(description.starts_with("\u{FFFD}[2J\u{FFFD}\u{FFFD}click"));
+        assert!(description.chars().count() <= DESCRIPTION_CHARS + 1);
+        assert!(!description.contains(char::is_control));
     }
 
     #[test]

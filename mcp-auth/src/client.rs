@@ -415,7 +415,7 @@ impl OAuthClient {
                 };
                 let url = request.url()?;
                 tracing::info!(issuer = %crate::uri::redact(&discovered.issuer), "authorizing");
-                let query = redirect.wait(url).await?;
+                let query = redirect.wait(url, pending.state.clone()).await?;
                 let code = pending.accept(&query)?;
                 // The registration is kept once a code proves it works.
                 if entry.client.is_none() && client.source != "configured" {

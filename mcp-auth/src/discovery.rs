@@ -107,7 +107,10 @@ pub fn authorization_server_metadata_urls(issuer: &str) -> Result<Vec<String>, A
 
 /// The 2025-03-26 revision's metadata URL: the authorization base URL (the
 /// server URL without its path) plus `/.well-known/oauth-authorization-server`.
-/// For servers that publish no protected resource metadata.
+/// For servers that publish no protected resource metadata. The URL is
+/// the one of the issuer identifier `scheme://host[:port]`, so the document
+/// found there must name that origin as its `issuer`: see
+/// [`crate::metadata::AuthorizationServerMetadata::check_origin_issuer`].
 pub fn legacy_metadata_url(server_url: &str) -> Result<String, AuthError> {
     let server = Url::parse(server_url, "server URL")?;
     Ok(format!("{}{OAUTH_WELL_KNOWN}", server.origin()))

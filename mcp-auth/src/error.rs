@@ -163,6 +163,29 @@ pub enum AuthError {
     Interaction(String),
 }
 
+/// A peer's text (an OAuth `error` or `error_description`, a URL it
+/// published) fit for a message: each control character (C0, DEL, C1:
+/// ESC, BEL, line breaks…) replaced by `\u{FFFD}`, so that no escape
+/// sequence travels in an [`AuthError`], and at most `max` characters
+/// (then `…`).
+pub(crate) fn peer_text(text: &str, max: usize) -> String {
+    let mut shown: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect();
+    if text.chars().nth(max).is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// How much of a peer's `error_description` an [`AuthError`] keeps.
+pub(crate) const DESCRIPTION_CHARS: usize = 300;
+
+/// How much of a peer's `error` code an [`AuthError`] keeps.
+pub(crate) const ERROR_CODE_CHARS: usize = 64;
+
 impl AuthError {
     /// The token endpoint refused a grant as `invalid_grant`: a refresh
     /// token that was revoked, spent or expired.
@@ -174,6 +197,18 @@ impl AuthError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peer_text_has_no_control_characters_and_a_bound() {
+        assert_eq!(peer_text("plain text", 20), "plain text");
+        assert_eq!(
+            peer_text("\u{1b}[2J\u{7}\u{9b}31m\r\nok\u{7f}", 20),
+            "\u{FFFD}[2J\u{FFFD}\u{FFFD}31m\u{FFFD}\u{FFFD}ok\u{FFFD}"
+        );
+        assert_eq!(peer_text("abcdef", 3), "abc…");
+        assert_eq!(peer_text("abc", 3), "abc");
+        assert_eq!(peer_text("é日本", 2), "é日…");
+    }
 
     #[test]
     fn messages_say_what_to_do() {

@@ -20,8 +20,10 @@
 //! 3. [`discovery`] lists the authorization server metadata URLs of the
 //!    chosen issuer; [`metadata::AuthorizationServerMetadata::check`]
 //!    checks the issuer, the endpoints and PKCE (2025-03-26 servers without
-//!    metadata: [`discovery::legacy_metadata_url`] and
-//!    [`discovery::legacy_default_endpoints`]).
+//!    protected resource metadata: [`discovery::legacy_metadata_url`], whose
+//!    document must name the server's origin as its issuer
+//!    ([`metadata::AuthorizationServerMetadata::check_origin_issuer`]), and
+//!    [`discovery::legacy_default_endpoints`] when there is none).
 //! 4. [`registration`] picks pre-registration, a Client ID Metadata
 //!    Document or dynamic registration.
 //! 5. [`scope`] picks the scopes, [`pkce`] makes the verifier and `state`,

@@ -191,6 +191,41 @@ impl AuthorizationServerMetadata {
         Ok(())
     }
 
+    /// Checks the `issuer` of a document the 2025-03-26 fallback found at
+    /// the MCP server's own origin
+    /// ([`crate::discovery::legacy_metadata_url`]): that URL is built from
+    /// the issuer identifier `scheme://host[:port]` (RFC 8414 §3), so the
+    /// document must name that origin (RFC 8414 §3.3), written with or
+    /// without a terminating `/` and in any case or default-port spelling
+    /// of the same origin; no path, query, fragment or user info. Anything
+    /// else — another authorization server's issuer above all, the mix-up
+    /// that would send the code and the PKCE verifier to this server's
+    /// token endpoint once the real server's `iss` matched — is an
+    /// [`AuthError::IssuerMismatch`] naming both, and the document must not
+    /// be used.
+    ///
+    /// On success the issuer to record is `self.issuer`, as published
+    /// (the RFC 9207 `iss` is compared with it byte for byte); the rest of
+    /// the document is then checked with [`check`](Self::check) or
+    /// [`check_for_client_credentials`](Self::check_for_client_credentials).
+    pub fn check_origin_issuer(&self, server_url: &str) -> Result<(), AuthError> {
+        let expected = Url::parse(server_url, "server URL")?.origin();
+        let names_origin = Url::parse(&self.issuer, "issuer").is_ok_and(|issuer| {
+            !issuer.userinfo
+                && !issuer.fragment
+                && issuer.query.is_none()
+                && issuer.path_or_empty().is_empty()
+                && issuer.origin() == expected
+        });
+        if !names_origin {
+            return Err(AuthError::IssuerMismatch {
+                expected: redact(&expected),
+                found: redact(&self.issuer),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether `scopes_supported` lists `scope`.
     pub fn supports_scope(&self, scope: &str) -> bool {
         self.scopes_supported
@@ -364,6 +399,70 @@ mod tests {
             );
             assert!(asm().check_for_client_credentials(used).is_err());
         }
+    }
+
+    #[test]
+    fn the_fallback_issuer_is_the_servers_origin() {
+        let with = |issuer: &str| {
+            let mut m = asm();
+            m.issuer = issuer.into();
+            m
+        };
+        for (issuer, server) in [
+            ("https://auth.example.com", "https://auth.example.com/mcp"),
+            (
+                "https://auth.example.com/",
+                "https://auth.example.com/v1/mcp",
+            ),
+            (
+                "https://AUTH.example.com:443",
+                "https://auth.example.com/mcp",
+            ),
+            ("http://127.0.0.1:3000", "http://127.0.0.1:3000/mcp?x=1"),
+            ("http://localhost:3000", "HTTP://LOCALHOST:3000"),
+        ] {
+            assert_eq!(
+                with(issuer).check_origin_issuer(server),
+                Ok(()),
+                "{issuer} for {server}"
+            );
+        }
+        for issuer in [
+            // Another authorization server: the mix-up.
+            "https://accounts.example.net",
+            // The same host, another port or scheme.
+            "https://auth.example.com:8443",
+            "http://auth.example.com",
+            // A path: that issuer's metadata lives at another URL.
+            "https://auth.example.com/oauth",
+            "https://auth.example.com/mcp",
+            "https://auth.example.com?x=1",
+            "https://auth.example.com#f",
+            "https://u@auth.example.com",
+            "auth.example.com",
+            "",
+        ] {
+            let err = with(issuer)
+                .check_origin_issuer("https://auth.example.com/mcp")
+                .unwrap_err();
+            assert!(
+                matches!(&err, AuthError::IssuerMismatch { expected, .. }
+                    if expected == "https://auth.example.com"),
+                "{issuer}: {err:?}"
+            );
+        }
+        // The message says what was claimed and what was expected, with
+        // neither user info nor query.
+        let err = with("https://user:pw@evil.example/x?token=1")
+            .check_origin_issuer("https://auth.example.com/mcp")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("https://evil.example/x"), "{err}");
+        assert!(
+            err.contains("https://auth.example.com was expected"),
+            "{err}"
+        );
+        assert!(!err.contains("pw") && !err.contains("token"), "{err}");
     }
 
     #[test]

@@ -114,7 +114,8 @@ impl Url {
 }
 
 /// A URL fit for an error message: no user info, no query, no fragment,
-/// at most 200 characters.
+/// at most 200 characters, no control character (each one is `\u{FFFD}`:
+/// the URL may be a peer's, such as a metadata document's `issuer`).
 pub(crate) fn redact(url: &str) -> String {
     let cut = url.split(['?', '#']).next().unwrap_or("");
     let shown = match cut.split_once("://") {
@@ -125,10 +126,7 @@ pub(crate) fn redact(url: &str) -> String {
         }
         None => cut.to_owned(),
     };
-    match shown.char_indices().nth(200) {
-        Some((i, _)) => format!("{}…", shown.get(..i).unwrap_or("")),
-        None => shown,
-    }
+    crate::error::peer_text(&shown, 200)
 }
 
 #[cfg(test)]
@@ -206,5 +204,9 @@ mod tests {
         assert_eq!(redact("no scheme?q"), "no scheme");
         let long = format!("https://h/{}", "a".repeat(300));
         assert_eq!(redact(&long).chars().count(), 201);
+        assert_eq!(
+            redact("https://h\u{1b}]52;c;eA==\u{7}/\u{9b}2J"),
+            "https://h\u{FFFD}]52;c;eA==\u{FFFD}/\u{FFFD}2J"
+        );
     }
 }

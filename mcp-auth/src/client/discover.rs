@@ -93,16 +93,23 @@ impl OAuthClient {
             .unwrap_or(&url)
             .to_owned();
         if let Some(meta) = self.get_json::<AuthorizationServerMetadata>(&url).await? {
-            // 2025-03-26 predates the issuer check against the discovery
-            // URL, and its servers put the issuer where they like (the
-            // suite's own puts it under /oauth): checked against itself,
-            // so only the endpoints' HTTPS rule and PKCE apply.
-            let own = meta.issuer.clone();
-            meta.check(&own)?;
+            // The URL was built from the issuer `origin` (RFC 8414 §3), so
+            // the document must name it (§3.3). Checked against itself, a
+            // server could claim a real authorization server's issuer, send
+            // the user to that server's login page (whose `iss` would then
+            // match) and take the code and the PKCE verifier at its own
+            // token endpoint.
+            meta.check_origin_issuer(server)?;
+            let issuer = meta.issuer.clone();
+            if self.inner.config.grant.has_user() {
+                meta.check(&issuer)?;
+            } else {
+                meta.check_for_client_credentials(&issuer)?;
+            }
             return Ok(Discovered {
                 resource,
                 prm_scopes: None,
-                issuer: meta.issuer.clone(),
+                issuer,
                 meta,
                 guessed: false,
             });

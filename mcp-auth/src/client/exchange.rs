@@ -125,7 +125,13 @@ impl OAuthClient {
                             "the registration endpoint answered {}{}",
                             answer.status,
                             crate::token::TokenError::parse(&answer.body)
-                                .map(|e| format!(" ({})", e.error))
+                                .map(|e| format!(
+                                    " ({})",
+                                    crate::error::peer_text(
+                                        &e.error,
+                                        crate::error::ERROR_CODE_CHARS
+                                    )
+                                ))
                                 .unwrap_or_default()
                         ),
                     });

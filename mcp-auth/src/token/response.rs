@@ -4,6 +4,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::ID_JAG_TOKEN_TYPE;
+use crate::error::{DESCRIPTION_CHARS, ERROR_CODE_CHARS, peer_text};
 use crate::{AuthError, Secret};
 
 /// The answer of an ID-JAG exchange: the grant, to present at the
@@ -22,10 +23,7 @@ impl IdJagResponse {
     /// [`AuthError::InvalidTokenResponse`].
     pub fn parse(body: &[u8]) -> Result<IdJagResponse, AuthError> {
         if let Some(e) = TokenError::parse(body) {
-            return Err(AuthError::TokenRejected {
-                error: e.error,
-                description: e.error_description,
-            });
+            return Err(e.rejected());
         }
         let response: IdJagResponse =
             serde_json::from_slice(body).map_err(|e| AuthError::InvalidTokenResponse {
@@ -119,6 +117,17 @@ impl TokenError {
             .ok()
             .filter(|e| !e.error.is_empty())
     }
+
+    /// As an [`AuthError::TokenRejected`]: the server's words, without
+    /// control characters and bounded (see [`crate::error`]).
+    fn rejected(self) -> AuthError {
+        AuthError::TokenRejected {
+            error: peer_text(&self.error, ERROR_CODE_CHARS),
+            description: self
+                .error_description
+                .map(|d| peer_text(&d, DESCRIPTION_CHARS)),
+        }
+    }
 }
 
 impl TokenResponse {
@@ -128,10 +137,7 @@ impl TokenResponse {
     /// or `DPoP` (any case) is [`AuthError::InvalidTokenResponse`].
     pub fn parse(body: &[u8]) -> Result<TokenResponse, AuthError> {
         if let Some(e) = TokenError::parse(body) {
-            return Err(AuthError::TokenRejected {
-                error: e.error,
-                description: e.error_description,
-            });
+            return Err(e.rejected());
         }
         let response: TokenResponse =
             serde_json::from_slice(body).map_err(|e| AuthError::InvalidTokenResponse {
@@ -292,6 +298,20 @@ mod tests {
             Err(AuthError::TokenRejected { error, description }) => {
                 assert_eq!(error, "invalid_grant");
                 assert_eq!(description.as_deref(), Some("expired"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The server's words lose their control characters and are bounded.
+        let body = format!(
+            r#"{{"error":"invalid_grant\u001b]52;c;eA==\u0007","error_description":"\u009b2J{}"}}"#,
+            "x".repeat(1000)
+        );
+        match TokenResponse::parse(body.as_bytes()) {
+            Err(AuthError::TokenRejected { error, description }) => {
+                assert_eq!(error, "invalid_grant\u{FFFD}]52;c;eA==\u{FFFD}");
+                let description = description.unwrap();
+                assert!(description.starts_with("\u{FFFD}2Jxxx"), "{description}");
+                assert!(description.chars().count() <= DESCRIPTION_CHARS + 1);
             }
             other => panic!("{other:?}"),
         }
