@@ -356,7 +356,8 @@ HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
   --json-response         answer requests with application/json instead of SSE
   --no-get-stream         GET /mcp answers 405
   --http-misbehave NAME   drop-stream, expire-session, expire-session-400, status-500,
-                          wrong-content-type, slow-head or drop-sse-stream (repeatable)
+                          wrong-content-type, slow-head, drop-sse-stream, accept-and-drop or
+                          retry-zero-close (repeatable)
   --require-header 'K: V' answer 401 unless every request carries this header
   --oauth                 protect the MCP endpoint with OAuth: every request needs a bearer token
                           from the built-in authorization server (issuer http://ADDR, metadata at
