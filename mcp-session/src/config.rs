@@ -83,6 +83,11 @@ pub enum ServerNotification {
     },
 }
 
+/// The default of [`SessionConfig::max_list_bytes`]: 64 MiB.
+pub(crate) const DEFAULT_MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
+/// The default of [`SessionConfig::max_list_items`]: 100,000.
+pub(crate) const DEFAULT_MAX_LIST_ITEMS: usize = 100_000;
+
 /// Called for every notification from the server.
 pub type NotificationListener = Arc<dyn Fn(&ServerNotification) + Send + Sync>;
 
@@ -143,6 +148,19 @@ pub struct SessionConfig {
     /// cursor is stopped at once, whatever this says). 100 was too few for
     /// a server with 10,000 resources in pages of 100.
     pub max_list_pages: usize,
+    /// Most bytes one fetch of a list (every page of it) may take, counted
+    /// on the answers' raw JSON as received. Default: 64 MiB, four answers
+    /// at the transports' 16 MiB message limit and some hundred times the
+    /// largest real catalogs (a few hundred tools or ten thousand resources
+    /// are a few MiB); a server that pages on past it is stopped with
+    /// [`SessionError::ListTooLarge`](crate::SessionError::ListTooLarge)
+    /// instead of filling memory.
+    pub max_list_bytes: usize,
+    /// Most entries one fetch of a list may hold, all pages together.
+    /// Default: 100,000, ten times the 10,000 resources that made 100 pages
+    /// too few (see `max_list_pages`); past it the fetch fails with
+    /// [`SessionError::ListTooLarge`](crate::SessionError::ListTooLarge).
+    pub max_list_items: usize,
     /// On 2026-07-28, declare the tasks extension
     /// (`io.modelcontextprotocol/tasks`) on every request, so the server may
     /// answer a tool call with a task (which `call_tool` then follows to its
@@ -168,6 +186,8 @@ impl fmt::Debug for SessionConfig {
                 &self.supports_parallel_tool_calls,
             )
             .field("max_list_pages", &self.max_list_pages)
+            .field("max_list_bytes", &self.max_list_bytes)
+            .field("max_list_items", &self.max_list_items)
             .field("tasks_extension", &self.tasks_extension)
             .field("handler", &self.handler.is_some())
             .finish_non_exhaustive()
@@ -213,6 +233,10 @@ impl SessionConfig {
         supports_parallel_tool_calls: bool,
         /// Sets the most pages a list follows.
         max_list_pages: usize,
+        /// Sets the most bytes (raw JSON, all pages) one fetch of a list takes.
+        max_list_bytes: usize,
+        /// Sets the most entries (all pages) one fetch of a list takes.
+        max_list_items: usize,
         /// Sets whether a 2026-07-28 session declares the tasks extension.
         tasks_extension: bool,
     }
@@ -299,6 +323,8 @@ impl Default for SessionConfig {
             max_total_timeout: defaults::MAX_TOTAL_TIMEOUT,
             supports_parallel_tool_calls: defaults::SUPPORTS_PARALLEL_TOOL_CALLS,
             max_list_pages: 1000,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
             tasks_extension: true,
             handler: None,
             on_notification: None,

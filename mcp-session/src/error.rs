@@ -198,6 +198,29 @@ pub enum SessionError {
         /// The limit, in bytes.
         limit: usize,
     },
+    /// A paged list (`tools/list`, `resources/list`, `prompts/list`,
+    /// `tasks/list`, `skills/list` …) went over one of the budgets of one
+    /// fetch: more pages, bytes or entries than the session takes. Paging
+    /// stopped there and nothing of the list was kept. The message names
+    /// the budget and the [`SessionConfig`](crate::SessionConfig) method
+    /// that raises it.
+    #[error(
+        "{method}: the server's list went over {} after {pages} page(s); stopped paging and \
+         kept none of it. If the server really lists that much, raise {}",
+        .budget.describe(*.limit),
+        .budget.setting()
+    )]
+    #[non_exhaustive]
+    ListTooLarge {
+        /// The list's method.
+        method: String,
+        /// Which budget ran out.
+        budget: ListBudget,
+        /// That budget's configured bound (pages, bytes or entries).
+        limit: usize,
+        /// The pages received when it ran out.
+        pages: usize,
+    },
     /// A 2025-11-25 tool whose `execution.taskSupport` is absent or
     /// `forbidden` cannot run as a task; nothing was sent.
     #[error(
@@ -299,6 +322,68 @@ impl fmt::Display for TimeoutKind {
     }
 }
 
+/// Which budget of a list fetch ran out ([`SessionError::ListTooLarge`]),
+/// so the user knows which setting to raise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ListBudget {
+    /// The number of pages:
+    /// [`SessionConfig::max_list_pages`](crate::SessionConfig::max_list_pages).
+    Pages,
+    /// The bytes of the answers, raw JSON as received, all pages together:
+    /// [`SessionConfig::max_list_bytes`](crate::SessionConfig::max_list_bytes).
+    Bytes,
+    /// The entries, all pages together:
+    /// [`SessionConfig::max_list_items`](crate::SessionConfig::max_list_items).
+    Items,
+}
+
+impl ListBudget {
+    /// The setting that raises this budget, as the builder method to call.
+    pub fn setting(self) -> &'static str {
+        match self {
+            ListBudget::Pages => "SessionConfig::max_list_pages",
+            ListBudget::Bytes => "SessionConfig::max_list_bytes",
+            ListBudget::Items => "SessionConfig::max_list_items",
+        }
+    }
+
+    /// The budget of `limit`, in words.
+    fn describe(self, limit: usize) -> String {
+        match self {
+            ListBudget::Pages => format!("the budget of {limit} pages"),
+            ListBudget::Bytes => format!(
+                "the budget of {limit} bytes ({}) of answers",
+                describe_bytes(limit)
+            ),
+            ListBudget::Items => format!("the budget of {limit} entries"),
+        }
+    }
+}
+
+/// A size in words: `64 MiB`, `1.5 KiB`, `10 bytes`.
+fn describe_bytes(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    let scaled = |unit: usize, name: &str| {
+        if bytes.is_multiple_of(unit) {
+            format!("{} {name}", bytes / unit)
+        } else {
+            // Precision does not matter here: a budget in words.
+            #[allow(clippy::cast_precision_loss)]
+            let value = bytes as f64 / unit as f64;
+            format!("{value:.1} {name}")
+        }
+    };
+    if bytes >= MIB {
+        scaled(MIB, "MiB")
+    } else if bytes >= KIB {
+        scaled(KIB, "KiB")
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 fn task_failure(error: Option<&ErrorObject>, message: Option<&str>) -> String {
     match (error, message) {
         (Some(e), _) => e.to_string(),
@@ -375,6 +460,15 @@ impl SessionError {
         }
     }
 
+    /// Which budget of a list fetch ran out, when this is a
+    /// [`ListTooLarge`](Self::ListTooLarge).
+    pub fn list_budget(&self) -> Option<ListBudget> {
+        match self {
+            SessionError::ListTooLarge { budget, .. } => Some(*budget),
+            _ => None,
+        }
+    }
+
     /// Which timeout fired, when this is a [`Timeout`](Self::Timeout).
     pub fn timeout_kind(&self) -> Option<TimeoutKind> {
         match self {
@@ -428,5 +522,36 @@ impl SessionError {
             SessionError::Transport(t) => Some(t),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_budget_is_named_with_its_setting_and_size() {
+        assert_eq!(describe_bytes(64 * 1024 * 1024), "64 MiB");
+        assert_eq!(describe_bytes(1536), "1.5 KiB");
+        assert_eq!(describe_bytes(10), "10 bytes");
+        let e = SessionError::ListTooLarge {
+            method: "tools/list".into(),
+            budget: ListBudget::Bytes,
+            limit: 64 * 1024 * 1024,
+            pages: 257,
+        };
+        let text = e.to_string();
+        assert!(text.starts_with("tools/list: "), "{text}");
+        assert!(
+            text.contains("64 MiB") && text.contains("257 page(s)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("raise SessionConfig::max_list_bytes"),
+            "{text}"
+        );
+        assert_eq!(e.list_budget(), Some(ListBudget::Bytes));
+        assert_eq!(ListBudget::Items.setting(), "SessionConfig::max_list_items");
+        assert_eq!(ListBudget::Pages.setting(), "SessionConfig::max_list_pages");
     }
 }

@@ -1,7 +1,8 @@
 //! Resources, prompts and completion: what a server offers beside tools.
 //!
 //! Lists are fetched page by page with the same guards as `tools/list` (a
-//! repeated cursor or too many pages stop the paging with an error), cached
+//! repeated cursor stops the paging with an error, and so does a fetch over
+//! its budget of pages, bytes or entries: [`SessionError::ListTooLarge`]), cached
 //! until the server says the list changed (`notifications/…/list_changed`)
 //! or, on 2026-07-28, until its `ttlMs` runs out. A request for a feature
 //! the server did not declare fails at once with
@@ -23,7 +24,8 @@ use mcp_protocol::types::{
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use crate::{Session, SessionError};
+use crate::parse::parse_result;
+use crate::{ListBudget, Session, SessionError};
 
 /// One page of a paginated list.
 pub(crate) trait Page: DeserializeOwned {
@@ -133,27 +135,73 @@ impl Session {
 
     /// [`pages`](Self::pages) of a request with these other parameters
     /// (`resources/directory/read`'s `uri`).
+    ///
+    /// One fetch is bounded three ways, each a [`SessionConfig`] setting
+    /// ([`SessionError::ListTooLarge`] names the one that ran out): pages
+    /// (`max_list_pages`), bytes (`max_list_bytes`, the raw JSON of each
+    /// answer as received, counted before it is parsed) and entries
+    /// (`max_list_items`). A server that pages on for ever is so stopped
+    /// with at most about one page past the budget in memory.
+    ///
+    /// [`SessionConfig`]: crate::SessionConfig
     pub(crate) async fn pages_with<P: Page>(
         &self,
         method: &'static str,
         base: serde_json::Map<String, serde_json::Value>,
     ) -> Result<(Vec<P::Item>, Option<Duration>), SessionError> {
         let modern = self.inner.version.is_modern();
+        let config = &self.inner.config;
+        let over = |budget: ListBudget, limit: usize, pages: usize| {
+            tracing::warn!(
+                server = %config.server_name,
+                method,
+                pages,
+                limit,
+                setting = budget.setting(),
+                "a paged list went over its budget; stopped paging"
+            );
+            SessionError::ListTooLarge {
+                method: method.into(),
+                budget,
+                limit,
+                pages,
+            }
+        };
         let mut items = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut ttl: Option<Duration> = None;
-        let timeout = self.inner.config.request_timeout;
-        for _ in 0..self.inner.config.max_list_pages {
+        let mut bytes = 0usize;
+        let timeout = config.request_timeout;
+        for page in 1..=config.max_list_pages {
             let mut params = base.clone();
             if let Some(c) = &cursor {
                 params.insert("cursor".into(), json!(c));
             }
-            let page: P = self
+            let raw = self.inner.params(method, &params)?;
+            let context = self.inner.context();
+            let answer = self
                 .inner
-                .request(method, &params, timeout, &self.inner.context())
+                .request_raw(
+                    self.inner.next_id(),
+                    method,
+                    Some(raw),
+                    timeout,
+                    None,
+                    &context,
+                )
                 .await?;
-            let (page_items, next, extra) = page.into_parts();
+            // The answer's size as it came, before it is parsed.
+            bytes = bytes.saturating_add(answer.get().len());
+            if bytes > config.max_list_bytes {
+                return Err(over(ListBudget::Bytes, config.max_list_bytes, page));
+            }
+            let parsed: P = parse_result(method, &answer)?;
+            drop(answer);
+            let (page_items, next, extra) = parsed.into_parts();
+            if items.len().saturating_add(page_items.len()) > config.max_list_items {
+                return Err(over(ListBudget::Items, config.max_list_items, page));
+            }
             if modern {
                 let page_ttl = CacheHints::of_map(&extra).ttl;
                 ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
@@ -174,13 +222,11 @@ impl Session {
                 }
             }
         }
-        Err(SessionError::InvalidResponse {
-            method: method.into(),
-            reason: format!(
-                "more than {} pages; stopped paging",
-                self.inner.config.max_list_pages
-            ),
-        })
+        Err(over(
+            ListBudget::Pages,
+            config.max_list_pages,
+            config.max_list_pages,
+        ))
     }
 
     /// A list from its cache, or fetched (every page) when missing, marked

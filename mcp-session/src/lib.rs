@@ -95,7 +95,7 @@ pub use config::{
     CallOptions, ClientHandler, Diagnostics, NotificationListener, ProgressListener,
     ServerNotification, SessionConfig,
 };
-pub use error::{SchemaProblem, SessionError, TimeoutKind};
+pub use error::{ListBudget, SchemaProblem, SessionError, TimeoutKind};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::Session;

@@ -364,3 +364,71 @@ async fn a_long_list_is_followed_past_a_hundred_pages() {
     assert_eq!(s.list_resources().await.unwrap().len(), 10_000);
     assert_eq!(count(&fake, "resources/list"), 200);
 }
+
+/// A server whose `resources/list` never ends: pages of 100 resources, each
+/// with a new cursor.
+fn endless_resources() -> Script {
+    Arc::new(|r: &Request| match r.method.as_str() {
+        "initialize" => Reply::Ok(init_result("2025-11-25", all_caps())),
+        "resources/list" => {
+            let page: usize = params(r)["cursor"]
+                .as_str()
+                .map_or(0, |c| c.parse().unwrap());
+            let resources: Vec<Value> = (page * 100..page * 100 + 100)
+                .map(|i| json!({"uri": format!("test://r/{i}"), "name": format!("r{i}")}))
+                .collect();
+            Reply::Ok(json!({"resources": resources, "nextCursor": (page + 1).to_string()}))
+        }
+        _ => Reply::Err(-32601, "method not found"),
+    })
+}
+
+#[tokio::test]
+async fn each_list_budget_stops_an_endless_list_and_names_its_setting() {
+    use mcp_session::ListBudget;
+    // A page of 100 resources is about 3.5 KB of JSON.
+    let cases = [
+        (config().max_list_items(250), ListBudget::Items, 250, 3),
+        (
+            config().max_list_bytes(20_000),
+            ListBudget::Bytes,
+            20_000,
+            6,
+        ),
+        (config().max_list_pages(7), ListBudget::Pages, 7, 7),
+    ];
+    for (config, expected, limit, requests) in cases {
+        let (t, fake) = start(endless_resources());
+        let s = Session::connect_shared(t, config).await.unwrap();
+        let err = s.list_resources().await.unwrap_err();
+        assert_eq!(err.list_budget(), Some(expected), "{err}");
+        let SessionError::ListTooLarge {
+            method,
+            limit: got,
+            pages,
+            ..
+        } = &err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!((method.as_str(), *got), ("resources/list", limit));
+        assert_eq!(*pages, requests, "{err}");
+        assert_eq!(
+            count(&fake, "resources/list"),
+            requests,
+            "paging stopped at the page that went over"
+        );
+        let message = err.to_string();
+        assert!(message.contains(expected.setting()), "{message}");
+        assert!(message.contains("resources/list"), "{message}");
+        assert!(message.contains(&limit.to_string()), "{message}");
+    }
+}
+
+#[test]
+fn the_list_budgets_default_far_above_real_servers() {
+    let c = SessionConfig::default();
+    assert_eq!(c.max_list_pages, 1000);
+    assert_eq!(c.max_list_bytes, 64 * 1024 * 1024);
+    assert_eq!(c.max_list_items, 100_000);
+}

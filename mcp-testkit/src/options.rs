@@ -72,6 +72,10 @@ pub enum Misbehaviour {
     /// 2026-07-28 `server/discover` probe, say), writes a protocol error to
     /// stderr and exits with code 1, as some strict legacy servers do.
     StrictInitialize,
+    /// `endless-tool-pages`: `tools/list` never ends: every page holds 64
+    /// generated tools with long descriptions (about 256 KiB of JSON) and
+    /// the cursor of one more page, never repeated.
+    EndlessToolPages,
 }
 
 impl Misbehaviour {
@@ -92,6 +96,7 @@ impl Misbehaviour {
         Misbehaviour::NoToolsCapability,
         Misbehaviour::RequireInitialized,
         Misbehaviour::StrictInitialize,
+        Misbehaviour::EndlessToolPages,
     ];
 
     /// The name used on the command line.
@@ -112,6 +117,7 @@ impl Misbehaviour {
             Misbehaviour::NoToolsCapability => "no-tools-capability",
             Misbehaviour::RequireInitialized => "require-initialized",
             Misbehaviour::StrictInitialize => "strict-initialize",
+            Misbehaviour::EndlessToolPages => "endless-tool-pages",
         }
     }
 
@@ -156,6 +162,9 @@ impl Misbehaviour {
             }
             Misbehaviour::StrictInitialize => {
                 "exits with code 1 when the first request is not initialize (a discover probe)"
+            }
+            Misbehaviour::EndlessToolPages => {
+                "tools/list never ends: pages of ~256 KiB of tools, each with a new cursor"
             }
         }
     }
@@ -347,7 +356,8 @@ HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
   --json-response         answer requests with application/json instead of SSE
   --no-get-stream         GET /mcp answers 405
   --http-misbehave NAME   drop-stream, expire-session, expire-session-400, status-500,
-                          wrong-content-type, slow-head or drop-sse-stream (repeatable)
+                          wrong-content-type, slow-head, drop-sse-stream, accept-and-drop or
+                          retry-zero-close (repeatable)
   --require-header 'K: V' answer 401 unless every request carries this header
   --oauth                 protect the MCP endpoint with OAuth: every request needs a bearer token
                           from the built-in authorization server (issuer http://ADDR, metadata at

@@ -81,7 +81,7 @@ fn read_only() -> ToolAnnotations {
 
 /// A read-only tool with no output schema; `input_schema` is its JSON
 /// Schema (a schema is JSON by nature: [`Tool::input_schema`] is a `Value`).
-fn tool(name: &str, title: &str, description: &str, input_schema: Value) -> Tool {
+pub(crate) fn tool(name: &str, title: &str, description: &str, input_schema: Value) -> Tool {
     Tool {
         name: name.to_owned(),
         title: Some(title.to_owned()),

@@ -315,8 +315,12 @@ impl HttpOptions {
 
     /// Wait before reconnecting a dropped SSE stream (streamable HTTP's GET
     /// and request streams, the legacy transport's stream) when the server
-    /// sent no `retry` (default 1 s); the GET streams back off from it,
-    /// doubling with jitter up to 30 s. A server's `retry` always wins.
+    /// sent no `retry` (default 1 s); the long-lived streams (the GET
+    /// stream, the legacy stream) back off from it, doubling with jitter up
+    /// to 30 s, and only a stream that lived
+    /// [`HEALTHY_STREAM_LIFE`](crate::backoff::HEALTHY_STREAM_LIFE) starts
+    /// that afresh. A server's `retry` wins, but on the long-lived streams
+    /// never below [`MIN_STREAM_RETRY`](crate::backoff::MIN_STREAM_RETRY).
     pub fn default_retry(mut self, wait: Duration) -> Self {
         self.default_retry = wait;
         self

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
+use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
@@ -28,7 +29,15 @@ impl Shared {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let endpoint = format!("/messages?sessionId={}", session.id);
+        let short = HttpMisbehaviour::short_stream_prelude(&self.options);
+        if let Some(prelude) = short.filter(|p| !p.is_empty()) {
+            let _ = tx.send(Bytes::from_static(prelude));
+        }
         let _ = tx.send(sse_event(None, Some("endpoint"), endpoint.as_bytes()));
+        if short.is_some() {
+            // Ended after its endpoint event: the sender goes with this scope.
+            return sse_response(rx);
+        }
         lock(&session.routes).standalone = Some(tx);
         sse_response(rx)
     }

@@ -44,6 +44,14 @@ pub enum HttpMisbehaviour {
     /// lives on, but answers can no longer reach the client: it must open a
     /// new stream, which is a new session.
     DropSseStream,
+    /// `accept-and-drop`: every long-lived event stream — the streamable
+    /// GET stream (without `Last-Event-ID`) and the legacy `/sse` stream —
+    /// is answered 200 and ended at once (the legacy one right after its
+    /// `endpoint` event): each reconnection succeeds and dies young.
+    AcceptAndDrop,
+    /// `retry-zero-close`: like `accept-and-drop`, but each stream first
+    /// sends `retry: 0`, asking to be reconnected without any wait.
+    RetryZeroClose,
 }
 
 impl HttpMisbehaviour {
@@ -56,6 +64,8 @@ impl HttpMisbehaviour {
         HttpMisbehaviour::WrongContentType,
         HttpMisbehaviour::SlowHead,
         HttpMisbehaviour::DropSseStream,
+        HttpMisbehaviour::AcceptAndDrop,
+        HttpMisbehaviour::RetryZeroClose,
     ];
 
     /// The name used on the command line.
@@ -68,6 +78,21 @@ impl HttpMisbehaviour {
             HttpMisbehaviour::WrongContentType => "wrong-content-type",
             HttpMisbehaviour::SlowHead => "slow-head",
             HttpMisbehaviour::DropSseStream => "drop-sse-stream",
+            HttpMisbehaviour::AcceptAndDrop => "accept-and-drop",
+            HttpMisbehaviour::RetryZeroClose => "retry-zero-close",
+        }
+    }
+
+    /// Whether the long-lived event streams end as soon as they are
+    /// answered ([`AcceptAndDrop`](Self::AcceptAndDrop),
+    /// [`RetryZeroClose`](Self::RetryZeroClose)), and what they send first.
+    pub(super) fn short_stream_prelude(options: &HttpServerOptions) -> Option<&'static [u8]> {
+        if options.has(HttpMisbehaviour::RetryZeroClose) {
+            Some(b"retry: 0\n\n")
+        } else if options.has(HttpMisbehaviour::AcceptAndDrop) {
+            Some(b"")
+        } else {
+            None
         }
     }
 

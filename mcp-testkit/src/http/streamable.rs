@@ -283,6 +283,13 @@ impl Shared {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         self.stats.get_streams.fetch_add(1, Ordering::Relaxed);
+        if let Some(prelude) = HttpMisbehaviour::short_stream_prelude(&self.options) {
+            // Answered, then ended: the sender goes with this scope.
+            if !prelude.is_empty() {
+                let _ = tx.send(Bytes::from_static(prelude));
+            }
+            return sse_response(rx);
+        }
         lock(&session.routes).standalone = Some(tx);
         sse_response(rx)
     }

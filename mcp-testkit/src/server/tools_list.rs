@@ -20,6 +20,35 @@ use crate::tools;
 /// index of the page's first tool.
 const CURSOR_PREFIX: &str = "mcp-testkit-page-";
 
+/// What the cursors of [`Misbehaviour::EndlessToolPages`] start with; the
+/// rest is the page's number.
+const ENDLESS_PREFIX: &str = "mcp-testkit-endless-";
+/// Tools on each page of [`Misbehaviour::EndlessToolPages`].
+const ENDLESS_PAGE_TOOLS: usize = 64;
+/// The length of each of their descriptions: 64 × 4 KiB, about 256 KiB a page.
+const ENDLESS_DESCRIPTION_BYTES: usize = 4096;
+
+/// Page `n` of [`Misbehaviour::EndlessToolPages`]: tools `endless_N_I`
+/// with long descriptions, and the cursor of page `n + 1`.
+fn endless_page(n: u64) -> ListToolsResult {
+    let description = "x".repeat(ENDLESS_DESCRIPTION_BYTES);
+    let tools = (0..ENDLESS_PAGE_TOOLS)
+        .map(|i| {
+            tools::tool(
+                &format!("endless_{n}_{i}"),
+                "Endless",
+                &description,
+                serde_json::json!({"type": "object"}),
+            )
+        })
+        .collect();
+    ListToolsResult {
+        tools,
+        next_cursor: Some(format!("{ENDLESS_PREFIX}{}", n.saturating_add(1))),
+        extra: Extra::new(),
+    }
+}
+
 /// `tools/list`'s params.
 pub(super) fn parse_list(params: Map<String, Value>) -> Result<PaginatedParams, ProtocolError> {
     typed(params, |p| {
@@ -89,6 +118,18 @@ impl Server {
         params: &PaginatedParams,
         modern: bool,
     ) -> Result<ListToolsResult, ProtocolError> {
+        if self.options().has(Misbehaviour::EndlessToolPages) {
+            let n = match params.cursor.as_deref() {
+                None => 0,
+                Some(cursor) => cursor
+                    .strip_prefix(ENDLESS_PREFIX)
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        ProtocolError::invalid_field("cursor", "not a cursor this server gave out")
+                    })?,
+            };
+            return Ok(endless_page(n));
+        }
         let all = tools::listed(modern, self.options().extra_tools);
         let (range, next_cursor) = page(
             params.cursor.as_deref(),

@@ -16,12 +16,17 @@
 //!   failed at once through `recv` as a [`Received::Failed`], so callers do
 //!   not wait for their timeouts.
 //! * The SSE URL is fetched again after a wait (the server's `retry` when it
-//!   sent one, else [`backoff::delay`](crate::backoff::delay) from
-//!   [`HttpOptions::default_retry`], capped at 30 s, jittered), carrying
-//!   `Last-Event-ID` when the events had ids, at most
-//!   [`HttpOptions::max_reconnects`] attempts in a row (counted again from
-//!   zero after a success). A 4xx other than 408 and 429 ends the attempts
-//!   at once: waiting does not fix a wrong URL or refused credentials.
+//!   sent one, never below [`MIN_STREAM_RETRY`](crate::backoff::MIN_STREAM_RETRY),
+//!   else [`backoff::delay`](crate::backoff::delay) from
+//!   [`HttpOptions::default_retry`], capped at 30 s, jittered; the backoff
+//!   starts afresh only after a stream that lived
+//!   [`HEALTHY_STREAM_LIFE`](crate::backoff::HEALTHY_STREAM_LIFE), so a
+//!   server that hangs up at once is reconnected less and less often),
+//!   carrying `Last-Event-ID` when the events had ids, at most
+//!   [`HttpOptions::max_reconnects`] failed attempts in a row (counted again
+//!   from zero after a success). A 4xx other than 408 and 429 ends the
+//!   attempts at once: waiting does not fix a wrong URL or refused
+//!   credentials. Each wait, and why, is in the trace.
 //! * The new stream's `endpoint` passes the same origin check as the first.
 //!   A new endpoint is a new session on the server: the `initialize`
 //!   request the layer above sent is replayed under an id of the
@@ -59,8 +64,6 @@ mod state;
 use state::{Attempt, Gate, LinkState, Replay};
 
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
-/// The longest wait between two reconnection attempts.
-const MAX_RECONNECT_WAIT: Duration = Duration::from_secs(30);
 
 /// A connection to a server speaking the 2024-11-05 HTTP+SSE transport.
 pub struct SseTransport {
@@ -98,6 +101,8 @@ struct Inner {
 /// How one stream ended.
 struct StreamEnd {
     why: String,
+    /// How long the stream was read.
+    lived: Duration,
     last_event_id: Option<String>,
     retry: Option<Duration>,
 }
@@ -294,6 +299,7 @@ impl Inner {
         last_event_id: Option<String>,
         mut endpoint: Option<oneshot::Sender<Result<Uri, String>>>,
     ) -> StreamEnd {
+        let since = tokio::time::Instant::now();
         let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
         parser.set_last_event_id(last_event_id);
         let idle = self.options().idle_stream_timeout;
@@ -356,6 +362,7 @@ impl Inner {
         self.replay.lock().unwrap_or_else(|p| p.into_inner()).take();
         StreamEnd {
             why,
+            lived: since.elapsed(),
             last_event_id: parser.last_event_id().map(str::to_owned),
             retry: parser.retry(),
         }
@@ -400,12 +407,25 @@ impl Inner {
             if end.retry.is_some() {
                 retry = end.retry;
             }
-            let lost = self.state().stream_dropped(&end.why);
+            let dropped = self.state().stream_dropped(&end.why, end.lived);
+            let lost = dropped.lost;
             self.changed.send_replace(());
-            tracing::info!(server = %name, "{}; reconnecting", end.why);
+            let young = if dropped.young {
+                " (young: the backoff goes on)"
+            } else {
+                ""
+            };
+            tracing::info!(
+                server = %name,
+                lived_ms = u64::try_from(end.lived.as_millis()).unwrap_or(u64::MAX),
+                young = dropped.young,
+                "{}; reconnecting",
+                end.why
+            );
             self.options().observe(HttpTrace::Note(format!(
-                "{}; {} request(s) in flight failed; reconnecting",
+                "{} after {} ms{young}; {} request(s) in flight failed; reconnecting",
                 end.why,
+                end.lived.as_millis(),
                 lost.len()
             )));
             for id in lost {
@@ -430,20 +450,16 @@ impl Inner {
                     Attempt::Try(n) => n,
                     Attempt::GiveUp(reason) => return self.give_up(reason),
                 };
-                let wait = retry.unwrap_or_else(|| {
-                    crate::backoff::delay(
-                        n,
-                        self.options().default_retry,
-                        MAX_RECONNECT_WAIT,
-                        &name,
-                    )
-                });
+                let pace = self
+                    .state()
+                    .reconnect_wait(retry, self.options().default_retry, &name);
+                pace.trace(&name, "SSE", (n == 1).then_some(end.lived));
                 self.options().observe(HttpTrace::Note(format!(
-                    "reconnecting the SSE stream in {} ms (attempt {n} of {max})",
-                    wait.as_millis()
+                    "reconnecting the SSE stream {}; try {n} of at most {max} in a row",
+                    pace.describe()
                 )));
                 tokio::select! {
-                    () = tokio::time::sleep(wait) => {}
+                    () = tokio::time::sleep(pace.wait) => {}
                     () = self.closing.cancelled() => return,
                 }
                 let attempt = tokio::select! {

@@ -71,7 +71,13 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   it sends nothing, not even a comment, for
 ///   [`HttpOptions::idle_stream_timeout`], it is treated as dropped and
 ///   opened again (a request's own SSE answer is bounded by the session's
-///   request timeout instead).
+///   request timeout instead). Whenever it ends it is opened again after the
+///   server's `retry`, never below
+///   [`MIN_STREAM_RETRY`](crate::backoff::MIN_STREAM_RETRY), and a backoff
+///   from [`HttpOptions::default_retry`] up to 30 s that only a stream that
+///   lived [`HEALTHY_STREAM_LIFE`](crate::backoff::HEALTHY_STREAM_LIFE)
+///   starts afresh: a server that answers the GET and hangs up at once is
+///   reopened less and less often. Each wait, and why, is in the trace.
 /// * A dropped SSE stream whose events had ids is resumed with a GET carrying
 ///   `Last-Event-ID`, after the server's `retry` delay (or
 ///   [`HttpOptions::default_retry`]), up to [`HttpOptions::max_reconnects`]

@@ -1,15 +1,18 @@
 //! The decisions of a legacy HTTP+SSE connection, without IO: where a POST
 //! may go (or whether it waits for a reconnection), which requests a dropped
-//! stream takes with it, how many reconnection attempts are left, and what a
-//! new endpoint replays. The async code in the parent module drives these.
+//! stream takes with it, how many reconnection attempts are left, how long
+//! to wait before each, and what a new endpoint replays. The async code in
+//! the parent module drives these.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::Uri;
 use mcp_jsonrpc::{Id, Message, Request};
 
 use crate::TransportError;
+use crate::backoff::{Pace, StreamPacing};
 
 /// Where the connection stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +43,16 @@ pub(super) enum Attempt {
     Try(u32),
     /// No attempts left: the connection is closed, for this reason.
     GiveUp(String),
+}
+
+/// What a dropped stream leaves behind.
+#[derive(Debug)]
+pub(super) struct Dropped {
+    /// The requests in flight on it, to be failed (their answers would
+    /// have come on it).
+    pub(super) lost: Vec<Id>,
+    /// It died young: the waits before reconnecting go on growing.
+    pub(super) young: bool,
 }
 
 /// What a new stream's endpoint asks for before POSTs may go out.
@@ -75,6 +88,9 @@ pub(super) struct LinkState {
     outage: Option<String>,
     /// Replays so far (numbers the fresh ids).
     replays: u64,
+    /// The pacing of the reconnections: a stream that dies young does not
+    /// reset it.
+    pacing: StreamPacing,
 }
 
 impl LinkState {
@@ -92,6 +108,7 @@ impl LinkState {
             failures: 0,
             outage: None,
             replays: 0,
+            pacing: StreamPacing::default(),
         }
     }
 
@@ -140,16 +157,34 @@ impl LinkState {
         self.version = version.map(str::to_owned);
     }
 
-    /// The stream dropped (`why`), not by our own close: POSTs wait for a
-    /// new one, and the requests in flight are returned, to be failed (their
-    /// answers would have come on the dropped stream).
-    pub(super) fn stream_dropped(&mut self, why: &str) -> Vec<Id> {
+    /// The stream dropped (`why`) after `lived`, not by our own close: POSTs
+    /// wait for a new one, and the requests in flight are returned, to be
+    /// failed (their answers would have come on the dropped stream).
+    pub(super) fn stream_dropped(&mut self, why: &str, lived: Duration) -> Dropped {
+        let young = self.pacing.ended(lived);
         if let Phase::Closed(_) = self.phase {
-            return Vec::new();
+            return Dropped {
+                lost: Vec::new(),
+                young,
+            };
         }
         self.phase = Phase::Reconnecting;
         self.outage = Some(why.to_owned());
-        self.in_flight.drain().collect()
+        Dropped {
+            lost: self.in_flight.drain().collect(),
+            young,
+        }
+    }
+
+    /// The wait before the next reconnection attempt, after the server's
+    /// last `retry` (if any) and the default: see [`StreamPacing`].
+    pub(super) fn reconnect_wait(
+        &mut self,
+        retry: Option<Duration>,
+        default_retry: Duration,
+        salt: &str,
+    ) -> Pace {
+        self.pacing.next(retry, default_retry, salt)
     }
 
     /// The next reconnection attempt, with `max` attempts in a row allowed;
@@ -274,6 +309,9 @@ mod tests {
     use super::*;
     use mcp_jsonrpc::{ErrorObject, ErrorResponse, Response};
 
+    /// How long the tests' streams lived: long enough to be healthy.
+    const LIFE: Duration = Duration::from_secs(60);
+
     fn uri(s: &str) -> Uri {
         s.parse().unwrap()
     }
@@ -308,7 +346,9 @@ mod tests {
         assert_eq!(s.gate(None), Gate::Post(uri("http://h/messages?s=1")));
         assert!(s.answered(&Id::from(2)));
         assert!(!s.answered(&Id::from(2)), "answered once");
-        let mut failed = s.stream_dropped("the server closed the SSE stream");
+        let mut failed = s
+            .stream_dropped("the server closed the SSE stream", LIFE)
+            .lost;
         failed.sort_by_key(ToString::to_string);
         assert_eq!(failed, vec![Id::from(1)]);
         assert_eq!(s.gate(Some(&Id::from(3))), Gate::Wait);
@@ -324,11 +364,11 @@ mod tests {
     #[test]
     fn attempts_are_bounded_in_a_row_and_counted_again_after_a_success() {
         let mut s = ready_at("http://h/m?s=1");
-        s.stream_dropped("the server closed the SSE stream");
+        s.stream_dropped("the server closed the SSE stream", LIFE);
         assert_eq!(s.next_attempt(2, "x"), Attempt::Try(1));
         assert_eq!(s.next_attempt(2, "x"), Attempt::Try(2));
         s.ready(uri("http://h/m?s=2"));
-        s.stream_dropped("the SSE stream broke");
+        s.stream_dropped("the SSE stream broke", LIFE);
         assert_eq!(s.next_attempt(2, "x"), Attempt::Try(1), "reset");
         assert_eq!(s.next_attempt(2, "refused"), Attempt::Try(2));
         let Attempt::GiveUp(reason) = s.next_attempt(2, "connection refused") else {
@@ -343,13 +383,13 @@ mod tests {
         // Closed stays closed.
         s.ready(uri("http://h/m?s=3"));
         assert!(matches!(s.gate(None), Gate::Closed(_)));
-        assert!(s.stream_dropped("again").is_empty());
+        assert!(s.stream_dropped("again", LIFE).lost.is_empty());
     }
 
     #[test]
     fn no_reconnects_means_closed_at_the_first_drop() {
         let mut s = ready_at("http://h/m");
-        s.stream_dropped("the server closed the SSE stream");
+        s.stream_dropped("the server closed the SSE stream", LIFE);
         let Attempt::GiveUp(reason) = s.next_attempt(0, "-") else {
             panic!()
         };
@@ -359,13 +399,13 @@ mod tests {
     #[test]
     fn a_new_endpoint_replays_the_handshake_with_a_fresh_id() {
         let mut s = ready_at("http://h/m?s=1");
-        s.stream_dropped("x");
+        s.stream_dropped("x", LIFE);
         // Nothing was sent yet: nothing to replay.
         assert!(s.endpoint_found(&uri("http://h/m?s=2")).is_none());
         s.ready(uri("http://h/m?s=2"));
         s.initialize_sent(init());
         s.initialized_sent(Bytes::from_static(b"initialized"), Some("2024-11-05"));
-        s.stream_dropped("x");
+        s.stream_dropped("x", LIFE);
         // The same endpoint: the same session, resumed.
         assert!(s.endpoint_found(&uri("http://h/m?s=2")).is_none());
         let replay = s.endpoint_found(&uri("http://h/m?s=3")).unwrap();
@@ -379,6 +419,42 @@ mod tests {
         s.initialize_sent(init());
         let replay = s.endpoint_found(&uri("http://h/m?s=5")).unwrap();
         assert!(replay.initialized.is_none() && replay.version.is_none());
+    }
+
+    #[test]
+    fn a_stream_that_dies_young_is_reconnected_less_and_less_often() {
+        let second = Duration::from_secs(1);
+        let zero = Some(Duration::ZERO);
+        // A server that sends `retry: 0`, the endpoint, and hangs up:
+        // each reconnection succeeds (ready) and its stream dies at once.
+        // On a virtual clock, two minutes of it.
+        let mut s = ready_at("http://h/m?s=0");
+        let (mut now, mut reconnects) = (Duration::ZERO, 0u32);
+        let mut waits = Vec::new();
+        while now < 120 * second {
+            let dropped = s.stream_dropped("the server closed the SSE stream", Duration::ZERO);
+            assert!(dropped.young);
+            assert_eq!(s.next_attempt(5, "-"), Attempt::Try(1), "never gives up");
+            let pace = s.reconnect_wait(zero, second, "s");
+            waits.push(pace.wait);
+            now += pace.wait;
+            reconnects += 1;
+            s.ready(uri(&format!("http://h/m?s={reconnects}")));
+        }
+        // The old rule waited the server's 0 ms every time, for ever.
+        assert!((5..=12).contains(&reconnects), "{reconnects}: {waits:?}");
+        assert_eq!(waits.first(), Some(&crate::backoff::MIN_STREAM_RETRY));
+        assert!(waits.windows(2).all(|w| w[1] >= w[0] / 2), "{waits:?}");
+        assert!(waits.iter().all(|w| *w <= crate::backoff::MAX_STREAM_WAIT));
+        // A stream that lived long enough starts the waits afresh.
+        let dropped = s.stream_dropped("the server closed the SSE stream", LIFE);
+        assert!(!dropped.young);
+        s.next_attempt(5, "-");
+        let pace = s.reconnect_wait(zero, second, "s");
+        assert_eq!(
+            (pace.attempt, pace.wait),
+            (1, crate::backoff::MIN_STREAM_RETRY)
+        );
     }
 
     #[test]

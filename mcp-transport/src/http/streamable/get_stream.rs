@@ -8,13 +8,12 @@ use hyper::body::Incoming;
 use hyper::header::HeaderValue;
 use tokio::sync::oneshot;
 
+use super::super::HttpTrace;
 use super::super::client::event_stream;
+use super::state::GetStream;
 use super::{Inner, LAST_EVENT_ID};
 use crate::TransportError;
 use crate::sse::SseParser;
-
-/// The longest wait between two attempts to reopen the GET stream.
-const MAX_RECONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Inner {
     /// Opens a GET stream; `Ok(None)` when the server answers 405.
@@ -39,13 +38,19 @@ impl Inner {
 
     /// The GET stream for server-initiated messages of one session;
     /// `opened` hears when the first attempt is answered (or failed).
+    ///
+    /// When the stream ends it is opened again, after a wait the IO-free
+    /// [`GetStream`] chooses: the server's `retry` (at least
+    /// [`MIN_STREAM_RETRY`](crate::backoff::MIN_STREAM_RETRY)), and a
+    /// backoff that only a stream that lived long enough starts afresh. The
+    /// trace and a `tracing` event name each wait and why.
     pub(super) async fn run_get_stream(
         self: Arc<Self>,
         generation: u64,
         mut opened: Option<oneshot::Sender<()>>,
     ) {
         let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
-        let mut failures = 0u32;
+        let mut get = GetStream::default();
         loop {
             if self.closing.is_cancelled() || self.state().generation() != generation {
                 return;
@@ -55,11 +60,25 @@ impl Inner {
             if let Some(opened) = opened.take() {
                 let _ = opened.send(());
             }
-            match result {
+            let mut lived = None;
+            let why = match result {
                 Ok(Some(body)) => {
-                    failures = 0;
+                    get.opened();
+                    let since = tokio::time::Instant::now();
                     let idle = self.options().idle_stream_timeout;
                     self.pump(body, &mut parser, None, Some(idle)).await;
+                    let life = since.elapsed();
+                    lived = Some(life);
+                    let young = get.ended(life);
+                    format!(
+                        "the GET stream ended after {} ms{}",
+                        life.as_millis(),
+                        if young {
+                            " (young: the backoff goes on)"
+                        } else {
+                            ""
+                        }
+                    )
                 }
                 Ok(None) => return,
                 Err(e) => {
@@ -67,25 +86,24 @@ impl Inner {
                     if e.http_status().is_some_and(|s| (400..500).contains(&s)) {
                         return;
                     }
-                    failures += 1;
-                    if failures > self.options().max_reconnects {
+                    if get.failed(self.options().max_reconnects) {
                         return;
                     }
+                    format!("opening the GET stream failed: {e}")
                 }
-            }
-            // The server's `retry` when it gave one (the spec's rule); else a
-            // jittered backoff from the default, so clients that lost the
-            // same server do not reconnect in step.
-            let wait = parser.retry().unwrap_or_else(|| {
-                crate::backoff::delay(
-                    failures.max(1),
-                    self.options().default_retry,
-                    MAX_RECONNECT_WAIT,
-                    self.options().name(),
-                )
-            });
+            };
+            let pace = get.next_wait(
+                parser.retry(),
+                self.options().default_retry,
+                self.options().name(),
+            );
+            pace.trace(self.options().name(), "GET", lived);
+            self.options().observe(HttpTrace::Note(format!(
+                "{why}; reopening it {}",
+                pace.describe()
+            )));
             tokio::select! {
-                () = tokio::time::sleep(wait) => {}
+                () = tokio::time::sleep(pace.wait) => {}
                 () = self.closing.cancelled() => return,
             }
         }

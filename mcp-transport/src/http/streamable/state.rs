@@ -1,7 +1,8 @@
 //! The decisions of a streamable HTTP connection, without IO: which session
-//! a request carries, when a session has expired and what to replay, and
-//! whether a dropped stream is resumed. The async code in the parent module
-//! drives these and does the HTTP.
+//! a request carries, when a session has expired and what to replay,
+//! whether a dropped stream is resumed, and when the GET stream is opened
+//! again. The async code in the parent module drives these and does the
+//! HTTP.
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use mcp_jsonrpc::Id;
 
 use super::super::mirror::PROTOCOL_VERSION;
 use crate::TransportError;
+use crate::backoff::{Pace, StreamPacing};
 
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
@@ -218,6 +220,46 @@ pub(super) fn resume(
     Resume::After(retry.unwrap_or(default_retry))
 }
 
+/// The GET stream's reconnections: failed attempts in a row (past
+/// `max_reconnects` the stream is given up) and the pacing of the waits
+/// (a stream that dies young does not reset it: see [`StreamPacing`]).
+#[derive(Debug, Default)]
+pub(super) struct GetStream {
+    failures: u32,
+    pacing: StreamPacing,
+}
+
+impl GetStream {
+    /// The stream opened: failed attempts count from zero again (the
+    /// pacing does not: that waits for the stream to live long enough).
+    pub(super) fn opened(&mut self) {
+        self.failures = 0;
+    }
+
+    /// The open stream ended after `lived`. Returns whether it was young.
+    pub(super) fn ended(&mut self, lived: Duration) -> bool {
+        self.pacing.ended(lived)
+    }
+
+    /// An attempt to open it failed; returns whether to give up (more than
+    /// `max` in a row).
+    pub(super) fn failed(&mut self, max: u32) -> bool {
+        self.failures = self.failures.saturating_add(1);
+        self.failures > max
+    }
+
+    /// The wait before the next attempt, after the server's `retry` (if
+    /// any) and the default.
+    pub(super) fn next_wait(
+        &mut self,
+        retry: Option<Duration>,
+        default_retry: Duration,
+        salt: &str,
+    ) -> Pace {
+        self.pacing.next(retry, default_retry, salt)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +367,62 @@ mod tests {
         assert!(!is_expiry(&status(400, "bad arguments")));
         assert!(!is_expiry(&status(500, "session")));
         assert!(!is_expiry(&TransportError::closed("gone")));
+    }
+
+    /// Drives a GET stream against a server whose every stream lives
+    /// `lived`, on a virtual clock, for `window`: how many streams it opens.
+    fn streams_opened(lived: Duration, retry: Option<Duration>, window: Duration) -> usize {
+        let mut get = GetStream::default();
+        let mut now = Duration::ZERO;
+        let mut opened = 0;
+        while now < window {
+            get.opened();
+            opened += 1;
+            now += lived;
+            get.ended(lived);
+            now += get.next_wait(retry, Duration::from_secs(1), "s").wait;
+        }
+        opened
+    }
+
+    #[test]
+    fn a_get_stream_that_dies_young_is_reopened_less_and_less_often() {
+        let minute = Duration::from_secs(60);
+        let zero = Some(Duration::ZERO);
+        // Accept and drop (no retry): waits 0.5–1 s, 1–2, 2–4 … 15–30 s.
+        // The old rule (a success resets the backoff) opened 60 to 120.
+        let dropped = streams_opened(Duration::from_millis(2), None, 2 * minute);
+        assert!((5..=12).contains(&dropped), "{dropped} streams in 2 min");
+        // `retry: 0`: raised to 1 s, then the same backoff; the old rule
+        // never waited at all.
+        let zeroed = streams_opened(Duration::ZERO, zero, 2 * minute);
+        assert!((5..=12).contains(&zeroed), "{zeroed} streams in 2 min");
+        // Over an hour the rate is the cap's: about one per 15–30 s.
+        let hour = streams_opened(Duration::ZERO, zero, 60 * minute);
+        assert!((120..=250).contains(&hour), "{hour} streams in an hour");
+        // A server whose streams live a minute each: reopened after a
+        // second every time, as before.
+        let healthy = streams_opened(minute, zero, 60 * minute);
+        assert!((58..=60).contains(&healthy), "{healthy} streams in an hour");
+    }
+
+    #[test]
+    fn the_get_stream_gives_up_after_max_failures_in_a_row_only() {
+        let mut get = GetStream::default();
+        assert!(!get.failed(2) && !get.failed(2));
+        get.opened();
+        assert!(!get.failed(2) && !get.failed(2), "an open resets the count");
+        assert!(get.failed(2));
+        // Failures and young streams both grow the wait; only a stream
+        // that lived long enough starts it afresh.
+        let before = get.next_wait(None, Duration::from_secs(1), "s").attempt;
+        get.ended(Duration::from_secs(1));
+        assert_eq!(
+            get.next_wait(None, Duration::from_secs(1), "s").attempt,
+            before + 1
+        );
+        get.ended(Duration::from_secs(600));
+        assert_eq!(get.next_wait(None, Duration::from_secs(1), "s").attempt, 1);
     }
 
     #[test]
