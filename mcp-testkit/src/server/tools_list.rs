@@ -89,7 +89,10 @@ impl Server {
         params: &PaginatedParams,
         modern: bool,
     ) -> Result<ListToolsResult, ProtocolError> {
-        let all = tools::listed(modern, self.options().extra_tools);
+        let all = super::hostile::tools(
+            self.options(),
+            tools::listed(modern, self.options().extra_tools),
+        );
         let (range, next_cursor) = page(
             params.cursor.as_deref(),
             all.len(),
