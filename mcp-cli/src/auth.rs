@@ -407,3 +407,53 @@ fn expiry(at: Option<u64>) -> String {
         )
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// An authorizer that hands out one bearer token.
+    #[derive(Debug)]
+    struct Fixed(&'static str);
+
+    impl Authorizer for Fixed {
+        fn credentials<'a>(
+            &'a self,
+            _target: &'a RequestTarget,
+        ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+            Box::pin(async move {
+                let mut c = Credentials::default();
+                let value = format!("Bearer {}", self.0).parse().unwrap();
+                c.headers.insert("authorization", value);
+                Ok(Some(c))
+            })
+        }
+
+        fn challenged<'a>(
+            &'a self,
+            _challenge: &'a AuthChallenge,
+        ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+            Box::pin(async { Ok(AuthDecision::GiveUp) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_sent_is_scrubbed_from_what_is_printed() {
+        let token = "tok-7f3a9c-from-the-authorizer";
+        let echoed = format!("the server says: your token is {token}");
+        assert_eq!(term::scrub(&echoed), echoed, "not known before it is sent");
+        let target = RequestTarget {
+            method: "POST".parse().unwrap(),
+            uri: "http://127.0.0.1:1/mcp".parse().unwrap(),
+        };
+        let scrubbed = Scrubbed(Arc::new(Fixed(token)));
+        let sent = scrubbed.credentials(&target).await.unwrap().unwrap();
+        assert!(sent.headers.contains_key("authorization"));
+        assert_eq!(
+            term::scrub(&echoed),
+            "the server says: your token is <redacted>"
+        );
+        assert_eq!(term::scrub(&format!("Bearer {token}")), "<redacted>");
+    }
+}

@@ -358,3 +358,33 @@ fn config_targets(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configs_secrets_are_registered_for_scrubbing() {
+        let text = r#"{"mcpServers": {
+            "remote": {
+                "url": "https://mcp.example.com/mcp",
+                "headers": {"Authorization": "Bearer hdr-token-91c2e0", "X-Api-Key": "hdr-key-5d1f7a"},
+                "proxy": "http://proxyuser:pr0xy-pass-8b@proxy.example.com:3128"
+            },
+            "local": {"command": "server", "env": {"API_KEY": "env-key-2a9e4c"}}
+        }}"#;
+        let loaded = mcp_config::parse_str(text, &mcp_config::Options::new()).unwrap();
+        let resolved = mcp_config::resolve(&loaded.config, &|_: &str| None).unwrap();
+        let shown = "hdr-token-91c2e0 hdr-key-5d1f7a pr0xy-pass-8b env-key-2a9e4c \
+                     proxyuser:pr0xy-pass-8b";
+        assert_eq!(term::scrub(shown), shown, "nothing registered yet");
+        for server in resolved.servers.values() {
+            keep_secrets_of(server);
+        }
+        assert_eq!(
+            term::scrub(shown),
+            "<redacted> <redacted> <redacted> <redacted> <redacted>"
+        );
+    }
+}
