@@ -16,8 +16,9 @@ use mcp_transport::{BoxFuture, Transport};
 use serde_json::Value;
 
 use crate::direct::{print_call_result, tool_hints};
-use crate::output::{Style, printable, summarize};
+use crate::output::{Style, printable, printable_block, summarize};
 use crate::target::load_config;
+use crate::term::{self, errln, outln};
 use crate::trace::{TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};
 
@@ -96,7 +97,7 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
         return Err(ExitCode::from(2));
     };
     let config = load_config(path, args.server.as_deref()).map_err(|e| {
-        eprintln!("mcp: {e}");
+        errln!("mcp: {}", printable_block(&e));
         ExitCode::from(2)
     })?;
     // Stored OAuth logins for HTTP servers; a missing one names the login.
@@ -106,10 +107,10 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
         let hint: mcp_runtime::LoginHint = Arc::new(move |server: &ResolvedServer| {
             crate::auth::login_hint("", Some((&config_path, &server.name)))
         });
-        inner = inner.with_authorizers(Arc::new(mcp_runtime::StoredLogins::new(
-            Arc::new(store),
-            hint,
-        )));
+        // Every token sent is scrubbed from what is printed.
+        let logins = mcp_runtime::StoredLogins::new(Arc::new(store), hint);
+        inner =
+            inner.with_authorizers(Arc::new(crate::auth::ScrubbedSource::new(Arc::new(logins))));
     }
     let connector = TracingConnector {
         inner,
@@ -123,11 +124,11 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
     let runtime = AdHocRuntime::open(&config, Arc::new(connector))
         .await
         .map_err(|e| {
-            eprintln!("{} {e}", style.fail("✗"));
+            errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
             ExitCode::FAILURE
         })?;
     for s in runtime.catalog().connected() {
-        eprintln!(
+        errln!(
             "{} {}: protocol {} over {}",
             style.dim("·"),
             printable(&s.server),
@@ -136,7 +137,7 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
         );
     }
     for f in runtime.catalog().failures() {
-        eprintln!("{} {}", style.fail("✗"), printable(&f.to_string()));
+        errln!("{} {}", style.fail("✗"), printable_block(&f.to_string()));
     }
     Ok(runtime)
 }
@@ -163,13 +164,10 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
                 v
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&tools).unwrap_or_default()
-        );
+        term::print_json(&Value::Array(tools), true);
     } else {
         for note in catalog.notes() {
-            println!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
+            outln!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
         }
         for t in catalog.tools() {
             let description = t
@@ -177,7 +175,7 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
                 .and_then(|d| d.lines().next())
                 .unwrap_or_default();
             let hints = t.annotations().map(tool_hints).unwrap_or_default();
-            println!(
+            outln!(
                 "{}  {}{}",
                 style.bold(&printable(t.name())),
                 printable(&summarize(description, 100, show.full)),
@@ -214,9 +212,9 @@ pub(crate) async fn call(
     match result {
         Ok(r) => print_call_result(&r, show, style),
         Err(e) => {
-            eprintln!("{} {}", style.fail("✗"), printable(&e.to_string()));
+            errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
             if let RuntimeError::UnknownTool { .. } = e {
-                eprintln!("  • names are SERVER__TOOL; `mcp tools --config FILE` lists them");
+                errln!("  • names are SERVER__TOOL; `mcp tools --config FILE` lists them");
             }
             ExitCode::FAILURE
         }
@@ -257,20 +255,20 @@ pub(crate) async fn resources(args: TargetArgs, show: ShowArgs, style: Style) ->
             })
             .collect();
         let all = serde_json::json!({"resources": resources, "resourceTemplates": templates});
-        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+        term::print_json(&all, true);
     } else {
         for note in catalog.notes() {
-            println!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
+            outln!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
         }
         for r in catalog.resources() {
-            println!(
+            outln!(
                 "{}  {}",
                 style.bold(&printable(r.name())),
                 printable(&r.resource().uri)
             );
         }
         for t in catalog.resource_templates() {
-            println!(
+            outln!(
                 "{}  {}  {}",
                 style.bold(&printable(t.name())),
                 printable(t.uri_template()),
@@ -311,9 +309,9 @@ pub(crate) async fn prompts(args: TargetArgs, show: ShowArgs, style: Style) -> E
                 m.insert("name".into(), Value::from(p.name()));
                 m.insert("server".into(), Value::from(p.server()));
             }
-            println!("{v}");
+            term::print_json(&v, false);
         } else {
-            println!(
+            outln!(
                 "{}({})",
                 style.bold(&printable(p.name())),
                 printable(&args.join(", "))
@@ -341,7 +339,7 @@ pub(crate) async fn read(
     let result = runtime.lease.read_resource(name_or_uri).await;
     runtime.close().await;
     result.map_err(|e| {
-        eprintln!("{} {}", style.fail("✗"), printable(&e.to_string()));
+        errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
         ExitCode::FAILURE
     })
 }
@@ -358,7 +356,7 @@ pub(crate) async fn prompt(
     let result = runtime.lease.get_prompt(name, arguments).await;
     runtime.close().await;
     result.map_err(|e| {
-        eprintln!("{} {}", style.fail("✗"), printable(&e.to_string()));
+        errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
         ExitCode::FAILURE
     })
 }

@@ -16,10 +16,15 @@ use clap::{Args, Subcommand};
 use mcp_auth::agent::{Launcher, LoopbackAgent};
 use mcp_auth::client::{OAuthClient, OAuthConfig};
 use mcp_auth::store::{FileStore, StoredAuth, TokenStore};
-use mcp_config::OAuthSettings;
+use mcp_config::{OAuthSettings, ResolvedServer};
+use mcp_transport::TransportError;
 use mcp_transport::http::HttpOptions;
+use mcp_transport::http::auth::{
+    AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
+};
 
-use crate::output::{Style, printable};
+use crate::output::{Style, printable, printable_block};
+use crate::term::{self, errln, outln};
 
 /// Which server to log in to.
 #[derive(Debug, Args, Clone, Default)]
@@ -148,11 +153,61 @@ pub(crate) fn authorizer(
     let store = store().ok()?;
     let config = oauth_config(url, &settings, &hint);
     match OAuthClient::new(config, options, store, None) {
-        Ok(client) => Some(Arc::new(client)),
+        Ok(client) => Some(Arc::new(Scrubbed(Arc::new(client)))),
         Err(e) => {
             tracing::debug!(error = %e, "no OAuth for this server");
             None
         }
+    }
+}
+
+/// An authorizer whose tokens are scrubbed from everything printed: the
+/// `Authorization` value of each request is registered as a secret as it
+/// goes out, a refreshed token included.
+#[derive(Debug)]
+struct Scrubbed(Arc<dyn Authorizer>);
+
+impl Authorizer for Scrubbed {
+    fn credentials<'a>(
+        &'a self,
+        target: &'a RequestTarget,
+    ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+        Box::pin(async move {
+            let credentials = self.0.credentials(target).await?;
+            let sent = credentials
+                .as_ref()
+                .and_then(|c| c.headers.get("authorization"))
+                .and_then(|v| v.to_str().ok());
+            if let Some(value) = sent {
+                term::keep_credential(value);
+            }
+            Ok(credentials)
+        })
+    }
+
+    fn challenged<'a>(
+        &'a self,
+        challenge: &'a AuthChallenge,
+    ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+        self.0.challenged(challenge)
+    }
+}
+
+/// The runtime's authorizers (`--config`), scrubbed like [`Scrubbed`].
+#[derive(Debug)]
+pub(crate) struct ScrubbedSource(Arc<dyn mcp_runtime::AuthorizerSource>);
+
+impl ScrubbedSource {
+    pub(crate) fn new(inner: Arc<dyn mcp_runtime::AuthorizerSource>) -> Self {
+        ScrubbedSource(inner)
+    }
+}
+
+impl mcp_runtime::AuthorizerSource for ScrubbedSource {
+    fn authorizer(&self, server: &ResolvedServer) -> Option<Arc<dyn Authorizer>> {
+        self.0
+            .authorizer(server)
+            .map(|a| Arc::new(Scrubbed(a)) as Arc<dyn Authorizer>)
     }
 }
 
@@ -165,7 +220,7 @@ fn launcher(args: &LoginArgs, style: Style) -> Result<Launcher, String> {
     });
     if args.no_browser {
         return Ok(Arc::new(move |url: &str| {
-            eprintln!("Open this URL in a browser to authorize:\n\n  {url}\n");
+            errln!("Open this URL in a browser to authorize:\n\n  {url}\n");
             Ok(())
         }));
     }
@@ -189,7 +244,7 @@ fn launcher(args: &LoginArgs, style: Style) -> Result<Launcher, String> {
     }
     let _ = style;
     Ok(Arc::new(|url: &str| {
-        eprintln!("Opening the browser to authorize; if it does not open, visit:\n\n  {url}\n");
+        errln!("Opening the browser to authorize; if it does not open, visit:\n\n  {url}\n");
         let opener = if cfg!(target_os = "macos") {
             "open"
         } else if cfg!(windows) {
@@ -212,7 +267,7 @@ fn launcher(args: &LoginArgs, style: Style) -> Result<Launcher, String> {
 pub(crate) async fn login(args: LoginArgs, style: Style) -> ExitCode {
     match login_inner(&args, style).await {
         Ok(entry) => {
-            println!(
+            outln!(
                 "{} logged in to {} (issuer {})",
                 style.ok("✓"),
                 printable(&entry.server),
@@ -220,10 +275,10 @@ pub(crate) async fn login(args: LoginArgs, style: Style) -> ExitCode {
             );
             if let Some(tokens) = &entry.tokens {
                 if !tokens.scopes.is_empty() {
-                    println!("  scopes: {}", printable(&tokens.scopes.join(" ")));
+                    outln!("  scopes: {}", printable(&tokens.scopes.join(" ")));
                 }
-                println!("  expires: {}", expiry(tokens.expires_at));
-                println!(
+                outln!("  expires: {}", expiry(tokens.expires_at));
+                outln!(
                     "  refresh token: {}",
                     if tokens.refresh_token.is_some() {
                         "yes"
@@ -235,7 +290,7 @@ pub(crate) async fn login(args: LoginArgs, style: Style) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("mcp login: {e}");
+            errln!("mcp login: {}", printable_block(&e));
             ExitCode::FAILURE
         }
     }
@@ -271,15 +326,15 @@ pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
     })();
     match result {
         Ok(0) => {
-            println!("no stored login for that server");
+            outln!("no stored login for that server");
             ExitCode::SUCCESS
         }
         Ok(n) => {
-            println!("{} removed {n} stored login(s)", style.ok("✓"));
+            outln!("{} removed {n} stored login(s)", style.ok("✓"));
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("mcp logout: {e}");
+            errln!("mcp logout: {}", printable_block(&e));
             ExitCode::FAILURE
         }
     }
@@ -290,19 +345,19 @@ pub(crate) fn status(style: Style) -> ExitCode {
     let entries = match store().and_then(|s| s.list().map_err(|e| e.to_string())) {
         Ok(entries) => entries,
         Err(e) => {
-            eprintln!("mcp auth status: {e}");
+            errln!("mcp auth status: {e}");
             return ExitCode::FAILURE;
         }
     };
     if entries.is_empty() {
-        println!("no stored logins");
+        outln!("no stored logins");
         return ExitCode::SUCCESS;
     }
     for e in &entries {
-        println!("{}", style.bold(&printable(&e.server)));
-        println!("  issuer: {}", printable(&e.issuer));
+        outln!("{}", style.bold(&printable(&e.server)));
+        outln!("  issuer: {}", printable(&e.issuer));
         if let Some(c) = &e.client {
-            println!(
+            outln!(
                 "  client: {} ({})",
                 printable(&c.client_id),
                 printable(&c.source)
@@ -315,9 +370,9 @@ pub(crate) fn status(style: Style) -> ExitCode {
                 } else {
                     t.scopes.join(" ")
                 };
-                println!("  scopes: {}", printable(&scopes));
-                println!("  expires: {}", expiry(t.expires_at));
-                println!(
+                outln!("  scopes: {}", printable(&scopes));
+                outln!("  expires: {}", expiry(t.expires_at));
+                outln!(
                     "  refresh token: {}",
                     if t.refresh_token.is_some() {
                         "yes"
@@ -326,7 +381,7 @@ pub(crate) fn status(style: Style) -> ExitCode {
                     }
                 );
             }
-            None => println!("  tokens: none (log in again)"),
+            None => outln!("  tokens: none (log in again)"),
         }
     }
     ExitCode::SUCCESS
@@ -350,5 +405,55 @@ fn expiry(at: Option<u64>) -> String {
             "in {}",
             mcp_transport::describe_duration(Duration::from_secs(at - now))
         )
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// An authorizer that hands out one bearer token.
+    #[derive(Debug)]
+    struct Fixed(&'static str);
+
+    impl Authorizer for Fixed {
+        fn credentials<'a>(
+            &'a self,
+            _target: &'a RequestTarget,
+        ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+            Box::pin(async move {
+                let mut c = Credentials::default();
+                let value = format!("Bearer {}", self.0).parse().unwrap();
+                c.headers.insert("authorization", value);
+                Ok(Some(c))
+            })
+        }
+
+        fn challenged<'a>(
+            &'a self,
+            _challenge: &'a AuthChallenge,
+        ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+            Box::pin(async { Ok(AuthDecision::GiveUp) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_token_sent_is_scrubbed_from_what_is_printed() {
+        let token = "tok-7f3a9c-from-the-authorizer";
+        let echoed = format!("the server says: your token is {token}");
+        assert_eq!(term::scrub(&echoed), echoed, "not known before it is sent");
+        let target = RequestTarget {
+            method: "POST".parse().unwrap(),
+            uri: "http://127.0.0.1:1/mcp".parse().unwrap(),
+        };
+        let scrubbed = Scrubbed(Arc::new(Fixed(token)));
+        let sent = scrubbed.credentials(&target).await.unwrap().unwrap();
+        assert!(sent.headers.contains_key("authorization"));
+        assert_eq!(
+            term::scrub(&echoed),
+            "the server says: your token is <redacted>"
+        );
+        assert_eq!(term::scrub(&format!("Bearer {token}")), "<redacted>");
     }
 }

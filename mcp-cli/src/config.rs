@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::ConfigCommand;
 use crate::output::Style;
+use crate::term::{errln, outln};
 
 /// `mcp config check` and `mcp config show`.
 pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
@@ -30,10 +31,10 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
             let report = check(load_path(&file, &options), Some(&mcp_config::process_env));
             let lines = report.lines();
             if lines.is_empty() {
-                println!("{} {}: no problems", style.ok("✓"), file.display());
+                outln!("{} {}: no problems", style.ok("✓"), file.display());
             }
             for line in lines {
-                println!("{line}");
+                outln!("{line}");
             }
             if report.has_errors() {
                 ExitCode::FAILURE
@@ -49,12 +50,12 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
             match show(&file, &options, &mcp_config::process_env) {
                 Ok(lines) => {
                     for line in lines {
-                        println!("{line}");
+                        outln!("{line}");
                     }
                     ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("{} {e}", style.fail("✗"));
+                    errln!("{} {e}", style.fail("✗"));
                     ExitCode::FAILURE
                 }
             }
@@ -69,7 +70,7 @@ fn options(format: Option<String>, strict: bool) -> Result<Options, ExitCode> {
         match f.parse::<mcp_config::Format>() {
             Ok(f) => options = options.format(f),
             Err(e) => {
-                eprintln!("mcp: {e}");
+                errln!("mcp: {e}");
                 return Err(ExitCode::from(2));
             }
         }

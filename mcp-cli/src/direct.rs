@@ -9,10 +9,11 @@ use mcp_session::{CallOptions, Session, SessionConfig, TaskCall};
 use serde_json::Value;
 
 use crate::diagnosis;
-use crate::output::{Style, printable, summarize, usage_error};
+use crate::output::{Style, printable, printable_block, summarize, usage_error};
 use crate::probe::{Probed, start_and_connect, trace_options};
 use crate::report::Report;
 use crate::target::targets;
+use crate::term::{self, errln, outln};
 use crate::{ShowArgs, TargetArgs};
 
 /// Connects to the one target the options name, or explains why not.
@@ -72,7 +73,11 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
     let catalog = match result {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{} tools/list failed: {e}", style.fail("✗"));
+            errln!(
+                "{} tools/list failed: {}",
+                style.fail("✗"),
+                printable_block(&e.to_string())
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -81,14 +86,11 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
             .iter()
             .filter_map(|t| serde_json::to_value(&**t).ok())
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&tools).unwrap_or_default()
-        );
+        term::print_json(&Value::Array(tools), true);
         return ExitCode::SUCCESS;
     }
     for d in catalog.diagnostics() {
-        println!("{} {d}", style.warn("!"));
+        outln!("{} {}", style.warn("!"), printable(d));
     }
     for t in catalog.iter() {
         let hints = t.annotations.as_ref().map(tool_hints).unwrap_or_default();
@@ -97,7 +99,7 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
             .as_deref()
             .and_then(|d| d.lines().next())
             .unwrap_or_default();
-        println!(
+        outln!(
             "{}  {}{}",
             style.bold(&printable(&t.name)),
             printable(&summarize(description, 100, show.full)),
@@ -109,7 +111,7 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
         );
         if show.full {
             let schema = serde_json::to_string(&t.input_schema).unwrap_or_default();
-            println!("    input: {}", printable(&schema));
+            outln!("    input: {}", printable(&schema));
         }
     }
     ExitCode::SUCCESS
@@ -119,23 +121,23 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
 /// reported one (`isError`).
 pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style) -> ExitCode {
     if show.json {
-        println!("{}", serde_json::to_string_pretty(r).unwrap_or_default());
+        term::print_json(&serde_json::to_value(r).unwrap_or_default(), true);
     } else {
         for c in &r.content {
             match c {
                 Content::Text(t) => {
-                    println!("{}", printable(&summarize(&t.text, 4000, show.full)))
+                    outln!("{}", printable_block(&summarize(&t.text, 4000, show.full)))
                 }
-                other => println!("[{} content]", other.kind()),
+                other => outln!("[{} content]", printable(other.kind())),
             }
         }
         if let Some(s) = &r.structured_content {
-            let text = serde_json::to_string_pretty(s).unwrap_or_default();
-            println!("{}", printable(&summarize(&text, 4000, show.full)));
+            let text = term::json_text(s, true);
+            outln!("{}", summarize(&text, 4000, show.full));
         }
     }
     if r.is_error() {
-        eprintln!(
+        errln!(
             "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
             style.warn("!")
         );
@@ -174,7 +176,7 @@ async fn call_as_task(
     match session.call_tool_as_task(tool, arguments, options).await? {
         TaskCall::Task(mut handle) => {
             let task = handle.last();
-            eprintln!(
+            errln!(
                 "{} task {} {}",
                 style.dim("…"),
                 printable(&task.task_id),
@@ -183,12 +185,12 @@ async fn call_as_task(
             let id = printable(handle.id());
             handle
                 .wait_with(timeout, |task| {
-                    eprintln!("{} task {id} {}", style.dim("…"), task_status(task));
+                    errln!("{} task {id} {}", style.dim("…"), task_status(task));
                 })
                 .await
         }
         TaskCall::Complete(result) => {
-            eprintln!(
+            errln!(
                 "{} the server answered at once, without a task",
                 style.dim("…")
             );
@@ -255,15 +257,15 @@ pub(crate) async fn call(
     match result {
         Ok(r) => print_call_result(&r, show, style),
         Err(e) => {
-            eprintln!("{} {e}", style.fail("✗"));
+            errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
             if let Some(d) = diagnosis::call(&e) {
-                eprintln!("  • {d}");
+                errln!("  • {}", printable(&d));
             }
             let tail = probed.stderr_tail();
             if e.is_closed() && !tail.is_empty() {
-                eprintln!("  server stderr (last lines):");
+                errln!("  server stderr (last lines):");
                 for l in tail {
-                    eprintln!("    │ {}", printable(&l));
+                    errln!("    │ {}", printable(&l));
                 }
             }
             ExitCode::FAILURE

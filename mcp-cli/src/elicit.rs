@@ -3,7 +3,7 @@
 //! URL to open (URL mode). Without a terminal (or with `--json`) every
 //! request is declined: nobody is there to answer.
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::io::{BufRead as _, IsTerminal as _};
 
 use mcp_session::Elicitor;
 use mcp_session::types::{ElicitRequestParams, ElicitResult};
@@ -11,6 +11,7 @@ use mcp_transport::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::output::printable;
+use crate::term::{self, errln};
 
 /// Asks on the terminal, or declines when there is none.
 #[derive(Debug, Clone, Copy)]
@@ -22,7 +23,7 @@ impl TerminalElicitor {
     /// Interactive when stdin and stderr are terminals and `--json` is off.
     pub(crate) fn new(json: bool) -> Self {
         TerminalElicitor {
-            interactive: !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+            interactive: !json && std::io::stdin().is_terminal() && term::stderr_is_terminal(),
         }
     }
 }
@@ -41,9 +42,7 @@ fn answer(action: &str, content: Option<Map<String, Value>>) -> ElicitResult {
 
 /// Reads one line from the terminal (`None` at end of input).
 fn read_line(prompt: &str) -> Option<String> {
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "{prompt}");
-    let _ = err.flush();
+    term::prompt(prompt);
     let mut line = String::new();
     match std::io::stdin().lock().read_line(&mut line) {
         Ok(0) | Err(_) => None,
@@ -91,7 +90,7 @@ pub(crate) fn parse_field(property: &Value, typed: &str) -> Result<Option<Value>
 }
 
 fn ask_form(request: &ElicitRequestParams) -> ElicitResult {
-    eprintln!("\nThe server asks: {}", printable(&request.message));
+    errln!("\nThe server asks: {}", printable(&request.message));
     let schema = request.requested_schema.clone().unwrap_or(Value::Null);
     let empty = Map::new();
     let properties = schema
@@ -103,7 +102,7 @@ fn ask_form(request: &ElicitRequestParams) -> ElicitResult {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    eprintln!("(an empty answer keeps the default; type !decline or !cancel to refuse)");
+    errln!("(an empty answer keeps the default; type !decline or !cancel to refuse)");
     let mut content = Map::new();
     for (name, property) in properties {
         let title = property
@@ -115,7 +114,7 @@ fn ask_form(request: &ElicitRequestParams) -> ElicitResult {
             prompt.push_str(&format!(" ({})", printable(d)));
         }
         if let Some(d) = property.get("default") {
-            prompt.push_str(&format!(" [{d}]"));
+            prompt.push_str(&format!(" [{}]", printable(&d.to_string())));
         }
         if required.contains(&name.as_str()) {
             prompt.push('*');
@@ -136,8 +135,8 @@ fn ask_form(request: &ElicitRequestParams) -> ElicitResult {
                     break;
                 }
                 Ok(None) if !required.contains(&name.as_str()) => break,
-                Ok(None) => eprintln!("  this field is required"),
-                Err(why) => eprintln!("  {why}"),
+                Ok(None) => errln!("  this field is required"),
+                Err(why) => errln!("  {}", printable(&why)),
             }
         }
     }
@@ -156,12 +155,12 @@ fn ask_url(request: &ElicitRequestParams) -> ElicitResult {
         .split_once("://")
         .map(|(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or(rest))
         .unwrap_or(url);
-    eprintln!(
+    errln!(
         "\nThe server asks you to visit {}: {}",
         printable(host),
         printable(&request.message)
     );
-    eprintln!("  {}", printable(url));
+    errln!("  {}", printable(url));
     match read_line("Open it and continue? [y/N] ") {
         Some(a) if a.trim().eq_ignore_ascii_case("y") => answer("accept", None),
         Some(_) => answer("decline", None),

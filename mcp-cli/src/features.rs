@@ -12,7 +12,8 @@ use mcp_session::{Session, SessionError};
 use serde_json::{Value, json};
 
 use crate::direct::connect_one;
-use crate::output::{Style, printable, summarize, usage_error};
+use crate::output::{Style, printable, printable_block, summarize, usage_error};
+use crate::term::{self, errln, outln};
 use crate::{ShowArgs, TargetArgs};
 
 /// `mcp read`.
@@ -95,15 +96,16 @@ async fn session(target: &TargetArgs, show: ShowArgs, style: Style) -> Result<Se
 }
 
 fn failed(style: Style, what: &str, e: &SessionError) -> ExitCode {
-    eprintln!("{} {what}: {e}", style.fail("✗"));
+    errln!(
+        "{} {what}: {}",
+        style.fail("✗"),
+        printable_block(&e.to_string())
+    );
     ExitCode::FAILURE
 }
 
 fn print_json(value: Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&value).unwrap_or_default()
-    );
+    term::print_json(&value, true);
 }
 
 /// `mcp resources`: the resources and the resource templates (with
@@ -129,7 +131,7 @@ pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) 
         print_json(json!({"resources": &*resources, "resourceTemplates": &*templates}));
         return ExitCode::SUCCESS;
     }
-    println!(
+    outln!(
         "{} resources, {} templates",
         resources.len(),
         templates.len()
@@ -143,7 +145,7 @@ pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) 
             facts.push(format!("{n} bytes"));
         }
         let name = r.title.as_deref().unwrap_or(&r.name);
-        println!(
+        outln!(
             "{}  {}{}",
             style.bold(&printable(&r.uri)),
             printable(&summarize(name, 80, show.full)),
@@ -155,7 +157,7 @@ pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) 
         );
     }
     for t in templates.iter() {
-        println!(
+        outln!(
             "{}  {}  {}",
             style.bold(&printable(&t.uri_template)),
             printable(&t.name),
@@ -193,10 +195,10 @@ pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
                 ResourceContents::Blob(b) => match b.bytes() {
                     Ok(data) => bytes.extend(data),
                     Err(e) => {
-                        eprintln!(
+                        errln!(
                             "{} {}: the blob is not base64 ({e})",
                             style.fail("✗"),
-                            b.uri
+                            printable(&b.uri)
                         );
                         return ExitCode::FAILURE;
                     }
@@ -206,11 +208,11 @@ pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
         }
         return match std::fs::write(path, &bytes) {
             Ok(()) => {
-                eprintln!("wrote {} bytes to {}", bytes.len(), path.display());
+                errln!("wrote {} bytes to {}", bytes.len(), path.display());
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("{} cannot write {}: {e}", style.fail("✗"), path.display());
+                errln!("{} cannot write {}: {e}", style.fail("✗"), path.display());
                 ExitCode::FAILURE
             }
         };
@@ -222,15 +224,21 @@ pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
     for c in &result.contents {
         match c {
             ResourceContents::Text(t) => {
-                println!("{}", printable(&summarize(&t.text, 4000, a.show.full)))
+                outln!(
+                    "{}",
+                    printable_block(&summarize(&t.text, 4000, a.show.full))
+                )
             }
-            ResourceContents::Blob(b) => println!(
+            ResourceContents::Blob(b) => outln!(
                 "[{} bytes of {} from {}; --out FILE writes them]",
                 b.decoded_len(),
-                b.mime_type.as_deref().unwrap_or("binary data"),
+                printable(b.mime_type.as_deref().unwrap_or("binary data")),
                 printable(&b.uri)
             ),
-            other => println!("[contents of an unknown kind from {:?}]", other.uri()),
+            other => outln!(
+                "[contents of an unknown kind from {:?}]",
+                other.uri().map(printable)
+            ),
         }
     }
     ExitCode::SUCCESS
@@ -270,7 +278,7 @@ pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) ->
             .as_deref()
             .and_then(|d| d.lines().next())
             .unwrap_or_default();
-        println!(
+        outln!(
             "{}({})  {}",
             style.bold(&printable(&p.name)),
             printable(&args.join(", ")),
@@ -308,14 +316,16 @@ pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if let Some(d) = &result.description {
-        println!("{}", style.dim(&printable(d)));
+        outln!("{}", style.dim(&printable(d)));
     }
     for m in &result.messages {
         let text = match &m.content {
-            Content::Text(t) => printable(&summarize(&t.text, 4000, a.show.full)),
-            other => format!("[{} content]", other.kind()),
+            Content::Text(t) => {
+                printable_block(&summarize(&t.text, 4000, a.show.full)).into_owned()
+            }
+            other => format!("[{} content]", printable(other.kind())),
         };
-        println!("{}: {text}", style.bold(&printable(&m.role)));
+        outln!("{}: {text}", style.bold(&printable(&m.role)));
     }
     ExitCode::SUCCESS
 }
@@ -346,14 +356,14 @@ pub(crate) async fn complete(a: CompleteArgs, style: Style) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     for v in &completion.values {
-        println!("{}", printable(v));
+        outln!("{}", printable(v));
     }
     if completion.has_more == Some(true) {
         let total = completion
             .total
             .map(|t| format!(" of {t}"))
             .unwrap_or_default();
-        eprintln!(
+        errln!(
             "{}",
             style.dim(&format!(
                 "({} shown{total}; type more to narrow)",
@@ -380,30 +390,31 @@ pub(crate) struct ListenArgs {
     pub(crate) duration: Option<u64>,
 }
 
-/// One notification as a line: the JSON of its parameters with `--json`,
-/// else a short description.
-fn notification_line(n: &mcp_session::ServerNotification, json: bool) -> String {
+/// One notification as JSON (what `--json` prints, a line each).
+fn notification_json(n: &mcp_session::ServerNotification) -> Value {
     use mcp_session::ServerNotification as N;
-    if json {
-        let value = match n {
-            N::Progress(p) => json!({"method": "notifications/progress", "params": p}),
-            N::ToolsListChanged => json!({"method": "notifications/tools/list_changed"}),
-            N::ResourcesListChanged => json!({"method": "notifications/resources/list_changed"}),
-            N::PromptsListChanged => json!({"method": "notifications/prompts/list_changed"}),
-            N::ResourceUpdated(u) => {
-                json!({"method": "notifications/resources/updated", "params": u})
-            }
-            N::Log(m) => json!({"method": "notifications/message", "params": m}),
-            N::Cancelled(c) => json!({"method": "notifications/cancelled", "params": c}),
-            N::ElicitationComplete { elicitation_id } => json!({
-                "method": "notifications/elicitation/complete",
-                "params": {"elicitationId": elicitation_id}
-            }),
-            N::Other { method, params } => json!({"method": method, "params": params}),
-            _ => json!({"method": "unknown"}),
-        };
-        return value.to_string();
+    match n {
+        N::Progress(p) => json!({"method": "notifications/progress", "params": p}),
+        N::ToolsListChanged => json!({"method": "notifications/tools/list_changed"}),
+        N::ResourcesListChanged => json!({"method": "notifications/resources/list_changed"}),
+        N::PromptsListChanged => json!({"method": "notifications/prompts/list_changed"}),
+        N::ResourceUpdated(u) => {
+            json!({"method": "notifications/resources/updated", "params": u})
+        }
+        N::Log(m) => json!({"method": "notifications/message", "params": m}),
+        N::Cancelled(c) => json!({"method": "notifications/cancelled", "params": c}),
+        N::ElicitationComplete { elicitation_id } => json!({
+            "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": elicitation_id}
+        }),
+        N::Other { method, params } => json!({"method": method, "params": params}),
+        _ => json!({"method": "unknown"}),
     }
+}
+
+/// One notification as a line for people.
+fn notification_line(n: &mcp_session::ServerNotification) -> String {
+    use mcp_session::ServerNotification as N;
     match n {
         N::Progress(p) => format!(
             "progress {}{}",
@@ -414,7 +425,11 @@ fn notification_line(n: &mcp_session::ServerNotification, json: bool) -> String 
         N::ResourcesListChanged => "the resource list changed".into(),
         N::PromptsListChanged => "the prompt list changed".into(),
         N::ResourceUpdated(u) => format!("updated: {}", printable(&u.uri)),
-        N::Log(m) => format!("log [{}]: {}", m.level, printable(&m.data.to_string())),
+        N::Log(m) => format!(
+            "log [{}]: {}",
+            printable(&m.level),
+            printable(&m.data.to_string())
+        ),
         N::Cancelled(c) => format!("cancelled request {}", printable(&c.request_id.to_string())),
         N::ElicitationComplete { elicitation_id } => {
             format!("elicitation {} complete", printable(elicitation_id))
@@ -429,12 +444,13 @@ fn notification_line(n: &mcp_session::ServerNotification, json: bool) -> String 
 /// `--resource` and the declared list changes before it) and prints what
 /// comes.
 pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
-    use std::io::Write as _;
     let json = a.show.json;
     let printer = move |n: &mcp_session::ServerNotification| {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", notification_line(n, json));
-        let _ = out.flush();
+        if json {
+            term::print_json(&notification_json(n), false);
+        } else {
+            outln!("{}", notification_line(n));
+        }
     };
     let (session, _probed) = match crate::direct::connect_one_with(&a.target, a.show, style, |c| {
         c.on_notification(printer)
@@ -467,7 +483,7 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
         .unwrap_or_default();
     let refused: Vec<&String> = a.resource.iter().filter(|u| !granted.contains(u)).collect();
     if !refused.is_empty() {
-        eprintln!(
+        errln!(
             "{} the server does not take subscriptions to: {}",
             style.warn("!"),
             refused
@@ -477,7 +493,7 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
                 .join(", ")
         );
     }
-    eprintln!(
+    errln!(
         "{}",
         style.dim("listening (Ctrl-C to stop); notifications are printed as they come")
     );
@@ -511,43 +527,33 @@ async fn ctrl_c() {
 /// terminal, plain lines otherwise.
 pub(crate) fn progress_printer()
 -> impl Fn(&mcp_session::types::ProgressParams) + Send + Sync + 'static {
-    use std::io::{IsTerminal as _, Write as _};
-    let terminal = std::io::stderr().is_terminal();
+    let terminal = term::stderr_is_terminal();
     move |p| {
         let done = p.progress();
         let total = p.total();
         let message = p.message.as_deref().map(printable).unwrap_or_default();
-        let mut err = std::io::stderr().lock();
-        match (terminal, total) {
+        let line = match (terminal, total) {
             (true, Some(total)) if total > 0.0 => {
                 let fraction = (done / total).clamp(0.0, 1.0);
                 let filled = (fraction * 30.0).round() as usize;
-                let _ = write!(
-                    err,
-                    "\r[{}{}] {:>3.0}% {message}\x1b[K",
+                format!(
+                    "[{}{}] {:>3.0}% {message}",
                     "#".repeat(filled),
                     " ".repeat(30 - filled.min(30)),
                     fraction * 100.0
-                );
+                )
             }
-            (true, _) => {
-                let _ = write!(err, "\r{done} {message}\x1b[K");
-            }
-            (false, Some(total)) => {
-                let _ = writeln!(err, "progress {done}/{total} {message}");
-            }
-            (false, None) => {
-                let _ = writeln!(err, "progress {done} {message}");
-            }
-        }
-        let _ = err.flush();
+            (true, _) => format!("{done} {message}"),
+            (false, Some(total)) => format!("progress {done}/{total} {message}"),
+            (false, None) => format!("progress {done} {message}"),
+        };
+        term::progress(&line, terminal);
     }
 }
 
 /// Ends a progress bar's line on a terminal.
 pub(crate) fn progress_done() {
-    use std::io::IsTerminal as _;
-    if std::io::stderr().is_terminal() {
-        eprintln!();
+    if term::stderr_is_terminal() {
+        errln!();
     }
 }

@@ -9,7 +9,9 @@
 //! mcp call --stdio 'python server.py' echo --args '{"text": "hi"}'
 //! mcp config check settings.json
 //! ```
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+//!
+//! Everything printed goes through `term`, the one output stage (secrets
+//! scrubbed, a server's control characters escaped).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +29,7 @@ mod output;
 mod probe;
 mod report;
 mod target;
+mod term;
 mod trace;
 mod words;
 
@@ -222,7 +225,7 @@ fn main() -> ExitCode {
     if cli.verbose {
         tracing_subscriber::fmt()
             .with_max_level(tracing::Level::DEBUG)
-            .with_writer(std::io::stderr)
+            .with_writer(term::log_writer)
             .init();
     }
     let style = Style::detect();
@@ -258,7 +261,7 @@ fn run_async(f: impl std::future::Future<Output = ExitCode>) -> ExitCode {
     {
         Ok(rt) => rt.block_on(f),
         Err(e) => {
-            eprintln!("mcp: cannot start the async runtime: {e}");
+            term::errln!("mcp: cannot start the async runtime: {e}");
             ExitCode::FAILURE
         }
     }

@@ -1,7 +1,11 @@
 //! Output for people: marks, colour only on a terminal and without `NO_COLOR`,
-//! and summaries of long text.
+//! and summaries of long text. Writing it is `term`'s, the output stage.
 
-use std::io::IsTerminal;
+use std::borrow::Cow;
+
+use mcp_protocol::printable::Layout;
+
+use crate::term;
 
 /// Whether to colour output.
 #[derive(Debug, Clone, Copy)]
@@ -14,13 +18,13 @@ impl Style {
     pub(crate) fn detect() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
-            color: !no_color && std::io::stdout().is_terminal(),
+            color: !no_color && term::stdout_is_terminal(),
         }
     }
 
     fn paint(self, code: &str, text: &str) -> String {
         if self.color {
-            format!("\x1b[{code}m{text}\x1b[0m")
+            term::paint(code, text)
         } else {
             text.to_string()
         }
@@ -47,10 +51,12 @@ impl Style {
     }
 }
 
-/// Cuts text to `max` characters, saying how much was left out.
+/// Cuts text to `max` characters, saying how much was left out. Secrets
+/// are scrubbed first, so the cut never leaves the start of one.
 pub(crate) fn summarize(text: &str, max: usize, full: bool) -> String {
+    let text = term::scrub(text);
     if full || text.chars().count() <= max {
-        return text.to_string();
+        return text.into_owned();
     }
     let cut: String = text.chars().take(max).collect();
     format!(
@@ -59,22 +65,24 @@ pub(crate) fn summarize(text: &str, max: usize, full: bool) -> String {
     )
 }
 
-/// Replaces control characters so server text cannot drive the terminal.
+/// A server's one-line text (a name, a field) with its control characters
+/// escaped visibly, newlines included, so it can neither drive the terminal
+/// nor fake a line of output. (The output stage escapes every control but
+/// newlines and tabs in everything printed anyway; this is the filter of
+/// the stack, `mcp_protocol::printable`.)
 pub(crate) fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '�'
-            } else {
-                c
-            }
-        })
-        .collect()
+    mcp_protocol::printable::printable(text, Layout::Line).into_owned()
+}
+
+/// A server's text that may have lines (a tool's output, a resource's
+/// text): controls escaped, newlines and tabs kept.
+pub(crate) fn printable_block(text: &str) -> Cow<'_, str> {
+    mcp_protocol::printable::printable(text, Layout::Block)
 }
 
 /// Says what was wrong with the command line; exit status 2.
 pub(crate) fn usage_error(e: &str) -> std::process::ExitCode {
-    eprintln!("mcp: {e}");
+    term::errln!("mcp: {e}");
     std::process::ExitCode::from(2)
 }
 
@@ -102,6 +110,7 @@ mod tests {
 
     #[test]
     fn no_escape_sequences_reach_the_terminal() {
-        assert_eq!(printable("a\x1b[2Jb"), "a�[2Jb");
+        assert_eq!(printable("a\x1b[2Jb\nc"), "a\\x1b[2Jb\\nc");
+        assert_eq!(printable_block("a\x07b\nc"), "a\\x07b\nc");
     }
 }

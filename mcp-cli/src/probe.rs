@@ -162,8 +162,74 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
     }
 }
 
+/// Words that say a tool may show its environment or a credential: such a
+/// tool is never the probe's own pick (server-everything's `get-env`
+/// returned the `--env API_KEY` the server was started with). `--call`
+/// still calls one when asked, and what it prints is scrubbed.
+const REVEALING_WORDS: &[&str] = &[
+    "env",
+    "environ",
+    "environment",
+    "getenv",
+    "printenv",
+    "secret",
+    "secrets",
+    "token",
+    "tokens",
+    "key",
+    "keys",
+    "apikey",
+    "password",
+    "passwords",
+    "passwd",
+    "credential",
+    "credentials",
+];
+
+/// The words of a name or a sentence, lower case: split at every character
+/// that is not a letter or digit and at camelCase humps (`printEnv`,
+/// `get-env`, `API_KEY` → print env, get env, api key).
+fn words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in text.chars() {
+        if !c.is_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Whether a tool's name, title or description says it may echo the
+/// environment or a credential.
+fn may_reveal_secrets(tool: &mcp_session::types::Tool) -> bool {
+    [
+        Some(tool.name.as_str()),
+        tool.title.as_deref(),
+        tool.description.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .flat_map(words)
+    .any(|w| REVEALING_WORDS.contains(&w.as_str()))
+}
+
 /// Picks a call that is safe to make on someone's server: the demo's echo,
-/// or a read-only tool with no required arguments.
+/// or a read-only tool with no required arguments that does not look like
+/// it shows the environment or a credential (see [`REVEALING_WORDS`]).
 fn pick_sample(
     target: &Target,
     server: &InitializeResult,
@@ -184,7 +250,7 @@ fn pick_sample(
             .get("required")
             .and_then(Value::as_array)
             .is_none_or(|r| r.is_empty());
-        (read_only && no_required).then(|| (t.name.clone(), json!({})))
+        (read_only && no_required && !may_reveal_secrets(t)).then(|| (t.name.clone(), json!({})))
     })
 }
 
@@ -346,7 +412,9 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
             "tools/call",
             Status::Skip,
             None,
-            "no tool known to be safe to call; use --call TOOL --args JSON".into(),
+            "no tool known to be safe to call (read-only, no required arguments, nothing that \
+             looks like it shows the environment or a credential); use --call TOOL --args JSON"
+                .into(),
         ),
         Some((tool, args)) => {
             let t0 = Instant::now();
@@ -497,4 +565,78 @@ pub(crate) async fn probe(
         reports.push(probe_one(t, show, style, &sample).await);
     }
     print_reports(&reports, show, style)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> mcp_session::types::Tool {
+        serde_json::from_value(json!({
+            "name": name,
+            "description": description,
+            "inputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": true}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn words_split_names_and_sentences() {
+        assert_eq!(words("printEnv"), ["print", "env"]);
+        assert_eq!(words("get-env"), ["get", "env"]);
+        assert_eq!(words("API_KEY"), ["api", "key"]);
+        assert_eq!(words("getAPIKey"), ["get", "apikey"]);
+        assert_eq!(
+            words("The server's environment."),
+            ["the", "server", "s", "environment"]
+        );
+    }
+
+    #[test]
+    fn tools_that_may_show_secrets_are_recognized() {
+        for (name, description) in [
+            ("get-env", "Returns all environment variables"),
+            ("printEnv", "Prints the environment"),
+            ("whoami", "Shows the access token"),
+            ("read_config", "Reads the API key from the config"),
+            ("credentials", ""),
+        ] {
+            assert!(may_reveal_secrets(&tool(name, description)), "{name}");
+        }
+        for (name, description) in [
+            ("echo", "Echoes the input"),
+            ("search", "Search by keyword in the monkey's keyboard notes"),
+            ("add", "Adds two numbers"),
+        ] {
+            assert!(!may_reveal_secrets(&tool(name, description)), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_probe_never_picks_a_tool_that_shows_the_environment() {
+        let target = Target {
+            label: "t".into(),
+            connect: Connect::Unsupported("test".into()),
+            session: mcp_session::SessionConfig::new(),
+            is_demo: false,
+        };
+        let server: InitializeResult = serde_json::from_value(json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "everything", "version": "1"}
+        }))
+        .unwrap();
+        let listed = |tools| ToolCatalog::new(tools, Vec::new());
+        let catalog = listed(vec![
+            tool("get-env", "Returns all environment variables"),
+            tool("echo", "Echoes the input"),
+        ]);
+        let picked = pick_sample(&target, &server, &catalog).map(|(name, _)| name);
+        assert_eq!(picked.as_deref(), Some("echo"));
+        // With nothing else, nothing is called.
+        let catalog = listed(vec![tool("printEnv", "Prints the environment")]);
+        assert_eq!(pick_sample(&target, &server, &catalog), None);
+    }
 }

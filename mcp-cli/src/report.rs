@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::ShowArgs;
 use crate::output::{Style, ms, printable, summarize};
+use crate::term::{self, outln};
 
 /// How a step went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +109,7 @@ impl Report {
 
     /// Prints the report as text.
     pub(crate) fn print(&self, style: Style) {
-        println!("{} {}", style.bold("mcp probe"), printable(&self.target));
+        outln!("{} {}", style.bold("mcp probe"), printable(&self.target));
         for s in &self.steps {
             let mark = match s.status {
                 Status::Pass => style.ok("✓"),
@@ -117,23 +118,25 @@ impl Report {
                 Status::Skip => style.dim("-"),
             };
             let time = s.elapsed.map(ms).unwrap_or_default();
-            println!(
+            // One line each: a server's text in a detail (an error
+            // message) cannot add lines to the report.
+            outln!(
                 "  {mark} {:<12} {:>8}  {}",
                 s.name,
                 style.dim(&time),
-                s.detail
+                printable(&s.detail)
             );
         }
         if !self.diagnosis.is_empty() {
-            println!("  {}", style.bold("diagnosis:"));
+            outln!("  {}", style.bold("diagnosis:"));
             for d in &self.diagnosis {
-                println!("    • {d}");
+                outln!("    • {}", printable(d));
             }
         }
         if self.failed() && !self.stderr_tail.is_empty() {
-            println!("  {}", style.bold("server stderr (last lines):"));
+            outln!("  {}", style.bold("server stderr (last lines):"));
             for l in &self.stderr_tail {
-                println!("    │ {}", printable(l));
+                outln!("    │ {}", printable(l));
             }
         }
         let total: Duration = self.steps.iter().filter_map(|s| s.elapsed).sum();
@@ -147,7 +150,7 @@ impl Report {
         } else {
             style.ok("PASS")
         };
-        println!(
+        outln!(
             "  {verdict} {passed}/{} steps passed in {}",
             self.steps.len(),
             ms(total)
@@ -164,11 +167,11 @@ pub(crate) fn print_reports(reports: &[Report], show: ShowArgs, style: Style) ->
         } else {
             Value::Array(reports.iter().map(Report::to_json).collect())
         };
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        term::print_json(&v, true);
     } else {
         for (i, r) in reports.iter().enumerate() {
             if i > 0 {
-                println!();
+                outln!();
             }
             r.print(style);
         }

@@ -8,6 +8,7 @@ use mcp_transport::stdio::StdioConfig;
 
 use crate::TargetArgs;
 use crate::output::printable;
+use crate::term;
 use crate::trace::TraceOptions;
 use crate::words;
 
@@ -161,6 +162,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
             let Some((k, v)) = kv.split_once('=') else {
                 return Err(format!("--env {kv:?}: expected KEY=VALUE"));
             };
+            term::keep_secret(v);
             config = config.env(k, v);
         }
         return Ok(vec![Target {
@@ -184,6 +186,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
                         .unwrap_or_default()
                 ));
             };
+            term::keep_credential(value.trim());
             options = options.header(name.trim(), value.trim());
         }
         // A token given by hand is used as it is; otherwise stored OAuth
@@ -236,6 +239,9 @@ pub(crate) fn load_config(
     }
     let mut resolved = mcp_config::resolve(&loaded.config, &mcp_config::process_env)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    for server in resolved.servers.values() {
+        keep_secrets_of(server);
+    }
     if let Some(name) = server {
         if !resolved.servers.contains_key(name) {
             let known: Vec<_> = resolved.servers.keys().cloned().collect();
@@ -249,6 +255,40 @@ pub(crate) fn load_config(
         resolved.servers.retain(|n, _| n == name);
     }
     Ok(resolved)
+}
+
+/// Registers a configured server's secrets with the output stage, so they
+/// are scrubbed from everything printed: env and header values, the proxy
+/// URL (and its password alone), the OAuth client secret.
+fn keep_secrets_of(server: &mcp_config::ResolvedServer) {
+    match &server.transport {
+        mcp_config::TransportConfig::Stdio { env, .. } => {
+            env.values().for_each(|v| term::keep_secret(v.expose()));
+        }
+        mcp_config::TransportConfig::Http { headers, proxy, .. } => {
+            headers
+                .values()
+                .for_each(|v| term::keep_credential(v.expose()));
+            if let Some(mcp_config::ProxySetting::Url(url)) = proxy {
+                let url = url.expose();
+                term::keep_secret(url);
+                let user_info = url
+                    .split_once("://")
+                    .and_then(|(_, rest)| rest.split_once('@'))
+                    .map(|(info, _)| info);
+                if let Some(info) = user_info {
+                    term::keep_secret(info);
+                    if let Some((_, password)) = info.split_once(':') {
+                        term::keep_secret(password);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(secret) = server.oauth.as_ref().and_then(|o| o.client_secret.as_ref()) {
+        term::keep_secret(secret.expose());
+    }
 }
 
 fn config_targets(
@@ -317,4 +357,34 @@ fn config_targets(
         return Err(format!("{} has no enabled servers", path.display()));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configs_secrets_are_registered_for_scrubbing() {
+        let text = r#"{"mcpServers": {
+            "remote": {
+                "url": "https://mcp.example.com/mcp",
+                "headers": {"Authorization": "Bearer hdr-token-91c2e0", "X-Api-Key": "hdr-key-5d1f7a"},
+                "proxy": "http://proxyuser:pr0xy-pass-8b@proxy.example.com:3128"
+            },
+            "local": {"command": "server", "env": {"API_KEY": "env-key-2a9e4c"}}
+        }}"#;
+        let loaded = mcp_config::parse_str(text, &mcp_config::Options::new()).unwrap();
+        let resolved = mcp_config::resolve(&loaded.config, &|_: &str| None).unwrap();
+        let shown = "hdr-token-91c2e0 hdr-key-5d1f7a pr0xy-pass-8b env-key-2a9e4c \
+                     proxyuser:pr0xy-pass-8b";
+        assert_eq!(term::scrub(shown), shown, "nothing registered yet");
+        for server in resolved.servers.values() {
+            keep_secrets_of(server);
+        }
+        assert_eq!(
+            term::scrub(shown),
+            "<redacted> <redacted> <redacted> <redacted> <redacted>"
+        );
+    }
 }

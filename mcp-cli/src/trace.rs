@@ -1,7 +1,6 @@
 //! A transport wrapper that shows every message (`--trace`) and remembers
 //! what was not a message, for the diagnosis when a step fails.
 
-use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Message;
@@ -11,6 +10,7 @@ use mcp_transport::{
 };
 
 use crate::output::{Style, printable, summarize};
+use crate::term::{self, Stream};
 
 /// Where traced lines go and how long they may be.
 #[derive(Debug, Clone, Copy)]
@@ -23,15 +23,17 @@ pub(crate) struct TraceOptions {
 }
 
 impl TraceOptions {
+    /// Prints a trace line (through the output stage, like every line).
     pub(crate) fn line(&self, text: &str) {
         if !self.enabled {
             return;
         }
-        if self.to_stderr {
-            let _ = writeln!(std::io::stderr(), "{text}");
+        let stream = if self.to_stderr {
+            Stream::Err
         } else {
-            let _ = writeln!(std::io::stdout(), "{text}");
-        }
+            Stream::Out
+        };
+        term::line(stream, format_args!("{text}"));
     }
 }
 
@@ -63,8 +65,11 @@ impl Traced {
         if !self.options.enabled {
             return;
         }
+        // JSON text whose controls are `\u` escapes, so a traced line
+        // stays the JSON that was on the wire.
         let text = serde_json::to_string(message).unwrap_or_else(|e| format!("<{e}>"));
-        let text = summarize(&printable(&text), 64 * 1024, self.options.full);
+        let text = mcp_protocol::printable::escape_json_text(&text);
+        let text = summarize(&text, 64 * 1024, self.options.full);
         let arrow = self.options.style.dim(arrow);
         self.options.line(&format!("{arrow} {text}"));
     }

@@ -24,6 +24,9 @@
 //!   the `x-mcp-header` rules for mirroring tool arguments.
 //! * [`defaults`]: the timeouts and settings every layer defaults to;
 //!   [`endpoint`]: what a server URL must be, one rule for config and transport.
+//! * [`printable`]: a peer's text made safe to show on a terminal (control
+//!   characters escaped visibly), the one filter every program of the stack
+//!   prints a server's strings through; [`secret`]: a value that never shows.
 //!
 //! It depends on serde, the JSON-RPC message model, base64 (the header
 //! encoding) and `http` (its URI parser): no async runtime, no transport, no
@@ -52,6 +55,7 @@ pub mod endpoint;
 pub mod meta;
 pub mod methods;
 pub mod modern;
+pub mod printable;
 pub mod secret;
 pub mod skills;
 pub mod tasks;

@@ -165,6 +165,7 @@ pub use options::{
     DEFAULT_OVERSIZE_BYTES, DEFAULT_RESOURCE_COUNT, Era, HELP, Misbehaviour, ServerOptions,
 };
 pub use prompts::PROMPT_NAMES;
+pub use server::hostile::{ESCAPE_TEXT, ESCAPE_TOOL, PRINT_ENV_SERVER, PRINT_ENV_TOOL};
 pub use server::{BOGUS_PROTOCOL_VERSION, EXIT_IMMEDIATELY_MESSAGE, SERVER_NAME};
 pub use tools::{MODERN_TOOL_NAMES, TOOL_NAMES};
 

@@ -54,6 +54,18 @@ pub enum Misbehaviour {
     /// `unknown-ids`: before each response, sends a response to an id the client
     /// never used.
     UnknownIds,
+    /// `escape-text`: terminal escape sequences and other control characters
+    /// ([`ESCAPE_TEXT`](crate::ESCAPE_TEXT)) in the server's name, version,
+    /// title and instructions, in a tool listed first
+    /// ([`ESCAPE_TOOL`](crate::ESCAPE_TOOL)) whose call is answered with a
+    /// JSON-RPC error carrying them, in a log notification (and a progress
+    /// message) before each `tools/call` answer, and on stderr.
+    EscapeText,
+    /// `print-env`: calls itself [`PRINT_ENV_SERVER`](crate::PRINT_ENV_SERVER)
+    /// and lists first a read-only tool without arguments,
+    /// [`PRINT_ENV_TOOL`](crate::PRINT_ENV_TOOL), that returns its whole
+    /// environment (as server-everything's `get-env` does).
+    PrintEnv,
     /// `late-answer`: answers `tools/call` only after `--late-ms` (default 3000 ms).
     LateAnswer,
     /// `flood-notifications`: on `tools/call`, sends `--flood-count` (default 1000)
@@ -90,6 +102,8 @@ impl Misbehaviour {
         Misbehaviour::InvalidUtf8,
         Misbehaviour::Noise,
         Misbehaviour::UnknownIds,
+        Misbehaviour::EscapeText,
+        Misbehaviour::PrintEnv,
         Misbehaviour::LateAnswer,
         Misbehaviour::FloodNotifications,
         Misbehaviour::IgnoreStdinClose,
@@ -111,6 +125,8 @@ impl Misbehaviour {
             Misbehaviour::InvalidUtf8 => "invalid-utf8",
             Misbehaviour::Noise => "noise",
             Misbehaviour::UnknownIds => "unknown-ids",
+            Misbehaviour::EscapeText => "escape-text",
+            Misbehaviour::PrintEnv => "print-env",
             Misbehaviour::LateAnswer => "late-answer",
             Misbehaviour::FloodNotifications => "flood-notifications",
             Misbehaviour::IgnoreStdinClose => "ignore-stdin-close",
@@ -144,6 +160,12 @@ impl Misbehaviour {
             Misbehaviour::Noise => "writes a non-JSON line before each response",
             Misbehaviour::UnknownIds => {
                 "sends a response to an id the client never used before each response"
+            }
+            Misbehaviour::EscapeText => {
+                "terminal escapes in its name, a tool, an error, a log notification and stderr"
+            }
+            Misbehaviour::PrintEnv => {
+                "calls itself env-printing-server; lists printEnv first, which returns its environment"
             }
             Misbehaviour::LateAnswer => {
                 "answers tools/call only after --late-ms milliseconds (default 3000)"

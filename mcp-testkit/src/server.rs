@@ -36,6 +36,7 @@ use crate::resources::World;
 mod asks;
 mod calls;
 mod features;
+pub(crate) mod hostile;
 pub(crate) mod lifecycle;
 mod misbehave;
 mod outbox;
@@ -136,6 +137,7 @@ where
     };
     if host == Host::Process {
         misbehave::announce(&options, &workspace);
+        hostile::announce(&options);
     }
     let (tx, rx) = mpsc::channel(64);
     let world = world.unwrap_or_else(|| Arc::new(World::new(&options)));

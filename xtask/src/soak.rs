@@ -12,7 +12,8 @@
 //!
 //! The promises checked at the end: no operation outlived its bound by more
 //! than [`GRACE`]; no panic; every failure a typed error that names its
-//! server; no process of the run left after `dispose_all` (stdio children
+//! server (a server's words in it, escape sequences included, printed through
+//! the stack's one printable filter); no process of the run left after `dispose_all` (stdio children
 //! and their grandchildren, found by an environment marker, and unreaped
 //! children of ours); file descriptors and tokio tasks back to their
 //! baseline; resident memory after warm-up (the median of the second half
@@ -32,6 +33,7 @@ use std::time::{Duration, Instant};
 use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
 use mcp_runtime::{RuntimeError, RuntimeLease, RuntimeManager, RuntimeOptions};
 use mcp_session::protocol::modern::SubscriptionFilter;
+use mcp_session::protocol::printable::{Layout, printable};
 use mcp_session::{SessionError, TimeoutKind};
 use mcp_transport::TransportError;
 use serde_json::{Value, json};
@@ -113,6 +115,7 @@ enum StdioFault {
     Garbage,
     Oversized,
     Flood,
+    EscapeText,
     ExitOnProbe,
     IgnoreSigterm,
     Grandchild,
@@ -127,6 +130,7 @@ const STDIO_FAULTS: &[StdioFault] = &[
     StdioFault::Garbage,
     StdioFault::Oversized,
     StdioFault::Flood,
+    StdioFault::EscapeText,
     StdioFault::ExitOnProbe,
     StdioFault::IgnoreSigterm,
     StdioFault::Grandchild,
@@ -143,6 +147,7 @@ impl StdioFault {
             StdioFault::Garbage => "stdio: garbage (invalid UTF-8, unknown ids)",
             StdioFault::Oversized => "stdio: oversized line (17 MiB)",
             StdioFault::Flood => "stdio: notification flood",
+            StdioFault::EscapeText => "stdio: terminal escapes in its text",
             StdioFault::ExitOnProbe => "stdio: exits on the probe",
             StdioFault::IgnoreSigterm => "stdio: ignores stdin close and SIGTERM",
             StdioFault::Grandchild => "stdio: leaves a grandchild",
@@ -165,6 +170,7 @@ const HTTP_POOL: &[(&str, &[&str])] = &[
         "http: expires the session (404)",
         &["--http-misbehave", "expire-session"],
     ),
+    ("http: escape text", &["--misbehave", "escape-text"]),
     ("http: slow head", &["--http-misbehave", "slow-head"]),
     ("http: 500 on calls", &["--http-misbehave", "status-500"]),
 ];
@@ -250,6 +256,7 @@ impl Spec {
                     Some(StdioFault::Garbage) => misbehave("invalid-utf8,unknown-ids"),
                     Some(StdioFault::Oversized) => misbehave("oversized-line"),
                     Some(StdioFault::Flood) => misbehave("flood-notifications"),
+                    Some(StdioFault::EscapeText) => misbehave("escape-text"),
                     Some(StdioFault::ExitOnProbe) => misbehave("strict-initialize"),
                     Some(StdioFault::IgnoreSigterm) => misbehave("ignore-stdin-close"),
                     Some(StdioFault::ExitAtStart) => misbehave("exit-immediately"),
@@ -307,6 +314,7 @@ enum Op {
     Hang,
     Fail,
     Progress,
+    Hostile,
     Read,
     Listen,
 }
@@ -320,6 +328,7 @@ impl Op {
             Op::Hang => "call slow (8 s: hangs)",
             Op::Fail => "call fail (isError)",
             Op::Progress => "call progress",
+            Op::Hostile => "call escape tool (error)",
             Op::Read => "read resource",
             Op::Listen => "listen + touch",
         }
@@ -560,6 +569,20 @@ async fn operation(run: &Run, lease: &RuntimeLease, rng: &mut Rng) {
         run.timed(op, REQUEST_TIMEOUT, server, lease.call_tool(&name, args))
             .await
     };
+    // An escape-text server's own tool answers a JSON-RPC error full of
+    // escape sequences: a typed failure naming the server, printed safely.
+    let hostile = lease
+        .catalog()
+        .tools()
+        .iter()
+        .find(|t| t.server() == server && t.tool_name() == mcp_testkit::ESCAPE_TOOL)
+        .map(|t| t.name().to_owned());
+    if let Some(name) = hostile
+        && rng.chance(0.2)
+    {
+        call(Op::Hostile, name, json!({})).await;
+        return;
+    }
     match rng.below(10) {
         0..=2 => {
             call(Op::Echo, tool("echo"), json!({"text": "soak"})).await;
@@ -1164,7 +1187,9 @@ async fn soak(args: Soak, kit: String) -> Result<(), String> {
     for p in left.iter().take(10) {
         let _ = writeln!(out, "  left: {}", p.what);
     }
-    println!("{out}");
+    // Failure examples hold servers' words (escape-text's escape sequences
+    // among them): the report goes out through the stack's printable filter.
+    println!("{}", printable(&out, Layout::Block));
     if broken.is_empty() {
         println!("soak: every promise kept");
         Ok(())

@@ -114,6 +114,8 @@ impl Server {
             roots_changed: Arc::clone(&self.roots_changed),
         };
         let misbehaviours = CallMisbehaviours::of(self.options());
+        let hostile = super::hostile::OnCall::of(self.options());
+        let progress_token = call.progress_token().cloned();
         let outbox = self.outbox.clone();
         let in_flight = Arc::clone(&self.in_flight);
         self.next_task += 1;
@@ -126,8 +128,19 @@ impl Server {
             .unwrap_or_else(PoisonError::into_inner);
         let handle = self.tasks.spawn(async move {
             misbehaviours.delay().await;
-            let result = run_call(call, ctx, modern).await;
+            let result = match hostile.answer(&call) {
+                Some(answer) => answer.map(|mut result| {
+                    if modern {
+                        ResultType::Complete.write(&mut result.extra);
+                    }
+                    CallAnswer::Complete(result)
+                }),
+                None => run_call(call, ctx, modern).await,
+            };
             misbehaviours.before_answer(&outbox).await;
+            hostile
+                .before_answer(&outbox, progress_token.as_ref())
+                .await;
             forget(&in_flight, &task_id, task);
             // Past this point a cancellation finds nothing: the answer goes out whole.
             outbox.respond(task_id, result.and_then(|r| raw(&r))).await;

@@ -13,10 +13,11 @@ use mcp_protocol::types::{
 use mcp_protocol::{ProtocolVersion, meta, methods};
 use serde_json::{Map, Value};
 
+use super::hostile;
 use super::misbehave::append_instance_log;
 use super::params::{Presence, expect, typed};
 use super::{BOGUS_PROTOCOL_VERSION, ClientSide, ProtocolError, SERVER_NAME, Server};
-use crate::options::{Era, Misbehaviour};
+use crate::options::{Era, Misbehaviour, ServerOptions};
 use crate::tools;
 
 /// The modern revision the server speaks with `--era modern|dual`.
@@ -210,17 +211,18 @@ impl Server {
             tasks,
             ..self.capabilities()
         };
+        let instructions = hostile::instructions(self.options());
         InitializeResult {
             protocol_version: version.to_owned(),
             capabilities,
-            server_info: server_info(),
-            instructions: Some(format!(
+            server_info: server_info(self.options()),
+            instructions: instructions.or(Some(format!(
                 "mcp-testkit is a test server. Tools: {}. read_file only reads inside the \
                  workspace folder; slow, progress and fail help test timeouts, progress and \
                  tool errors; touch_resource and add_resource change the test:// resources; \
                  ask_user, sample and list_roots ask the client (elicitation, sampling, roots).",
                 tools::TOOL_NAMES.join(", ")
-            )),
+            ))),
             extra: Extra::new(),
         }
     }
@@ -235,9 +237,10 @@ impl Server {
         let supported = supported.into_iter().map(str::to_owned).collect();
         let mut capabilities = self.capabilities();
         mcp_protocol::tasks::extension::offer(&mut capabilities);
-        let mut result = DiscoverResult::new(supported, capabilities, &server_info());
-        result.instructions =
-            Some("mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.".to_owned());
+        let mut result = DiscoverResult::new(supported, capabilities, &server_info(self.options()));
+        result.instructions = hostile::instructions(self.options()).or(Some(
+            "mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.".to_owned(),
+        ));
         ResultType::Complete.write(&mut result.extra);
         DISCOVER_CACHE.write(&mut result.extra);
         result
@@ -271,12 +274,12 @@ impl Server {
 }
 
 /// The server's name, title and version, in `serverInfo` and in
-/// `server/discover`'s `_meta`.
-fn server_info() -> Implementation {
-    Implementation {
+/// `server/discover`'s `_meta` (another under `escape-text` and `print-env`).
+fn server_info(options: &ServerOptions) -> Implementation {
+    hostile::server_info(options).unwrap_or_else(|| Implementation {
         title: Some("MCP test kit server".to_owned()),
         ..Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
-    }
+    })
 }
 
 /// How long a client may keep the `server/discover` result.

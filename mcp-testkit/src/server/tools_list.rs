@@ -130,7 +130,10 @@ impl Server {
             };
             return Ok(endless_page(n));
         }
-        let all = tools::listed(modern, self.options().extra_tools);
+        let all = super::hostile::tools(
+            self.options(),
+            tools::listed(modern, self.options().extra_tools),
+        );
         let (range, next_cursor) = page(
             params.cursor.as_deref(),
             all.len(),
