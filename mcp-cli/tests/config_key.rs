@@ -83,15 +83,16 @@ fn config_show_fingerprints_hold_per_key_file_and_differ_across_them() {
 
     let first = show(&config, &auth_a);
     let a = fingerprints(&first);
+    assert_eq!(a, fingerprints(&show(&config, &auth_a)));
+    let b = fingerprints(&show(&config, &auth_b));
+    assert!(a.iter().zip(&b).all(|(a, b)| a != b), "{a:?} {b:?}");
+
     let stdout = String::from_utf8_lossy(&first.stdout);
     let key_file = auth_a.join("fingerprint.key");
     assert!(
         stdout.contains(&format!("fingerprint key: {}", key_file.display())),
         "{stdout}"
     );
-    assert_eq!(a, fingerprints(&show(&config, &auth_a)));
-    let b = fingerprints(&show(&config, &auth_b));
-    assert!(a.iter().zip(&b).all(|(a, b)| a != b), "{a:?} {b:?}");
 
     #[cfg(unix)]
     {
