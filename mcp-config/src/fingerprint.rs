@@ -120,9 +120,10 @@ impl FingerprintKey {
     ///
     /// Should the operating system's random number generator fail (a
     /// sandbox without `getrandom` or `/dev/urandom`), the key is derived
-    /// from the time, the process id and addresses instead: still a key no
-    /// one else has seen, though not one to rely on against a determined
-    /// guesser.
+    /// from the time, the process and thread ids and memory addresses
+    /// instead: never written anywhere and hard to predict from outside the
+    /// process, but far weaker than a random key; it keeps resolving from
+    /// failing, nothing more.
     pub fn per_process() -> &'static FingerprintKey {
         static KEY: OnceLock<FingerprintKey> = OnceLock::new();
         KEY.get_or_init(|| Self::generate().unwrap_or_else(|_| Self::from_bytes(fallback_bytes())))
@@ -149,8 +150,8 @@ impl fmt::Debug for FingerprintKey {
 )]
 pub struct KeyUnavailable(String);
 
-/// Bytes no other process has, for when the random number generator fails:
-/// the time, the process and thread, and where the stack and heap are.
+/// Bytes for a key when the random number generator fails: a hash of the
+/// time, the process and thread, and where the stack, heap and code are.
 fn fallback_bytes() -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"mcp-config fallback key\0");
