@@ -1,14 +1,20 @@
 //! `mcp config check` and `mcp config show`: a config's problems, and its
 //! resolved servers with their fingerprints, secrets redacted. Loading,
 //! validating and resolving are `mcp-config`'s; this module words and prints.
+//!
+//! `config show`'s fingerprints are keyed by the user's fingerprint key,
+//! `fingerprint.key` beside the token store (made on first use; see
+//! `mcp_runtime::load_or_create_key`), so they are the same from run to run
+//! and, without that file, say nothing about the secrets behind them.
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use mcp_config::{
-    ConfigError, EnvLookup, Loaded, McpConfig, Options, Problem, ProxySetting, Report,
-    ResolvedConfig, Severity, TransportConfig, has_vars, load_path, redact_url, resolve,
+    ConfigError, EnvLookup, FingerprintKey, Loaded, McpConfig, Options, Problem, ProxySetting,
+    Report, ResolvedConfig, Severity, TransportConfig, has_vars, load_path, redact_url, resolve,
+    resolve_with_key,
 };
 use serde_json::Value;
 
@@ -47,7 +53,14 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
                 Ok(o) => o,
                 Err(code) => return code,
             };
-            match show(&file, &options, &mcp_config::process_env) {
+            let key = fingerprint_key();
+            if let Some(problem) = &key.problem {
+                eprintln!(
+                    "{} {problem}; this run's fingerprints are keyed for this run only",
+                    style.warn("!")
+                );
+            }
+            match show(&file, &options, &mcp_config::process_env, &key) {
                 Ok(lines) => {
                     for line in lines {
                         outln!("{line}");
@@ -60,6 +73,40 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
                 }
             }
         }
+    }
+}
+
+/// The key `config show`'s fingerprints are made with, and where it is.
+struct ShowKey {
+    key: FingerprintKey,
+    /// The key file, or `None` for this process's key.
+    file: Option<std::path::PathBuf>,
+    /// Why the key file could not be had, if it could not.
+    problem: Option<String>,
+}
+
+/// The user's fingerprint key, beside the token store (`MCP_AUTH_DIR`, else
+/// `$XDG_CONFIG_HOME/mcp/auth`, else `~/.config/mcp/auth`); made there on
+/// first use. When it cannot be read or made, this process's random key and
+/// the reason: the fingerprints then hold for this run only, and the command
+/// still runs.
+fn fingerprint_key() -> ShowKey {
+    let per_process = |problem: String| ShowKey {
+        key: FingerprintKey::per_process().clone(),
+        file: None,
+        problem: Some(problem),
+    };
+    let dir = match mcp_auth::store::FileStore::default_location() {
+        Ok(store) => store.dir().to_owned(),
+        Err(e) => return per_process(format!("no folder for the fingerprint key: {e}")),
+    };
+    match mcp_runtime::load_or_create_key(&dir) {
+        Ok(key) => ShowKey {
+            key,
+            file: Some(dir.join(mcp_runtime::KEY_FILE_NAME)),
+            problem: None,
+        },
+        Err(e) => per_process(e.to_string()),
     }
 }
 
@@ -110,12 +157,26 @@ fn check(loaded: Result<Loaded, ConfigError>, env: Option<EnvLookup<'_>>) -> Rep
     }
 }
 
-/// Loads and resolves a config for `mcp config show`: its servers, then its
-/// warnings.
-fn show(path: &Path, options: &Options, env: EnvLookup<'_>) -> Result<Vec<String>, ConfigError> {
+/// Loads and resolves a config for `mcp config show`: its servers, with
+/// fingerprints under `key`, then its warnings.
+fn show(
+    path: &Path,
+    options: &Options,
+    env: EnvLookup<'_>,
+    key: &ShowKey,
+) -> Result<Vec<String>, ConfigError> {
     let loaded = load_path(path, options)?;
-    let resolved = resolve(&loaded.config, env)?;
+    let resolved = resolve_with_key(&loaded.config, env, &key.key)?;
     let mut lines = show_lines(&loaded.config, &resolved);
+    // Which key the fingerprints hold under: compare them only with ones
+    // made under the same.
+    lines.insert(
+        2.min(lines.len()),
+        match &key.file {
+            Some(file) => format!("fingerprint key: {}", file.display()),
+            None => "fingerprint key: this run only".to_owned(),
+        },
+    );
     lines.extend(loaded.report.problems.iter().map(ToString::to_string));
     Ok(lines)
 }
@@ -296,6 +357,15 @@ mod tests {
         }
     }
 
+    /// A key of the test's own, as if read from a key file.
+    fn key(byte: u8) -> ShowKey {
+        ShowKey {
+            key: FingerprintKey::from_bytes([byte; 32]),
+            file: Some(PathBuf::from("/keys/fingerprint.key")),
+            problem: None,
+        }
+    }
+
     fn assert_clean(what: &str, text: &str) {
         for s in SECRETS {
             assert!(!text.contains(s), "{what} leaks {s}: {text}");
@@ -313,7 +383,7 @@ mod tests {
             "vscode/.vscode/mcp.json",
             "codex/config.toml",
         ] {
-            let lines = show(&fixture(p), &Options::new(), &env).unwrap();
+            let lines = show(&fixture(p), &Options::new(), &env, &key(1)).unwrap();
             assert_clean(p, &lines.join("\n"));
             let strict = Options::new().strict(true);
             assert_clean(
@@ -325,12 +395,15 @@ mod tests {
 
     #[test]
     fn show_prints_redacted_servers_with_fingerprints() {
-        let lines = show(&fixture("cursor/mcp.json"), &Options::new(), &env).unwrap();
+        let lines = show(&fixture("cursor/mcp.json"), &Options::new(), &env, &key(1)).unwrap();
         let text = lines.join("\n");
         let loaded = load_path(&fixture("cursor/mcp.json"), &Options::new()).unwrap();
-        let c = resolve(&loaded.config, &env).unwrap();
+        let c = resolve_with_key(&loaded.config, &env, &key(1).key).unwrap();
         assert!(
-            text.contains(&format!("session fingerprint: {}", c.fingerprint)),
+            text.contains(&format!(
+                "session fingerprint: {}\nfingerprint key: /keys/fingerprint.key\n",
+                c.fingerprint
+            )),
             "{text}"
         );
         assert!(text.contains(&format!(
@@ -349,6 +422,37 @@ mod tests {
             text.contains("request timeout: 60s, handshake timeout: 30s, parallel tool calls: yes")
         );
         assert_clean("show", &text);
+    }
+
+    /// The fingerprints printed are the ones under the user's key: the same
+    /// key prints the same, another key (another user, or no key file) others.
+    #[test]
+    fn show_prints_fingerprints_under_the_key_it_is_given() {
+        let fingerprints = |k: &ShowKey| {
+            show(&fixture("cursor/mcp.json"), &Options::new(), &env, k)
+                .unwrap()
+                .into_iter()
+                .filter(|l| l.contains("fingerprint: "))
+                .collect::<Vec<_>>()
+        };
+        let a = fingerprints(&key(1));
+        assert_eq!(a.len(), 3, "{a:?}");
+        assert_eq!(a, fingerprints(&key(1)));
+        let b = fingerprints(&key(2));
+        assert!(a.iter().zip(&b).all(|(a, b)| a != b), "{a:?} {b:?}");
+        let this_run = ShowKey {
+            key: FingerprintKey::per_process().clone(),
+            file: None,
+            problem: Some("no key file".to_owned()),
+        };
+        let lines = show(
+            &fixture("cursor/mcp.json"),
+            &Options::new(),
+            &env,
+            &this_run,
+        )
+        .unwrap();
+        assert_eq!(lines[2], "fingerprint key: this run only");
     }
 
     #[test]

@@ -375,7 +375,13 @@ fn config_check_and_show() {
         ),
     )
     .unwrap();
-    let out = mcp(&["config", "show", bad.to_str().unwrap()]);
+    // `config show` makes the user's fingerprint key: here, not in $HOME.
+    let out = Command::new(MCP)
+        .args(["config", "show", bad.to_str().unwrap()])
+        .env("NO_COLOR", "1")
+        .env("MCP_AUTH_DIR", dir.join("auth"))
+        .output()
+        .expect("run mcp");
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("demo") && !t.contains("sekrit-value-123"), "{t}");

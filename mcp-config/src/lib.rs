@@ -24,15 +24,20 @@
 //!    infer the transport (`command` → stdio; `url` → streamable HTTP with
 //!    legacy SSE fallback; an explicit `transport`/`type` wins).
 //! 3. **Fingerprint**: each [`ResolvedServer`] and the whole
-//!    [`ResolvedConfig`] carry a SHA-256 [`Fingerprint`] of a canonical form,
+//!    [`ResolvedConfig`] carry a [`Fingerprint`] of a canonical form,
 //!    so reordering keys or writing a default explicitly changes nothing, while
-//!    any change in behaviour does. Env and header values enter it only
-//!    through their own hash.
+//!    any change in behaviour does. A fingerprint is an HMAC-SHA256 under a
+//!    secret [`FingerprintKey`], and env, header, proxy and client-secret
+//!    values enter it only through their own HMAC: without the key, a
+//!    printed fingerprint lets no one test guesses of any value behind it.
+//!    [`resolve`] uses a random key made once per process (fingerprints
+//!    comparable within the run); [`resolve_with_key`] takes a key the
+//!    program keeps, for fingerprints that hold across runs.
 //!
 //! An HTTP server's `proxy` (`"http://[user:password@]host:port"`, or
 //! `"none"` for a direct connection whatever `HTTPS_PROXY` says; absent:
 //! the environment decides) resolves to a [`ProxySetting`]; its URL is a
-//! [`Secret`] (it may hold credentials) and enters fingerprints as a hash.
+//! [`Secret`] (it may hold credentials) and enters fingerprints as its HMAC.
 //!
 //! Env and header values are [`Secret`]s: `Debug`, `Display` and errors
 //! print `<redacted>`. Other values may come from `${VAR}` too; a program
@@ -86,7 +91,7 @@ mod validate;
 
 pub use error::ConfigError;
 pub use expand::has_vars;
-pub use fingerprint::Fingerprint;
+pub use fingerprint::{Fingerprint, FingerprintKey, KeyUnavailable};
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
 pub use mcp_protocol::secret::Secret;
 pub use model::{
@@ -95,5 +100,5 @@ pub use model::{
     redact_url,
 };
 pub use report::{Problem, Report, Severity};
-pub use resolve::{EnvLookup, process_env, resolve};
+pub use resolve::{EnvLookup, process_env, resolve, resolve_with_key};
 pub use validate::{is_mcp_config_record, validate};

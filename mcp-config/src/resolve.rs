@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::expand::{self, ExpandError};
-use crate::fingerprint::secret_digest;
+use crate::fingerprint::{FingerprintKey, secret_digest};
 use mcp_protocol::defaults;
 
 use crate::model::{
@@ -27,13 +27,27 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// Expands `${VAR}`, applies defaults and fingerprints every enabled server.
+/// Expands `${VAR}`, applies defaults and fingerprints every enabled server,
+/// under this process's random key ([`FingerprintKey::per_process`]).
 ///
 /// Every missing variable is reported at once, each with the variable's name
 /// and the config path; a missing variable never becomes an empty string.
+///
+/// The fingerprints are comparable within this process only; for ones that
+/// hold across runs, keep a key and call [`resolve_with_key`].
 pub fn resolve(
     config: &McpConfig,
     env: &dyn Fn(&str) -> Option<String>,
+) -> Result<ResolvedConfig, ConfigError> {
+    resolve_with_key(config, env, FingerprintKey::per_process())
+}
+
+/// [`resolve`], with fingerprints under `key`: the same config and key give
+/// the same fingerprints in any process.
+pub fn resolve_with_key(
+    config: &McpConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    key: &FingerprintKey,
 ) -> Result<ResolvedConfig, ConfigError> {
     let mcp_enabled = config.agent.mcp_enabled.unwrap_or(true);
     let mut problems = Vec::new();
@@ -49,6 +63,7 @@ pub fn resolve(
             base: join(config.format.servers_key(), name),
             format: config.format,
             problems: &mut problems,
+            key,
         };
         if let Some(s) = r.server(name, server, config) {
             servers.insert(name.clone(), s);
@@ -63,7 +78,7 @@ pub fn resolve(
             report: Report { problems },
         });
     }
-    let fingerprint = session_fingerprint(&servers, mcp_enabled);
+    let fingerprint = session_fingerprint(key, &servers, mcp_enabled);
     Ok(ResolvedConfig {
         servers,
         disabled,
@@ -78,6 +93,7 @@ struct Resolver<'a> {
     base: String,
     format: Format,
     problems: &'a mut Vec<Problem>,
+    key: &'a FingerprintKey,
 }
 
 impl Resolver<'_> {
@@ -260,7 +276,7 @@ impl Resolver<'_> {
             },
             protocol_version: s.protocol_version.clone(),
             oauth: None,
-            fingerprint: Fingerprint::of_canonical(&Value::Null),
+            fingerprint: Fingerprint::UNSET,
         };
         if let (Some(o), TransportConfig::Http { .. }) = (&s.oauth, &server.transport) {
             let base = join(&self.base, "oauth");
@@ -283,7 +299,8 @@ impl Resolver<'_> {
             }
             server.oauth = Some(expanded);
         }
-        server.fingerprint = Fingerprint::of_canonical(&canonical_server(&server));
+        server.fingerprint =
+            Fingerprint::of_canonical(self.key, &canonical_server(self.key, &server));
         Some(server)
     }
 }
@@ -292,9 +309,10 @@ fn nanos(d: Duration) -> String {
     d.as_nanos().to_string()
 }
 
-/// The canonical form a server fingerprint hashes: behaviour only, secrets
-/// only as digests, header names lowercased, name excluded.
-pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
+/// The canonical form a server fingerprint covers: behaviour only, secrets
+/// only as their keyed digests, header names lowercased, name excluded.
+pub(crate) fn canonical_server(key: &FingerprintKey, s: &ResolvedServer) -> Value {
+    let digest = |v: &Secret| Value::String(secret_digest(key, v.expose()));
     let transport = match &s.transport {
         TransportConfig::Stdio {
             command,
@@ -305,7 +323,7 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
             "kind": "stdio",
             "command": command,
             "args": args,
-            "env": env.iter().map(|(k, v)| (k.clone(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
+            "env": env.iter().map(|(k, v)| (k.clone(), digest(v))).collect::<serde_json::Map<_, _>>(),
             "cwd": cwd.as_ref().map(|c| c.to_string_lossy().into_owned()),
         }),
         TransportConfig::Http {
@@ -317,14 +335,14 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
             let mut http = json!({
                 "kind": kind.name(),
                 "url": url,
-                "headers": headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), Value::String(secret_digest(v.expose())))).collect::<serde_json::Map<_, _>>(),
+                "headers": headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), digest(v))).collect::<serde_json::Map<_, _>>(),
             });
             // Only when set, so fingerprints of configs without it stay as
             // they were; a URL only as its digest (it may hold credentials).
             if let (Some(p), Value::Object(map)) = (proxy, &mut http) {
                 let p = match p {
                     ProxySetting::Direct => json!("none"),
-                    ProxySetting::Url(url) => json!({"url": secret_digest(url.expose())}),
+                    ProxySetting::Url(url) => json!({"url": digest(url)}),
                 };
                 map.insert("proxy".into(), p);
             }
@@ -332,7 +350,7 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
         }
     };
     let mut canonical = json!({
-        "v": 1,
+        "v": 2,
         "transport": transport,
         "request_timeout_ns": nanos(s.request_timeout),
         "handshake_timeout_ns": nanos(s.handshake_timeout),
@@ -347,7 +365,7 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
             json!({
                 "enabled": o.is_enabled(),
                 "client_id": o.client_id,
-                "client_secret": o.client_secret.as_ref().map(|v| secret_digest(v.expose())),
+                "client_secret": o.client_secret.as_ref().map(digest),
                 "scopes": o.scopes,
                 "callback_port": o.callback_port,
                 "client_metadata_url": o.client_metadata_url,
@@ -358,6 +376,7 @@ pub(crate) fn canonical_server(s: &ResolvedServer) -> Value {
 }
 
 fn session_fingerprint(
+    key: &FingerprintKey,
     servers: &BTreeMap<String, ResolvedServer>,
     mcp_enabled: bool,
 ) -> Fingerprint {
@@ -365,5 +384,8 @@ fn session_fingerprint(
         .iter()
         .map(|(n, s)| (n.clone(), Value::String(s.fingerprint.to_hex())))
         .collect();
-    Fingerprint::of_canonical(&json!({"v": 1, "mcp_enabled": mcp_enabled, "servers": fps}))
+    Fingerprint::of_canonical(
+        key,
+        &json!({"v": 1, "mcp_enabled": mcp_enabled, "servers": fps}),
+    )
 }

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use mcp_config::{Fingerprint, Format, Options, parse_str, resolve};
+use mcp_config::{
+    Fingerprint, FingerprintKey, Format, Options, parse_str, resolve, resolve_with_key,
+};
 use proptest::prelude::*;
 
 /// A JSON-ish tree that keeps key order, so the test controls it.
@@ -238,6 +240,21 @@ proptest! {
         prop_assert_eq!(base, fingerprints(&r.json(false, seed_b), None));
         prop_assert_eq!(base, fingerprints(&r.json(true, seed_b), None));
         prop_assert_eq!(base, fingerprints(&r.toml(), Some(Format::OpenClawToml)));
+    }
+
+    #[test]
+    fn the_same_key_gives_the_same_fingerprints_another_key_others(r in rec(), seed: u64, a: [u8; 32], b: [u8; 32]) {
+        prop_assume!(a != b);
+        let loaded = parse_str(&r.json(false, seed), &Options::new()).unwrap();
+        let under = |k: [u8; 32]| {
+            let c = resolve_with_key(&loaded.config, &|_: &str| None, &FingerprintKey::from_bytes(k)).unwrap();
+            (c.servers["srv"].fingerprint, c.fingerprint)
+        };
+        prop_assert_eq!(under(a), under(a));
+        let (server_a, session_a) = under(a);
+        let (server_b, session_b) = under(b);
+        prop_assert_ne!(server_a, server_b);
+        prop_assert_ne!(session_a, session_b);
     }
 
     #[test]

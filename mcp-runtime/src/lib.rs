@@ -43,6 +43,14 @@
 //!   session its own handlers of server requests (elicitation, roots,
 //!   sampling), which every server of that session gets.
 //!
+//! * **Fingerprints that hold across runs.** `mcp-config` keys fingerprints
+//!   with a secret [`FingerprintKey`](mcp_config::FingerprintKey), random per
+//!   process unless the program gives one; reuse within a process needs no
+//!   more. [`load_or_create_key`] keeps a key in a 0600 file of a folder of
+//!   the user's (made once, atomically, whatever processes race for it), for
+//!   [`resolve_with_key`](mcp_config::resolve_with_key) and fingerprints
+//!   compared from one run to the next.
+//!
 //! Servers are opened by a [`Connector`]: [`DefaultConnector`] starts stdio
 //! servers and connects HTTP ones (streamable HTTP or HTTP+SSE, with the
 //! `http` feature); tests inject in-process ones. A stdio server that exits
@@ -92,6 +100,7 @@ mod clock;
 mod connector;
 mod error;
 mod expiry;
+mod fingerprint_key;
 mod lease;
 mod lists;
 mod manager;
@@ -111,6 +120,7 @@ pub use clock::IdleClock;
 pub use connector::{AuthorizerSource, http_proxy};
 pub use connector::{Connector, DefaultConnector, stdio_config};
 pub use error::{ConnectError, EntryKind, RuntimeError};
+pub use fingerprint_key::{KEY_FILE_NAME, KeyFileError, load_or_create_key};
 pub use lease::{RuntimeLease, SessionRuntime};
 pub use manager::RuntimeManager;
 #[cfg(feature = "oauth")]
