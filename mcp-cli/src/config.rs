@@ -55,7 +55,7 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
             };
             let key = fingerprint_key();
             if let Some(problem) = &key.problem {
-                eprintln!(
+                errln!(
                     "{} {problem}; this run's fingerprints are keyed for this run only",
                     style.warn("!")
                 );
