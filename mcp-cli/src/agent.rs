@@ -43,6 +43,8 @@ impl AdHocRuntime {
     ) -> Result<Self, RuntimeError> {
         let options = RuntimeOptions::default().idle_ttl(std::time::Duration::ZERO);
         let manager = RuntimeManager::with_connector(options, connector);
+        // Before anything starts: a signal disposes of it.
+        crate::signals::track_runtime(&manager);
         let lease = manager.acquire(AD_HOC_SESSION, config).await?;
         Ok(AdHocRuntime { manager, lease })
     }
@@ -83,6 +85,9 @@ impl Connector for TracingConnector {
     ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
         Box::pin(async move {
             let transport = self.inner.connect(server).await?;
+            // The runtime closes it too; a signal during a build must not
+            // wait for the runtime to know of it.
+            crate::signals::track(&transport);
             if !self.trace.enabled {
                 return Ok(transport);
             }

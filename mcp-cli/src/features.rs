@@ -506,21 +506,15 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
     // The subscription's events reach the listener too (which printed
     // them); the subscription is drained until it ends.
     let events = async { while let Ok(Some(_)) = subscription.next().await {} };
+    // Ctrl-C (or SIGTERM, SIGHUP) ends the command from outside: `signals`
+    // closes the session's server and exits with 130 (143, 129).
     tokio::select! {
         _ = until => {}
         _ = events => {}
-        _ = ctrl_c() => {}
     }
     drop(subscription);
     session.close().await;
     ExitCode::SUCCESS
-}
-
-/// Resolves on Ctrl-C (never where signals cannot be had).
-async fn ctrl_c() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
 }
 
 /// Prints a call's progress on stderr: a bar redrawn in place on a

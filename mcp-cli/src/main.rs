@@ -28,6 +28,7 @@ mod features;
 mod output;
 mod probe;
 mod report;
+mod signals;
 mod target;
 mod term;
 mod trace;
@@ -220,7 +221,8 @@ pub(crate) enum ConfigCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::DemoServer { args } = cli.command {
-        return run_async(mcp_testkit::run(args));
+        // A server: its signals keep their default meaning.
+        return signals::run_unwatched(mcp_testkit::run(args));
     }
     if cli.verbose {
         tracing_subscriber::fmt()
@@ -254,15 +256,7 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs a command; a signal closes the servers it started (`signals`).
 fn run_async(f: impl std::future::Future<Output = ExitCode>) -> ExitCode {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt.block_on(f),
-        Err(e) => {
-            term::errln!("mcp: cannot start the async runtime: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    signals::run(f)
 }

@@ -104,6 +104,7 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
                 let detail = format!("pid {} · {}", t.pid(), printable(config.program()));
                 report.step("start", Status::Pass, Some(t0.elapsed()), detail);
                 let transport: Arc<dyn Transport> = Arc::new(t);
+                crate::signals::track(&transport);
                 let traced = Arc::new(Traced::new(Arc::clone(&transport), trace));
                 Some(Probed { transport, traced })
             }
@@ -132,6 +133,7 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
             let shown = mcp_config::redact_url(url);
             match connected {
                 Ok(transport) => {
+                    crate::signals::track(&transport);
                     let how = match kind {
                         HttpChoice::StreamableHttp => "streamable HTTP",
                         HttpChoice::Sse => "HTTP+SSE",

@@ -93,6 +93,62 @@
 //! # Ok::<(), mcp_runtime::RuntimeError>(())
 //! # }).unwrap();
 //! ```
+//!
+//! # Shutdown
+//!
+//! An application that embeds the runtime calls [`RuntimeManager::dispose_all`]
+//! before it exits: at the end of its work, and when it is told to stop
+//! (`SIGINT`, `SIGTERM`, `SIGHUP`: `tokio::signal`). It ends every agent
+//! session and closes every server with its transport's close sequence (for
+//! a stdio server: stdin closed, then `SIGTERM`, then `SIGKILL` to the
+//! server's whole process group, grandchildren included, then the child
+//! reaped; each step bounded), waits for the teardowns already under way (a
+//! replaced or reaped session's), and returns when no server process of the
+//! manager is left.
+//!
+//! Stop the agent work first (drop its leases, abort or finish its tasks):
+//! a call still in flight holds its server's close for up to
+//! [`RuntimeOptions::drain_timeout`] (30 s by default), then fails as the
+//! server closes. Without `dispose_all`, a server is killed (its group gets
+//! `SIGKILL`, with no close sequence) only once the last clone of the manager
+//! and the last lease are dropped; if the process dies outright, its stdio
+//! servers see their stdin close and, on Linux, get `SIGTERM`
+//! ([`StdioConfig::parent_death_signal`](mcp_transport::stdio::StdioConfig::parent_death_signal)),
+//! nothing more.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
+//! use mcp_runtime::{RuntimeError, RuntimeManager, RuntimeOptions};
+//! use mcp_testkit::InProcessConnector;
+//!
+//! /// The application's work: agents acquiring runtimes and calling tools.
+//! async fn serve_agents(manager: &RuntimeManager, config: &ResolvedConfig) -> Result<(), RuntimeError> {
+//!     let lease = manager.acquire("agent-1", config).await?;
+//!     lease.call_tool("kit__echo", serde_json::json!({"text": "hi"})).await?;
+//!     Ok(())
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! # let text = r#"{"mcpServers": {"kit": {"command": "mcp-testkit"}}}"#;
+//! # let config = resolve(&parse_str(text, &Options::new()).unwrap().config, &|_: &str| None).unwrap();
+//! let manager = RuntimeManager::with_connector(
+//!     RuntimeOptions::default(),
+//!     Arc::new(InProcessConnector::new()),
+//! );
+//! // The work, until it is done or the user presses Ctrl-C (dropping it
+//! // stops it: its leases and calls end)…
+//! tokio::select! {
+//!     done = serve_agents(&manager, &config) => done?,
+//!     _ = tokio::signal::ctrl_c() => {}
+//! }
+//! // …then, either way, every server closed before the process exits.
+//! manager.dispose_all().await;
+//! assert_eq!(manager.stats().connections, 0);
+//! assert_eq!(manager.stats().sessions, 0);
+//! # Ok::<(), RuntimeError>(())
+//! # }).unwrap();
+//! ```
 
 mod build;
 mod catalog;

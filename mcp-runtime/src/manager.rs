@@ -482,7 +482,14 @@ impl RuntimeManager {
         true
     }
 
-    /// Ends every session and waits for every teardown: for shutdown.
+    /// Ends every session and waits for every teardown: what an application
+    /// calls on shutdown (see [Shutdown](crate#shutdown)).
+    ///
+    /// Every server is closed with its transport's close sequence (a stdio
+    /// server's whole process group ends), concurrently; a call still in
+    /// flight holds its server's close for up to the drain timeout. When it
+    /// returns, no server process of the manager is left. The manager stays
+    /// usable: a later `acquire` starts servers again.
     pub async fn dispose_all(&self) {
         let entries: Vec<Entry> = {
             let mut guard = lock(&self.inner.state);

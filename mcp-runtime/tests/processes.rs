@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
 use mcp_runtime::{RuntimeManager, RuntimeOptions};
@@ -31,7 +32,7 @@ fn main() -> ExitCode {
             .unwrap();
         return rt.block_on(mcp_testkit::run(args));
     }
-    let tests: [Test; 4] = [
+    let tests: [Test; 6] = [
         (
             "reuse_and_rebuild_are_visible_in_process_starts",
             reuse_and_rebuild,
@@ -42,6 +43,14 @@ fn main() -> ExitCode {
         ),
         ("concurrent_requests_start_each_server_once", single_flight),
         ("no_child_remains_after_dispose_all", no_child_remains),
+        (
+            "shutdown_stop_the_work_then_dispose_all_leaves_no_process",
+            shutdown_after_stopping_work,
+        ),
+        (
+            "shutdown_with_a_call_in_flight_is_bounded_by_the_drain_timeout",
+            shutdown_with_a_call_in_flight,
+        ),
     ];
     let filter: Vec<String> = std::env::args()
         .skip(1)
@@ -265,4 +274,141 @@ fn no_child_remains(dir: &Path) {
             }
         }
     });
+}
+
+/// The variable that marks the shutdown tests' servers (and their children).
+const MARKER: &str = "MCP_RUNTIME_SHUTDOWN_TEST";
+
+/// A stdio server entry: this binary as the testkit behind a shell that
+/// leaves a `sleep` grandchild in its group, every process marked.
+fn wrapped_server(log: &Path, marker: &str) -> serde_json::Value {
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "sleep 600 & exec '{}' --serve-testkit --instance-log '{}'",
+        exe.display(),
+        log.display()
+    );
+    json!({"command": "sh", "args": ["-c", script], "env": {MARKER: marker}})
+}
+
+/// Live (not zombie) processes whose environment holds `MARKER=marker`.
+fn marked(marker: &str) -> Vec<u32> {
+    let needle = format!("{MARKER}={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if !environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|r| r.1.split_whitespace().next());
+        if !matches!(state, Some("Z" | "X")) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Kills the marked processes a failed test left.
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for pid in marked(&self.0) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// The agent work of an application: a lease, and a call that takes long.
+async fn agent_work(m: RuntimeManager, cfg: Arc<ResolvedConfig>) -> String {
+    let lease = m.acquire("agent", &cfg).await.unwrap();
+    match lease.call_tool("a__slow", json!({"ms": 600_000})).await {
+        Ok(r) => r.text(),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// What the crate docs tell an application to do on shutdown: stop the
+/// agent work (here: abort its task, as a `select!` on a signal drops it),
+/// then `dispose_all`. Every server closes at once (no call holds it) and
+/// no process is left, grandchildren included.
+fn shutdown_after_stopping_work(dir: &Path) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let (a, b) = logs(dir);
+    let marker = format!("stop-{}", std::process::id());
+    let _cleanup = Cleanup(marker.clone());
+    runtime().block_on(async {
+        // A drain timeout far beyond the test's bound: nothing may wait for it.
+        let options = RuntimeOptions::default().drain_timeout(Duration::from_secs(600));
+        let m = RuntimeManager::new(options);
+        let cfg = Arc::new(config(json!({
+            "a": wrapped_server(&a, &marker),
+            "b": wrapped_server(&b, &marker),
+        })));
+        let work = tokio::spawn(agent_work(m.clone(), Arc::clone(&cfg)));
+        wait_for(|| marked(&marker).len() >= 4 && m.stats().in_flight_calls == 1).await;
+        work.abort();
+        assert!(work.await.unwrap_err().is_cancelled());
+        tokio::time::timeout(BOUND, m.dispose_all())
+            .await
+            .expect("dispose_all took too long");
+        assert_eq!(m.stats().connections, 0);
+        assert_eq!(m.stats().sessions, 0);
+        wait_for(|| marked(&marker).is_empty()).await;
+    });
+}
+
+/// `dispose_all` while the work still runs: the call holds its server's
+/// close up to the drain timeout, then fails as its server closes; no
+/// process is left.
+fn shutdown_with_a_call_in_flight(dir: &Path) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let (a, _) = logs(dir);
+    let marker = format!("drain-{}", std::process::id());
+    let _cleanup = Cleanup(marker.clone());
+    runtime().block_on(async {
+        let options = RuntimeOptions::default().drain_timeout(Duration::from_millis(200));
+        let m = RuntimeManager::new(options);
+        let cfg = Arc::new(config(json!({"a": wrapped_server(&a, &marker)})));
+        let work = tokio::spawn(agent_work(m.clone(), Arc::clone(&cfg)));
+        wait_for(|| marked(&marker).len() >= 2 && m.stats().in_flight_calls == 1).await;
+        tokio::time::timeout(BOUND, m.dispose_all())
+            .await
+            .expect("dispose_all took too long");
+        let outcome = tokio::time::timeout(BOUND, work)
+            .await
+            .expect("the call outlived dispose_all")
+            .unwrap();
+        assert!(outcome.contains("closed"), "{outcome}");
+        assert_eq!(m.stats().connections, 0);
+        wait_for(|| marked(&marker).is_empty()).await;
+    });
+}
+
+/// A bound for what should happen well before it; hitting it is a failure.
+const BOUND: Duration = Duration::from_secs(30);
+
+/// Polls `done` until it holds, failing after [`BOUND`].
+async fn wait_for(mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

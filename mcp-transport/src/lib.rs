@@ -346,6 +346,12 @@ pub trait ServerProcess: Send + Sync {
 
     /// Stops handing stderr lines to the listener (the tail is still kept).
     fn detach_stderr(&self);
+
+    /// Kills the server's whole process group at once (`SIGKILL`), without
+    /// the close sequence; the child is still reaped in the background and
+    /// pending sends and receives end. For an application that must exit
+    /// now (a second Ctrl-C); [`Transport::close`] is the orderly way.
+    fn kill(&self);
 }
 
 macro_rules! forward_transport {

@@ -15,7 +15,12 @@
 //! * [`Transport::close`] closes stdin, waits, sends `SIGTERM` to the whole
 //!   process group, waits, sends `SIGKILL`, and reaps the child. Grandchildren
 //!   (the real server behind an `npx` or `uvx` wrapper) are ended too.
-//! * Dropping the transport without closing it kills the process group at once.
+//! * Dropping the transport without closing it kills the process group at once,
+//!   as does [`ServerProcess::kill`] (for an application that must exit now).
+//! * On Linux, the server gets `SIGTERM` when this process dies, however it
+//!   dies (`PR_SET_PDEATHSIG`; [`StdioConfig::parent_death_signal`]). Servers
+//!   are forked on one long-lived thread, so the signal does not come early
+//!   when the thread that called [`StdioTransport::spawn`] exits.
 //!
 //! When the server exits, `recv` returns [`TransportError::Closed`] with the
 //! exit status and the last stderr lines.
@@ -76,6 +81,7 @@ use crate::{
 
 mod config;
 mod process;
+mod spawn;
 
 pub use config::{
     DEFAULT_STDERR_MAX_LINE_LENGTH, DEFAULT_STDERR_TAIL_LINES, DEFAULT_STDIN_CLOSE_TIMEOUT,
@@ -221,7 +227,7 @@ impl StdioTransport {
         #[cfg(unix)]
         command.process_group(0);
 
-        let mut child = command.spawn().map_err(spawn_error)?;
+        let mut child = spawn::spawn(command, config.parent_death_signal).map_err(spawn_error)?;
         // Dropping `child` on the error paths below kills it (`kill_on_drop`).
         let missing = || spawn_error(io::Error::other("the child's stdio pipes are missing"));
         let pid = child.id().ok_or_else(missing)?;
@@ -511,6 +517,12 @@ impl ServerProcess for StdioTransport {
             .exit
             .as_ref()
             .map(|e| e.0.clone())
+    }
+
+    fn kill(&self) {
+        tracing::debug!(server = %self.shared.server_name, "killing the server's process group");
+        self.closing.cancel();
+        self.shared.signal(Signal::Kill);
     }
 
     fn detach_stderr(&self) {

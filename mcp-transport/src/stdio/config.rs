@@ -105,6 +105,7 @@ pub struct StdioConfig {
     pub(super) stderr_listener: Option<StderrListener>,
     pub(super) stderr_tail_lines: usize,
     pub(super) stderr_max_line_length: usize,
+    pub(super) parent_death_signal: bool,
 }
 
 impl StdioConfig {
@@ -123,6 +124,7 @@ impl StdioConfig {
             stderr_listener: None,
             stderr_tail_lines: DEFAULT_STDERR_TAIL_LINES,
             stderr_max_line_length: DEFAULT_STDERR_MAX_LINE_LENGTH,
+            parent_death_signal: true,
         }
     }
 
@@ -208,6 +210,23 @@ impl StdioConfig {
         self
     }
 
+    /// Whether the server gets `SIGTERM` when this process dies, however it
+    /// dies (killed with `SIGKILL`, crashed), so that it is not left running
+    /// without a client (default on).
+    ///
+    /// Linux and Android only (`PR_SET_PDEATHSIG`, set in the child before
+    /// it runs the program); elsewhere this does nothing. Such servers are
+    /// forked on one thread that lives as long as the process, because the
+    /// kernel sends the signal when the forking *thread* exits. Only the
+    /// child gets it, not its own children (a wrapper such as `npx` or
+    /// `uvx` forwards it to the server it runs; that is why it is
+    /// `SIGTERM` and not `SIGKILL`), and a set-user-ID program drops it.
+    /// Turn it off for a server that must outlive this process.
+    pub fn parent_death_signal(mut self, enabled: bool) -> Self {
+        self.parent_death_signal = enabled;
+        self
+    }
+
     /// The program to run.
     pub fn program(&self) -> &str {
         &self.program
@@ -244,6 +263,7 @@ impl fmt::Debug for StdioConfig {
             )
             .field("stderr_tail_lines", &self.stderr_tail_lines)
             .field("stderr_max_line_length", &self.stderr_max_line_length)
+            .field("parent_death_signal", &self.parent_death_signal)
             .finish()
     }
 }
