@@ -34,7 +34,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use mcp_jsonrpc::{BatchSwitch, Batches};
+#[cfg(feature = "http")]
+use mcp_jsonrpc::Batches;
+use mcp_jsonrpc::BatchSwitch;
 pub use mcp_jsonrpc::{
     DEFAULT_MAX_BATCH_ELEMENTS, Id, Malformed, Message, MessageError, Oversized, Truncated,
 };
@@ -494,7 +496,9 @@ impl BatchGate {
         self.switch.clone()
     }
 
-    /// The setting now, with `budget` bytes for a batch's parsed elements.
+    /// The setting now, with `budget` bytes for a batch's parsed elements
+    /// (for the HTTP transports, which parse each body and event themselves).
+    #[cfg(feature = "http")]
     pub(crate) fn batches(&self, budget: usize) -> Batches {
         self.switch.get().within(budget)
     }
