@@ -34,9 +34,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use mcp_jsonrpc::BatchSwitch;
 #[cfg(feature = "http")]
 use mcp_jsonrpc::Batches;
-use mcp_jsonrpc::BatchSwitch;
 pub use mcp_jsonrpc::{
     DEFAULT_MAX_BATCH_ELEMENTS, Id, Malformed, Message, MessageError, Oversized, Truncated,
 };
