@@ -7,7 +7,10 @@ use bytes::{Buf, BufMut, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::Id;
-use crate::message::{Message, MessageError, Payload, excerpt_str, parse_payload, write_compact};
+use crate::batch::{BatchSwitch, Batches, DEFAULT_MAX_BATCH_ELEMENTS};
+use crate::message::{
+    Message, MessageError, Payload, excerpt_str, parse_payload_with, write_compact,
+};
 
 /// The default maximum frame length: 16 MiB.
 pub const DEFAULT_MAX_FRAME_LENGTH: usize = 16 * 1024 * 1024;
@@ -30,6 +33,15 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 ///   line are accepted.
 /// * Each byte is scanned for the newline once, however the stream is split.
 /// * An unterminated tail at end of stream is a [`Frame::Truncated`].
+/// * A batch is parsed as far as the codec's batch setting allows (see
+///   [`Batches`]): by default at most [`DEFAULT_MAX_BATCH_ELEMENTS`]
+///   elements, each charged against the frame limit for what it costs once
+///   parsed; [`with_max_batch_elements`](Self::with_max_batch_elements)
+///   changes the bound (0 refuses batches), and
+///   [`with_batch_switch`](Self::with_batch_switch) lets another party
+///   change it while the codec runs. A batch refused or over a bound is one
+///   [`Frame::Malformed`] whose reason counts its elements; none of them is
+///   built.
 ///
 /// Encoding writes compact JSON and a `\n`, never an embedded newline, and
 /// refuses a message longer than the maximum.
@@ -40,6 +52,15 @@ pub struct NewlineCodec {
     next_index: usize,
     /// Skipping the rest of an oversized line.
     discarding: bool,
+    /// The largest batch accepted; read only for a line that is a batch.
+    batches: BatchGate,
+}
+
+/// Where a codec's batch bound comes from.
+#[derive(Debug, Clone)]
+enum BatchGate {
+    Fixed(usize),
+    Shared(BatchSwitch),
 }
 
 impl Default for NewlineCodec {
@@ -60,12 +81,49 @@ impl NewlineCodec {
             max_frame_length,
             next_index: 0,
             discarding: false,
+            batches: BatchGate::Fixed(DEFAULT_MAX_BATCH_ELEMENTS),
         }
+    }
+
+    /// The same codec, accepting batches of at most `max_elements`
+    /// elements (0: no batches; a batch is then one [`Frame::Malformed`]).
+    pub fn with_max_batch_elements(mut self, max_elements: usize) -> Self {
+        self.batches = BatchGate::Fixed(max_elements);
+        self
+    }
+
+    /// The same codec, its batch bound read from `switch` whenever a line
+    /// is a batch (and only then), so the party that holds the switch's
+    /// other clone can turn batches on or off while the codec runs.
+    pub fn with_batch_switch(mut self, switch: BatchSwitch) -> Self {
+        self.batches = BatchGate::Shared(switch);
+        self
     }
 
     /// The maximum frame length in bytes.
     pub fn max_frame_length(&self) -> usize {
         self.max_frame_length
+    }
+
+    /// The batch setting now: the bound, within the frame limit.
+    pub fn batches(&self) -> Batches {
+        let max_elements = match &self.batches {
+            BatchGate::Fixed(n) => *n,
+            BatchGate::Shared(switch) => switch.max_elements(),
+        };
+        Batches::up_to(max_elements).within(self.max_frame_length)
+    }
+
+    fn frame(&self, line: &[u8]) -> Frame {
+        match parse_payload_with(line, || self.batches()) {
+            Ok(Payload::Single(m)) => Frame::Message(m),
+            Ok(Payload::Batch(items)) => Frame::Batch(items),
+            Err(reason) => Frame::Malformed(Malformed {
+                reason,
+                excerpt: excerpt(line),
+                len: line.len(),
+            }),
+        }
     }
 }
 
@@ -75,7 +133,7 @@ impl NewlineCodec {
 pub enum Frame {
     /// A JSON-RPC message.
     Message(Message),
-    /// A batch: each element parsed on its own.
+    /// A batch within the codec's bounds: each element parsed on its own.
     Batch(Vec<Result<Message, MessageError>>),
     /// A line that is not a JSON-RPC message (not UTF-8, not JSON, or not JSON-RPC).
     Malformed(Malformed),
@@ -271,18 +329,6 @@ fn content(line: &[u8]) -> Option<&[u8]> {
     }
 }
 
-fn frame(line: &[u8]) -> Frame {
-    match parse_payload(line) {
-        Ok(Payload::Single(m)) => Frame::Message(m),
-        Ok(Payload::Batch(items)) => Frame::Batch(items),
-        Err(reason) => Frame::Malformed(Malformed {
-            reason,
-            excerpt: excerpt(line),
-            len: line.len(),
-        }),
-    }
-}
-
 impl Decoder for NewlineCodec {
     type Item = Frame;
     type Error = io::Error;
@@ -326,7 +372,7 @@ impl Decoder for NewlineCodec {
             let out = if line.strip_suffix(b"\r").unwrap_or(line).len() > self.max_frame_length {
                 Some(Frame::Oversized(Oversized::of(self.max_frame_length, line)))
             } else {
-                content(line).map(frame)
+                content(line).map(|line| self.frame(line))
             };
             buf.advance(newline + 1);
             if let Some(out) = out {

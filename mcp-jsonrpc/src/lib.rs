@@ -7,6 +7,9 @@
 //!   kept as raw JSON ([`RawJson`]) so each message is parsed once, by the
 //!   layer that knows its type;
 //! * precise reasons when JSON is not JSON-RPC ([`MessageError`]);
+//! * batches parsed only as far as a setting allows ([`Batches`], shared
+//!   with a running codec through a [`BatchSwitch`]): refused whole, or
+//!   bounded in elements and in the memory their parsed form takes;
 //! * [`NewlineCodec`], a `tokio_util` codec with a bounded frame length that
 //!   reports bad lines as items ([`Frame::Malformed`], [`Frame::Oversized`])
 //!   instead of ending the stream (cargo feature `codec`, on by default;
@@ -36,12 +39,16 @@
 //! assert_eq!(r.result.get(), "{}");
 //! ```
 
+mod batch;
 #[cfg(feature = "codec")]
 mod codec;
 pub mod codes;
 mod id;
 mod message;
 
+pub use batch::{
+    BATCH_ELEMENT_COST, BatchSwitch, Batches, DEFAULT_BATCH_BUDGET, DEFAULT_MAX_BATCH_ELEMENTS,
+};
 #[cfg(feature = "codec")]
 pub use codec::{
     DEFAULT_MAX_FRAME_LENGTH, EncodeError, Frame, Malformed, NewlineCodec, Oversized, Truncated,
@@ -50,6 +57,6 @@ pub use codec::{
 pub use id::Id;
 pub use message::{
     ErrorObject, ErrorResponse, Message, MessageError, Notification, Payload, RawJson, Request,
-    Response, from_raw, parse_payload, to_raw,
+    Response, from_raw, parse_payload, parse_payload_with, to_raw,
 };
 pub use serde_json::value::RawValue;

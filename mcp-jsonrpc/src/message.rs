@@ -2,10 +2,14 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeOwned, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
+    Visitor,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::batch::{BATCH_ELEMENT_COST, Batches};
 use crate::id::{Id, WireId};
 
 mod serialize;
@@ -214,9 +218,13 @@ impl Message {
     /// assert_eq!(err.to_string(), "request id is null; ids are integers or strings");
     /// ```
     pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
-        match parse_payload(bytes)? {
-            Payload::Single(m) => Ok(m),
-            Payload::Batch(_) => Err(MessageError::UnexpectedBatch),
+        // A batch is refused before any element is built.
+        match parse_payload_with(bytes, || Batches::REFUSED) {
+            Ok(Payload::Single(m)) => Ok(m),
+            Ok(Payload::Batch(_)) | Err(MessageError::BatchRefused { .. }) => {
+                Err(MessageError::UnexpectedBatch)
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -259,6 +267,33 @@ pub enum MessageError {
     /// A batch where a single message was expected.
     #[error("a batch where a single message was expected")]
     UnexpectedBatch,
+    /// A batch where batches are not accepted (see [`Batches`]): its
+    /// elements were counted, not parsed.
+    #[error("a batch of {elements} elements where batches are not accepted")]
+    BatchRefused {
+        /// How many elements it had.
+        elements: usize,
+    },
+    /// A batch with more elements than accepted: refused whole.
+    #[error("a batch of {elements} elements; at most {limit} are accepted")]
+    BatchTooLong {
+        /// How many elements it had.
+        elements: usize,
+        /// The most accepted.
+        limit: usize,
+    },
+    /// A batch whose elements, parsed, would take more memory than its
+    /// budget (see [`Batches::within`]): refused whole.
+    #[error(
+        "a batch of {elements} elements whose parsed elements would take more than its \
+         {budget}-byte budget"
+    )]
+    BatchOverBudget {
+        /// How many elements it had.
+        elements: usize,
+        /// The budget, in bytes.
+        budget: usize,
+    },
     /// No `jsonrpc` member.
     #[error("missing \"jsonrpc\": \"2.0\"")]
     MissingVersion,
@@ -291,31 +326,60 @@ pub enum MessageError {
     NotAMessage,
 }
 
-/// Parses a frame's bytes into one message or a batch.
+/// Parses a frame's bytes into one message or a batch, with the default
+/// batch bounds ([`Batches::default`]).
 ///
 /// Leading and trailing JSON whitespace is allowed.
 pub fn parse_payload(bytes: &[u8]) -> Result<Payload, MessageError> {
+    parse_payload_with(bytes, Batches::default)
+}
+
+/// Parses a frame's bytes into one message or a batch, a batch as far as
+/// `batches` allows (see [`Batches`]).
+///
+/// `batches` is called only when the frame is a JSON array, when the
+/// parser reaches its `[` and before any element is built: a single
+/// message never calls it. A batch refused (or over a bound) stops the
+/// parse there; its top-level elements are then counted by a scan of its
+/// bytes that follows strings and nesting (about ten times cheaper than
+/// skipping them through serde), not parsed into anything.
+pub fn parse_payload_with(
+    bytes: &[u8],
+    batches: impl FnOnce() -> Batches,
+) -> Result<Payload, MessageError> {
     // All of the text must be UTF-8, members the parser skips included
     // (serde_json checks only the strings it keeps). Checking once up front
     // also spares the parser its checks string by string. simdutf8 accepts
     // exactly what `std::str::from_utf8` accepts, several times faster on
     // text with some non-ASCII (std's fast path is for ASCII runs only).
     let text = simdutf8::basic::from_utf8(bytes).map_err(|_| MessageError::NotUtf8)?;
-    parse_text(text)
+    parse_text(text, batches)
 }
 
-/// [`parse_payload`] after the UTF-8 check.
-fn parse_text(text: &str) -> Result<Payload, MessageError> {
+/// [`parse_payload_with`] after the UTF-8 check.
+fn parse_text(text: &str, batches: impl FnOnce() -> Batches) -> Result<Payload, MessageError> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = TopLevel::deserialize(&mut de).and_then(|t| de.end().map(|()| t));
+    let mut seed = TopSeed {
+        batches: Some(batches),
+        refusal: None,
+    };
+    let parsed = (&mut seed)
+        .deserialize(&mut de)
+        .and_then(|t| de.end().map(|()| t));
     match parsed {
         Ok(TopLevel::Single(w)) => w.into_message().map(Payload::Single),
-        Ok(TopLevel::Batch(items)) if items.is_empty() => Err(MessageError::EmptyBatch),
-        Ok(TopLevel::Batch(items)) => Ok(Payload::Batch(
-            items.into_iter().map(WireOrOther::into_message).collect(),
-        )),
+        Ok(TopLevel::Batch(items)) => Ok(Payload::Batch(items)),
         Ok(TopLevel::Other(kind)) => Err(MessageError::NotAnObject(kind)),
-        Err(e) => Err(classify_json_error(e)),
+        Err(e) => match seed.refusal {
+            // The parse was stopped at the batch: its elements are counted
+            // by a scan of the bytes, never built.
+            Some(refusal) => Err(match count_elements(text) {
+                Ok(0) => MessageError::EmptyBatch,
+                Ok(elements) => refusal.error(elements),
+                Err(e) => e,
+            }),
+            None => Err(classify_json_error(e)),
+        },
     }
 }
 
@@ -416,52 +480,75 @@ impl Wire<'_> {
     }
 }
 
-/// A top-level value: an object, an array of anything, or another JSON value.
+/// A top-level value: an object, a batch within its bounds, or another
+/// JSON value. (A batch refused whole stops the parse: see [`Refusal`].)
 enum TopLevel<'a> {
     Single(Wire<'a>),
-    Batch(Vec<WireOrOther<'a>>),
+    /// At least one element, each parsed on its own.
+    Batch(Vec<Result<Message, MessageError>>),
     Other(&'static str),
 }
 
-/// A batch element: an object, or another JSON value (reported per element).
-enum WireOrOther<'a> {
-    Wire(Box<Wire<'a>>),
-    Other(&'static str),
+/// Why a batch was refused whole. The parse stops there (with a serde
+/// error, the only way to stop it) and the reason is kept here; the
+/// elements are then counted by [`count_elements`], not parsed.
+#[derive(Debug, Clone, Copy)]
+enum Refusal {
+    NotAccepted,
+    TooLong { limit: usize },
+    OverBudget { budget: usize },
 }
 
-impl WireOrOther<'_> {
-    fn into_message(self) -> Result<Message, MessageError> {
+impl Refusal {
+    fn error(self, elements: usize) -> MessageError {
         match self {
-            WireOrOther::Wire(w) => w.into_message(),
-            WireOrOther::Other(kind) => Err(MessageError::NotAnObject(kind)),
+            Refusal::NotAccepted => MessageError::BatchRefused { elements },
+            Refusal::TooLong { limit } => MessageError::BatchTooLong { elements, limit },
+            Refusal::OverBudget { budget } => MessageError::BatchOverBudget { elements, budget },
         }
     }
 }
 
-struct KindVisitor<const TOP: bool>;
+/// Parses the top-level value; `batches` gives the batch setting, asked
+/// only when the value is an array, and `refusal` says why a batch stopped
+/// the parse.
+struct TopSeed<F> {
+    batches: Option<F>,
+    refusal: Option<Refusal>,
+}
 
+impl<'de, F: FnOnce() -> Batches> DeserializeSeed<'de> for &mut TopSeed<F> {
+    type Value = TopLevel<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<TopLevel<'de>, D::Error> {
+        d.deserialize_any(TopVisitor(self))
+    }
+}
+
+struct TopVisitor<'s, F>(&'s mut TopSeed<F>);
+
+/// The kind of a value that is neither an object nor an array.
 macro_rules! other_kind {
-    ($($fn:ident: $ty:ty => $kind:literal),* $(,)?) => {
+    ($wrap:path; $($fn:ident: $ty:ty => $kind:literal),* $(,)?) => {
         $(fn $fn<E: de::Error>(self, _: $ty) -> Result<Self::Value, E> {
-            Ok(Kinded::Other($kind))
+            Ok($wrap($kind))
         })*
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($wrap("null"))
+        }
     };
 }
 
-enum Kinded<'a> {
-    Object(Wire<'a>),
-    Array(Vec<WireOrOther<'a>>),
-    Other(&'static str),
-}
-
-impl<'de, const TOP: bool> Visitor<'de> for KindVisitor<TOP> {
-    type Value = Kinded<'de>;
+impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<'_, F> {
+    type Value = TopLevel<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message object or a batch")
     }
 
     other_kind! {
+        TopLevel::Other;
         visit_bool: bool => "boolean",
         visit_i64: i64 => "number",
         visit_u64: u64 => "number",
@@ -469,51 +556,228 @@ impl<'de, const TOP: bool> Visitor<'de> for KindVisitor<TOP> {
         visit_str: &str => "string",
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Kinded<'de>, E> {
-        Ok(Kinded::Other("null"))
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TopLevel<'de>, A::Error> {
+        Wire::deserialize(de::value::MapAccessDeserializer::new(map)).map(TopLevel::Single)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Kinded<'de>, A::Error> {
-        Wire::deserialize(de::value::MapAccessDeserializer::new(map)).map(Kinded::Object)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Kinded<'de>, A::Error> {
-        if !TOP {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            return Ok(Kinded::Other("array inside a batch"));
-        }
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(4).min(64));
-        while let Some(item) = seq.next_element::<Element<'_>>()? {
-            items.push(item.0);
-        }
-        Ok(Kinded::Array(items))
-    }
-}
-
-impl<'de> Deserialize<'de> for TopLevel<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match d.deserialize_any(KindVisitor::<true>)? {
-            Kinded::Object(w) => TopLevel::Single(w),
-            Kinded::Array(items) => TopLevel::Batch(items),
-            Kinded::Other(kind) => TopLevel::Other(kind),
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<TopLevel<'de>, A::Error> {
+        let limits = self.0.batches.take().map_or(Batches::REFUSED, |f| f());
+        batch(seq, limits).map_err(|e| match e {
+            BatchError::Refused(refusal) => {
+                self.0.refusal = Some(refusal);
+                de::Error::custom("a batch refused whole")
+            }
+            BatchError::Json(e) => e,
         })
     }
 }
 
-struct Element<'a>(WireOrOther<'a>);
-
-impl<'de> Deserialize<'de> for Element<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Element(match d.deserialize_any(KindVisitor::<false>) {
-            Ok(Kinded::Object(w)) => WireOrOther::Wire(Box::new(w)),
-            Ok(Kinded::Array(_)) => WireOrOther::Other("array inside a batch"),
-            Ok(Kinded::Other(kind)) => WireOrOther::Other(kind),
-            // A member of the wrong type inside one element: the element is
-            // reported, but serde cannot resume inside the array after an
-            // error, so the whole batch fails with this reason.
-            Err(e) => return Err(e),
-        }))
+/// Reads a batch's elements as far as `limits` allows. Each element is
+/// turned into its message (or the reason it is none) as soon as it is
+/// read, and charged against the budget. A batch refused or over a bound
+/// is dropped at once and the parse stopped (`Err(Ok(refusal))`); a JSON
+/// error is `Err(Err(_))`.
+fn batch<'de, A: SeqAccess<'de>>(
+    mut seq: A,
+    limits: Batches,
+) -> Result<TopLevel<'de>, BatchError<A::Error>> {
+    if !limits.allowed() {
+        return Err(BatchError::Refused(Refusal::NotAccepted));
     }
+    let mut items: Vec<Result<Message, MessageError>> = Vec::new();
+    let mut charged = 0usize;
+    loop {
+        if items.len() == limits.max_elements() {
+            // Another element (skipped, not built) is one too many.
+            if seq.next_element::<IgnoredAny>()?.is_none() {
+                break;
+            }
+            return Err(BatchError::Refused(Refusal::TooLong {
+                limit: limits.max_elements(),
+            }));
+        }
+        let Some(Element(item)) = seq.next_element::<Element>()? else {
+            break;
+        };
+        charged = charged.saturating_add(element_cost(&item));
+        if charged > limits.budget() {
+            return Err(BatchError::Refused(Refusal::OverBudget {
+                budget: limits.budget(),
+            }));
+        }
+        items.push(item);
+    }
+    if items.is_empty() {
+        return Err(BatchError::Refused(Refusal::NotAccepted));
+    }
+    Ok(TopLevel::Batch(items))
+}
+
+/// Why [`batch`] stopped.
+enum BatchError<E> {
+    /// Refused whole, for this reason.
+    Refused(Refusal),
+    /// Not JSON.
+    Json(E),
+}
+
+impl<E> From<E> for BatchError<E> {
+    fn from(e: E) -> Self {
+        BatchError::Json(e)
+    }
+}
+
+/// Counts a batch's top-level elements by scanning its text (strings and
+/// nesting followed, nothing built): how a batch refused whole is
+/// described. The text's first non-blank byte is its `[`. Elements are
+/// counted, not checked: a refused batch is refused whatever they hold.
+fn count_elements(text: &str) -> Result<usize, MessageError> {
+    let bytes = text.trim_start_matches(JSON_BLANK).as_bytes();
+    let (mut depth, mut commas, mut any) = (0usize, 0usize, false);
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                any |= depth == 1;
+            }
+            b'[' | b'{' => {
+                any |= depth == 1;
+                depth += 1;
+            }
+            b']' | b'}' => {
+                depth = depth.checked_sub(1).ok_or_else(not_a_batch)?;
+                if depth == 0 {
+                    let rest = bytes.get(i + 1..).unwrap_or_default();
+                    if !rest.iter().all(|b| JSON_BLANK.contains(&char::from(*b))) {
+                        return Err(MessageError::NotJson(
+                            "trailing characters after a batch".into(),
+                        ));
+                    }
+                    return Ok(if any { commas + 1 } else { commas });
+                }
+            }
+            b',' if depth == 1 => commas += 1,
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => any |= depth == 1,
+        }
+    }
+    Err(not_a_batch())
+}
+
+/// JSON's blanks.
+const JSON_BLANK: [char; 4] = [' ', '\t', '\n', '\r'];
+
+fn not_a_batch() -> MessageError {
+    MessageError::NotJson("EOF while parsing a batch".into())
+}
+
+/// Skips the rest of a sequence without building anything; how many
+/// elements it had.
+fn skip_rest<'de, A: SeqAccess<'de>>(seq: &mut A) -> Result<usize, A::Error> {
+    let mut n = 0usize;
+    while seq.next_element::<IgnoredAny>()?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// What a parsed batch element is charged: [`BATCH_ELEMENT_COST`] plus the
+/// text it keeps.
+fn element_cost(item: &Result<Message, MessageError>) -> usize {
+    BATCH_ELEMENT_COST
+        + match item {
+            Ok(m) => m.kept_len(),
+            Err(e) => e.kept_len(),
+        }
+}
+
+impl Message {
+    /// The bytes of text the message keeps on the heap (method, raw
+    /// members, strings), for budgets.
+    fn kept_len(&self) -> usize {
+        let raw = |r: &Option<RawJson>| r.as_ref().map_or(0, |r| r.get().len());
+        let id = |id: &Id| match id {
+            Id::String(s) => s.len(),
+            Id::Number(_) => 0,
+        };
+        match self {
+            Message::Request(r) => id(&r.id) + r.method.len() + raw(&r.params),
+            Message::Notification(n) => n.method.len() + raw(&n.params),
+            Message::Response(r) => id(&r.id) + r.result.get().len(),
+            Message::Error(e) => {
+                e.id.as_ref().map_or(0, id) + e.error.message.len() + raw(&e.error.data)
+            }
+        }
+    }
+}
+
+impl MessageError {
+    /// The bytes of text the reason keeps on the heap, for budgets.
+    fn kept_len(&self) -> usize {
+        match self {
+            MessageError::NotJson(s)
+            | MessageError::WrongVersion(s)
+            | MessageError::InvalidMember(s) => s.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// A batch element: its message, or why it is none (an element that is
+/// not an object, an array inside the batch, an object that is not a
+/// message).
+struct Element(Result<Message, MessageError>);
+
+impl<'de> Deserialize<'de> for Element {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A member of the wrong type inside one element is an error here:
+        // serde cannot resume inside the array after one, so the whole
+        // batch fails with this reason.
+        d.deserialize_any(ElementVisitor).map(Element)
+    }
+}
+
+struct ElementVisitor;
+
+impl<'de> Visitor<'de> for ElementVisitor {
+    type Value = Result<Message, MessageError>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message object")
+    }
+
+    other_kind! {
+        not_an_object;
+        visit_bool: bool => "boolean",
+        visit_i64: i64 => "number",
+        visit_u64: u64 => "number",
+        visit_f64: f64 => "number",
+        visit_str: &str => "string",
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Wire::deserialize(de::value::MapAccessDeserializer::new(map)).map(Wire::into_message)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        skip_rest(&mut seq)?;
+        Ok(not_an_object("array inside a batch"))
+    }
+}
+
+fn not_an_object(kind: &'static str) -> Result<Message, MessageError> {
+    Err(MessageError::NotAnObject(kind))
 }
 
 /// A short, printable excerpt of some text: at most `max` characters, control
@@ -686,6 +950,32 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_batch_is_counted_not_parsed() {
+        let count = |t: &str| count_elements(t);
+        assert_eq!(count("[0,0,0]"), Ok(3));
+        assert_eq!(count(" \n[ ]\r\n"), Ok(0));
+        assert_eq!(
+            count(r#"[{"a":[1,2,{"b":","}]},"],[\"x\\",[[]],null]"#),
+            Ok(4)
+        );
+        assert_eq!(count(r#"["\\"]"#), Ok(1));
+        assert!(matches!(count("[0,0"), Err(MessageError::NotJson(_))));
+        assert!(matches!(count("[0] 1"), Err(MessageError::NotJson(_))));
+        assert!(matches!(count("[0]]"), Err(MessageError::NotJson(_))));
+        // Through the parser: the setting refuses, the scan counts.
+        let refused = |t: &str| parse_payload_with(t.as_bytes(), || Batches::REFUSED).unwrap_err();
+        assert_eq!(
+            refused(r#"[{"jsonrpc":"2.0","method":"a,b"}, 1, "]"]"#),
+            MessageError::BatchRefused { elements: 3 }
+        );
+        assert_eq!(refused("[ ]"), MessageError::EmptyBatch);
+        assert!(matches!(refused("[1,"), MessageError::NotJson(_)));
+        // A JSON error inside an accepted batch is still a JSON error.
+        let accepted = parse_payload_with(b"[1,}", Batches::default).unwrap_err();
+        assert!(matches!(accepted, MessageError::NotJson(_)), "{accepted:?}");
+    }
+
+    #[test]
     fn serializes_compactly_with_version() {
         let req = Request::new(
             3,
@@ -714,7 +1004,7 @@ mod tests {
     /// The reference path: std's UTF-8 check, then the same parse.
     fn parse_payload_std(bytes: &[u8]) -> Result<Payload, MessageError> {
         match std::str::from_utf8(bytes) {
-            Ok(text) => parse_text(text),
+            Ok(text) => parse_text(text, Batches::default),
             Err(_) => Err(MessageError::NotUtf8),
         }
     }

@@ -173,6 +173,130 @@ fn empty_batch_is_malformed() {
     assert_eq!(malformed(b" [ ] \n"), MessageError::EmptyBatch);
 }
 
+/// `[0,0,…]` with `n` elements, and a line end.
+fn zeros(n: usize) -> Vec<u8> {
+    let mut line = b"[0".to_vec();
+    for _ in 1..n {
+        line.extend_from_slice(b",0");
+    }
+    line.extend_from_slice(b"]\n");
+    line
+}
+
+#[test]
+fn a_refused_batch_is_one_malformed_frame_that_counts_its_elements() {
+    let mut codec = NewlineCodec::new().with_max_batch_elements(0);
+    let mut stream = zeros(5000);
+    stream.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n");
+    let f = decode_all(&mut codec, &stream);
+    let [Frame::Malformed(bad), Frame::Message(after)] = &f[..] else {
+        panic!("{f:?}")
+    };
+    assert_eq!(bad.reason, MessageError::BatchRefused { elements: 5000 });
+    assert_eq!(bad.len, zeros(5000).len() - 1);
+    assert!(bad.excerpt.starts_with("[0,0,0"), "{}", bad.excerpt);
+    assert_eq!(after.method(), Some("after"));
+    // A refused empty batch is still the empty batch.
+    assert_eq!(
+        decode_all(&mut codec, b"[]\n")
+            .into_iter()
+            .map(|f| match f {
+                Frame::Malformed(m) => m.reason,
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<_>>(),
+        [MessageError::EmptyBatch]
+    );
+}
+
+#[test]
+fn a_batch_over_the_element_bound_is_refused_whole() {
+    let mut codec = NewlineCodec::new().with_max_batch_elements(3);
+    let note = r#"{"jsonrpc":"2.0","method":"n"}"#;
+    let batch = |n: usize| format!("[{}]\n", vec![note; n].join(","));
+    let f = decode_all(&mut codec, batch(3).as_bytes());
+    assert!(
+        matches!(&f[..], [Frame::Batch(items)] if items.len() == 3),
+        "{f:?}"
+    );
+    let f = decode_all(&mut codec, batch(4).as_bytes());
+    let [Frame::Malformed(bad)] = &f[..] else {
+        panic!("{f:?}")
+    };
+    assert_eq!(
+        bad.reason,
+        MessageError::BatchTooLong {
+            elements: 4,
+            limit: 3
+        }
+    );
+    assert_eq!(
+        bad.reason.to_string(),
+        "a batch of 4 elements; at most 3 are accepted"
+    );
+}
+
+#[test]
+fn every_batch_element_is_charged_against_the_frame_limit() {
+    use mcp_jsonrpc::BATCH_ELEMENT_COST;
+    // 40 elements of 2 bytes: 81 bytes of line, 40 × 256 once parsed.
+    let line = zeros(40);
+    let limit = 40 * BATCH_ELEMENT_COST;
+    let f = decode_all(&mut NewlineCodec::with_max_frame_length(limit), &line);
+    assert!(
+        matches!(&f[..], [Frame::Batch(items)] if items.len() == 40),
+        "{f:?}"
+    );
+    let f = decode_all(&mut NewlineCodec::with_max_frame_length(limit - 1), &line);
+    let [Frame::Malformed(bad)] = &f[..] else {
+        panic!("{f:?}")
+    };
+    assert_eq!(
+        bad.reason,
+        MessageError::BatchOverBudget {
+            elements: 40,
+            budget: limit - 1
+        }
+    );
+    // What an element keeps counts too: one 1000-byte result.
+    let big = format!(
+        "[{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"{}\"}}]\n",
+        "x".repeat(1000)
+    );
+    let f = decode_all(
+        &mut NewlineCodec::with_max_frame_length(1100),
+        big.as_bytes(),
+    );
+    assert!(
+        matches!(&f[..], [Frame::Malformed(m)] if matches!(m.reason, MessageError::BatchOverBudget { elements: 1, .. })),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn a_batch_switch_is_read_when_a_batch_arrives() {
+    use mcp_jsonrpc::BatchSwitch;
+    let switch = BatchSwitch::refused();
+    let mut codec = NewlineCodec::new().with_batch_switch(switch.clone());
+    let line = br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]
+"#;
+    let f = decode_all(&mut codec, line);
+    assert!(
+        matches!(&f[..], [Frame::Malformed(m)] if m.reason == MessageError::BatchRefused { elements: 2 }),
+        "{f:?}"
+    );
+    switch.set(8);
+    assert_eq!(codec.batches().max_elements(), 8);
+    let f = decode_all(&mut codec, line);
+    assert!(
+        matches!(&f[..], [Frame::Batch(items)] if items.len() == 2),
+        "{f:?}"
+    );
+    switch.set(0);
+    let f = decode_all(&mut codec, line);
+    assert!(matches!(&f[..], [Frame::Malformed(_)]), "{f:?}");
+}
+
 // ---------------------------------------------------------------------------
 // Line ends, BOM, blank lines.
 
@@ -414,7 +538,8 @@ const EXPECTED: [&str; 9] = [
     "malformed",
     "malformed",
     "oversized",
-    "batch 1",
+    // One element is charged BATCH_ELEMENT_COST, over a 64-byte frame's budget.
+    "malformed",
     "message c",
     "truncated",
 ];

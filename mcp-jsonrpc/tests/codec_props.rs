@@ -383,3 +383,85 @@ fn encoder_refuses_messages_over_the_limit() {
     }
     assert_eq!(buf, before, "a refused message leaves the buffer as it was");
 }
+
+// ---------------------------------------------------------------------------
+// Batches.
+
+/// A batch element's text: a message, or something that is not one (a
+/// scalar, an object without a version, a nested array).
+fn element() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => message().prop_map(|m| String::from_utf8(m.to_vec().unwrap()).unwrap()),
+        1 => prop::sample::select(vec!["0", "null", "\"x\"", "true", "{}", "[1,[2]]"])
+            .prop_map(str::to_owned),
+        1 => json().prop_map(|v| v.to_string()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A batch is refused whole (its elements counted), refused whole over
+    /// the element bound, or parsed element by element exactly as each
+    /// element parses alone; a bigger budget never refuses what a smaller
+    /// one accepted, and a budget below the per-element cost accepts
+    /// nothing.
+    #[test]
+    fn batches_are_bounded_and_parse_as_their_elements(
+        elements in prop::collection::vec(element(), 1..12),
+        max in 0usize..14,
+        budget in 0usize..8192,
+    ) {
+        use mcp_jsonrpc::{BATCH_ELEMENT_COST, Batches, MessageError, Payload, parse_payload_with};
+        let n = elements.len();
+        let line = format!("[{}]", elements.join(","));
+        let parse = |batches: Batches| parse_payload_with(line.as_bytes(), || batches);
+        // Refused: one error, whatever the elements.
+        match parse(Batches::REFUSED) {
+            Err(MessageError::BatchRefused { elements }) => prop_assert_eq!(elements, n),
+            // An element with a member of the wrong type fails the whole
+            // batch, and so does a refused one when a skipped element is not JSON.
+            Err(_) => {}
+            Ok(p) => prop_assert!(false, "refused batch parsed: {p:?}"),
+        }
+        let unbounded = parse(Batches::up_to(64).within(usize::MAX));
+        let Ok(Payload::Batch(items)) = unbounded else {
+            // A member of the wrong type inside an element: the whole
+            // batch fails whatever the bounds.
+            prop_assert!(unbounded.is_err());
+            return Ok(());
+        };
+        prop_assert_eq!(items.len(), n);
+        for (item, text) in items.iter().zip(&elements) {
+            let alone = Message::from_slice(text.as_bytes());
+            match (item, alone) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(semantic(a), semantic(&b)),
+                (
+                    Err(MessageError::NotAnObject("array inside a batch")),
+                    Err(MessageError::UnexpectedBatch | MessageError::EmptyBatch),
+                ) => {}
+                (Err(a), Err(b)) => prop_assert_eq!(a, &b),
+                (a, b) => prop_assert!(false, "{a:?} in the batch, {b:?} alone"),
+            }
+        }
+        match parse(Batches::up_to(max).within(usize::MAX)) {
+            Ok(Payload::Batch(items)) => prop_assert!(max >= n && items.len() == n),
+            Err(MessageError::BatchRefused { elements }) => prop_assert!(max == 0 && elements == n),
+            Err(MessageError::BatchTooLong { elements, limit }) => {
+                prop_assert!(max > 0 && max < n && elements == n && limit == max);
+            }
+            other => prop_assert!(false, "{other:?}"),
+        }
+        let within = |b: usize| parse(Batches::up_to(64).within(b));
+        match within(budget) {
+            Ok(_) => prop_assert!(within(budget + 1000).is_ok()),
+            Err(MessageError::BatchOverBudget { elements, budget: b }) => {
+                prop_assert_eq!((elements, b), (n, budget));
+            }
+            Err(e) => prop_assert!(false, "{e:?}"),
+        }
+        if budget < n * BATCH_ELEMENT_COST {
+            prop_assert!(within(budget).is_err());
+        }
+    }
+}

@@ -49,6 +49,20 @@ impl ProtocolVersion {
         self >= ProtocolVersion::V2026_07_28
     }
 
+    /// Whether the revision has JSON-RPC batches: only 2025-03-26 (which
+    /// added them; 2025-06-18 removed them again). A peer of any other
+    /// revision has no business sending one.
+    ///
+    /// ```
+    /// use mcp_protocol::ProtocolVersion;
+    /// assert!(ProtocolVersion::V2025_03_26.has_batches());
+    /// assert!(!ProtocolVersion::V2024_11_05.has_batches());
+    /// assert!(!ProtocolVersion::V2025_06_18.has_batches());
+    /// ```
+    pub fn has_batches(self) -> bool {
+        self == ProtocolVersion::V2025_03_26
+    }
+
     /// The revision's date string.
     pub const fn as_str(self) -> &'static str {
         match self {

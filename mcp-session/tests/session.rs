@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use mcp_jsonrpc::{Id, Message, Notification, Request, to_raw};
 use mcp_session::{ProtocolVersion, Session, SessionError};
-use mcp_transport::{InvalidFrame, Transport};
+use mcp_transport::{BadElements, InvalidFrame, Transport};
 use serde_json::{Value, json};
 
 use common::{Fake, Hangs, Reply, config, init_result, server_request, start, tools_server, until};
@@ -453,9 +453,11 @@ async fn invalid_frames_are_counted_not_fatal() {
     let (t, fake) = start(tools_server(|_| None));
     let s = Session::connect_shared(t, config()).await.unwrap();
     fake.server
-        .send_invalid(InvalidFrame::BatchElement(
+        .send_invalid(InvalidFrame::BatchElements(BadElements::new(
+            2,
+            3,
             mcp_jsonrpc::MessageError::MissingVersion,
-        ))
+        )))
         .unwrap();
     s.ping().await.unwrap();
     let d = s.diagnostics();
@@ -599,4 +601,100 @@ async fn an_answer_over_the_size_limit_fails_its_request_at_once() {
     );
     assert!(err.to_string().contains("raise the limit"), "{err}");
     assert_eq!(s.diagnostics().invalid_frames, 1);
+}
+
+/// A raw peer over a pipe that speaks `revision`, waits for three `x`
+/// requests and answers them all in one batch line, with a junk element.
+fn batch_peer(revision: &'static str) -> mcp_transport::stream::StreamTransport {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (client_read, client_write) = tokio::io::split(client);
+    tokio::spawn(async move {
+        let (read, mut write) = tokio::io::split(server);
+        let mut lines = BufReader::new(read).lines();
+        let mut waiting = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let request: Value = serde_json::from_str(&line).unwrap();
+            let out = match request["method"].as_str() {
+                Some("initialize") => json!({"jsonrpc": "2.0", "id": request["id"],
+                    "result": init_result(revision, json!({}))}),
+                Some("x") => {
+                    waiting.push(json!({"jsonrpc": "2.0", "id": request["id"],
+                        "result": {"n": request["params"]["n"]}}));
+                    if waiting.len() < 3 {
+                        continue;
+                    }
+                    waiting.reverse();
+                    waiting.insert(1, json!(0));
+                    Value::Array(std::mem::take(&mut waiting))
+                }
+                _ => continue,
+            };
+            let mut bytes = serde_json::to_vec(&out).unwrap();
+            bytes.push(b'\n');
+            write.write_all(&bytes).await.unwrap();
+        }
+    });
+    mcp_transport::stream::StreamTransport::new(client_read, client_write)
+}
+
+/// Sends three `x` requests at once; their outcomes in order.
+async fn three_requests(s: &Session) -> Vec<Result<Value, SessionError>> {
+    let ask = |n: i64| {
+        let s = s.clone();
+        async move {
+            s.request("x", Some(json!({ "n": n })), None)
+                .await
+                .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap())
+        }
+    };
+    let (a, b, c) = tokio::join!(ask(1), ask(2), ask(3));
+    vec![a, b, c]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_03_26_batch_of_answers_is_delivered() {
+    let config = config().protocol(mcp_session::ProtocolPin::Version(
+        ProtocolVersion::V2025_03_26,
+    ));
+    let s = Session::connect(batch_peer("2025-03-26"), config)
+        .await
+        .unwrap();
+    let answers = three_requests(&s).await;
+    for (n, answer) in answers.into_iter().enumerate() {
+        assert_eq!(answer.unwrap()["n"], n + 1);
+    }
+    // The junk element: one report for the batch.
+    until("the junk element is reported", || {
+        s.diagnostics().invalid_frames == 1
+    })
+    .await;
+    let d = s.diagnostics();
+    assert!(
+        d.last_invalid[0].contains("1 of the 4 elements of a batch were not messages"),
+        "{:?}",
+        d.last_invalid
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_in_a_revision_without_batches_is_one_invalid_frame() {
+    let config = config()
+        .protocol(mcp_session::ProtocolPin::Version(
+            ProtocolVersion::V2025_06_18,
+        ))
+        .request_timeout(Duration::from_millis(500));
+    let s = Session::connect(batch_peer("2025-06-18"), config)
+        .await
+        .unwrap();
+    for answer in three_requests(&s).await {
+        assert!(answer.unwrap_err().is_timeout());
+    }
+    let d = s.diagnostics();
+    assert_eq!(d.invalid_frames, 1);
+    assert!(
+        d.last_invalid[0].contains("a batch of 4 elements where batches are not accepted"),
+        "{:?}",
+        d.last_invalid
+    );
 }

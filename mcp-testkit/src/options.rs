@@ -11,6 +11,10 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 /// The default size of the line written by [`Misbehaviour::OversizedLine`]: 17 MiB,
 /// one MiB over the usual 16 MiB frame limit.
 pub const DEFAULT_OVERSIZE_BYTES: usize = 17 * 1024 * 1024;
+/// The default size of the line written by [`Misbehaviour::BatchBomb`]: 1 KiB
+/// under the usual 16 MiB frame limit, so a client parses it rather than
+/// skipping it: about 8 million elements.
+pub const DEFAULT_BATCH_BOMB_BYTES: usize = 16 * 1024 * 1024 - 1024;
 /// The default delay of [`Misbehaviour::LateAnswer`], in milliseconds.
 pub const DEFAULT_LATE_MS: u64 = 3000;
 /// The default number of notifications sent by [`Misbehaviour::FloodNotifications`].
@@ -47,6 +51,11 @@ pub enum Misbehaviour {
     /// `oversized-line`: on `tools/call`, first writes one line longer than
     /// `--oversize-bytes` (default 17 MiB), then the normal response.
     OversizedLine,
+    /// `batch-bomb`: on `tools/call`, first writes one line `[0,0,…,0]` of
+    /// `--batch-bomb-bytes` (default 1 KiB under 16 MiB): a JSON-RPC batch
+    /// of millions of elements that are not messages, then the normal
+    /// response.
+    BatchBomb,
     /// `invalid-utf8`: writes a line of bytes that are not UTF-8 before each response.
     InvalidUtf8,
     /// `noise`: writes a non-JSON line before each response.
@@ -99,6 +108,7 @@ impl Misbehaviour {
         Misbehaviour::ExitImmediately,
         Misbehaviour::CrashMidCall,
         Misbehaviour::OversizedLine,
+        Misbehaviour::BatchBomb,
         Misbehaviour::InvalidUtf8,
         Misbehaviour::Noise,
         Misbehaviour::UnknownIds,
@@ -122,6 +132,7 @@ impl Misbehaviour {
             Misbehaviour::ExitImmediately => "exit-immediately",
             Misbehaviour::CrashMidCall => "crash-mid-call",
             Misbehaviour::OversizedLine => "oversized-line",
+            Misbehaviour::BatchBomb => "batch-bomb",
             Misbehaviour::InvalidUtf8 => "invalid-utf8",
             Misbehaviour::Noise => "noise",
             Misbehaviour::UnknownIds => "unknown-ids",
@@ -155,6 +166,9 @@ impl Misbehaviour {
             }
             Misbehaviour::OversizedLine => {
                 "on tools/call, first writes a line longer than --oversize-bytes (default 17 MiB)"
+            }
+            Misbehaviour::BatchBomb => {
+                "on tools/call, first writes a batch [0,0,...] of --batch-bomb-bytes (default 16 MiB - 1 KiB)"
             }
             Misbehaviour::InvalidUtf8 => "writes a line of invalid UTF-8 before each response",
             Misbehaviour::Noise => "writes a non-JSON line before each response",
@@ -252,6 +266,8 @@ pub struct ServerOptions {
     pub instance_log: Option<PathBuf>,
     /// The length of the line [`Misbehaviour::OversizedLine`] writes (`--oversize-bytes N`).
     pub oversize_bytes: usize,
+    /// The length of the line [`Misbehaviour::BatchBomb`] writes (`--batch-bomb-bytes N`).
+    pub batch_bomb_bytes: usize,
     /// The delay of [`Misbehaviour::LateAnswer`] in milliseconds (`--late-ms N`).
     pub late_ms: u64,
     /// How many notifications [`Misbehaviour::FloodNotifications`] sends (`--flood-count N`).
@@ -309,6 +325,7 @@ impl Default for ServerOptions {
             workspace: None,
             instance_log: None,
             oversize_bytes: DEFAULT_OVERSIZE_BYTES,
+            batch_bomb_bytes: DEFAULT_BATCH_BOMB_BYTES,
             late_ms: DEFAULT_LATE_MS,
             flood_count: DEFAULT_FLOOD_COUNT,
             drain_ms: DEFAULT_DRAIN_MS,
@@ -359,6 +376,7 @@ Options:
   --workspace DIR         the folder read_file is confined to (default: the current dir)
   --instance-log FILE     append `start <pid>` and `initialize <pid>` lines to FILE
   --oversize-bytes N      line length for oversized-line (default 17825792)
+  --batch-bomb-bytes N    line length for batch-bomb (default 16776192)
   --late-ms N             delay for late-answer in milliseconds (default 3000)
   --flood-count N         notifications for flood-notifications (default 1000)
   --drain-ms N            when stdin ends, let running calls finish for N ms (default 1000)
@@ -452,6 +470,14 @@ struct Flags {
         long,
         value_name = "N",
         allow_hyphen_values = true,
+        value_parser = number::<usize>,
+        default_value_t = DEFAULT_BATCH_BOMB_BYTES,
+    )]
+    batch_bomb_bytes: usize,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
         value_parser = number::<u64>,
         default_value_t = DEFAULT_LATE_MS,
     )]
@@ -501,12 +527,13 @@ struct Flags {
 }
 
 /// The flags of [`Flags`], as [`ArgsError`] names them.
-const FLAGS: [&str; 12] = [
+const FLAGS: [&str; 13] = [
     "--misbehave",
     "--page-size",
     "--workspace",
     "--instance-log",
     "--oversize-bytes",
+    "--batch-bomb-bytes",
     "--late-ms",
     "--flood-count",
     "--drain-ms",
@@ -614,6 +641,7 @@ impl ServerOptions {
             workspace: flags.workspace,
             instance_log: flags.instance_log,
             oversize_bytes: flags.oversize_bytes,
+            batch_bomb_bytes: flags.batch_bomb_bytes,
             late_ms: flags.late_ms,
             flood_count: flags.flood_count,
             drain_ms: flags.drain_ms,
@@ -647,6 +675,12 @@ impl ServerOptions {
             args.extend([
                 "--oversize-bytes".to_owned(),
                 self.oversize_bytes.to_string(),
+            ]);
+        }
+        if self.batch_bomb_bytes != DEFAULT_BATCH_BOMB_BYTES {
+            args.extend([
+                "--batch-bomb-bytes".to_owned(),
+                self.batch_bomb_bytes.to_string(),
             ]);
         }
         if self.late_ms != DEFAULT_LATE_MS {

@@ -50,9 +50,9 @@ use std::time::Duration;
 
 use hyper::Uri;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_payload};
+use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_payload_with};
 
-use crate::{InvalidFrame, Received, TransportError};
+use crate::{BatchGate, InvalidFrame, Received, TransportError, batch_to_received};
 
 pub mod auth;
 pub mod auto;
@@ -144,6 +144,7 @@ pub struct HttpOptions {
     request_timeout: Duration,
     accept_wait: Duration,
     max_event_size: usize,
+    max_batch_elements: usize,
     extra_ca_file: Option<PathBuf>,
     extra_ca_pem: Option<Vec<u8>>,
     os_roots: bool,
@@ -178,6 +179,7 @@ impl fmt::Debug for HttpOptions {
             .field("request_timeout", &self.request_timeout)
             .field("accept_wait", &self.accept_wait)
             .field("max_event_size", &self.max_event_size)
+            .field("max_batch_elements", &self.max_batch_elements)
             .field("extra_ca_file", &self.extra_ca_file)
             .field("extra_ca_pem", &self.extra_ca_pem.as_ref().map(Vec::len))
             .field("os_roots", &self.os_roots)
@@ -206,6 +208,7 @@ impl HttpOptions {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             accept_wait: DEFAULT_ACCEPT_WAIT,
             max_event_size: crate::sse::DEFAULT_MAX_EVENT_SIZE,
+            max_batch_elements: crate::DEFAULT_MAX_BATCH_ELEMENTS,
             extra_ca_file: None,
             extra_ca_pem: None,
             os_roots: true,
@@ -281,6 +284,17 @@ impl HttpOptions {
     /// Bound on one SSE event or JSON body, in bytes (default 16 MiB).
     pub fn max_event_size(mut self, bytes: usize) -> Self {
         self.max_event_size = bytes;
+        self
+    }
+
+    /// The largest batch accepted in a JSON body or an SSE event, in
+    /// elements (default 1,024; 0 refuses every batch), where batches are
+    /// accepted at all: only once a message's context names protocol
+    /// revision 2025-03-26. A batch is also refused when its elements,
+    /// parsed, would take more than [`max_event_size`](Self::max_event_size)
+    /// (each is charged [`mcp_jsonrpc::BATCH_ELEMENT_COST`] plus its text).
+    pub fn max_batch_elements(mut self, elements: usize) -> Self {
+        self.max_batch_elements = elements;
         self
     }
 
@@ -478,9 +492,20 @@ fn encode(message: &mcp_jsonrpc::Message) -> Result<bytes::Bytes, TransportError
         .map_err(|e| TransportError::Io(std::io::Error::other(e)))
 }
 
+/// Parses one JSON body or SSE `data`, a batch only as far as the gate
+/// allows now (read only when the payload is a batch), its parsed elements
+/// within `budget` bytes.
+fn parse_gated(
+    bytes: &[u8],
+    gate: &BatchGate,
+    budget: usize,
+) -> Result<Payload, mcp_jsonrpc::MessageError> {
+    parse_payload_with(bytes, || gate.batches(budget))
+}
+
 /// Turns one JSON body or SSE `data` into what `recv` hands out.
-fn payload_to_received(bytes: &[u8], out: &mut Vec<Received>) {
-    parsed_to_received(parse_payload(bytes), bytes, out);
+fn payload_to_received(bytes: &[u8], gate: &BatchGate, budget: usize, out: &mut Vec<Received>) {
+    parsed_to_received(parse_gated(bytes, gate, budget), bytes, out);
 }
 
 /// [`payload_to_received`] for a payload already parsed from `bytes`.
@@ -491,10 +516,7 @@ fn parsed_to_received(
 ) {
     match parsed {
         Ok(Payload::Single(m)) => out.push(Received::Message(m)),
-        Ok(Payload::Batch(items)) => out.extend(items.into_iter().map(|item| match item {
-            Ok(m) => Received::Message(m),
-            Err(e) => Received::Invalid(InvalidFrame::BatchElement(e)),
-        })),
+        Ok(Payload::Batch(items)) => batch_to_received(items, out),
         Ok(_) => {}
         Err(reason) => out.push(Received::Invalid(InvalidFrame::Malformed(Malformed {
             reason,

@@ -34,7 +34,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-pub use mcp_jsonrpc::{Id, Malformed, Message, MessageError, Oversized, Truncated};
+use mcp_jsonrpc::BatchSwitch;
+#[cfg(feature = "http")]
+use mcp_jsonrpc::Batches;
+pub use mcp_jsonrpc::{
+    DEFAULT_MAX_BATCH_ELEMENTS, Id, Malformed, Message, MessageError, Oversized, Truncated,
+};
 use mcp_protocol::ProtocolVersion;
 
 pub mod backoff;
@@ -57,7 +62,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Received {
-    /// A JSON-RPC message. Batches arrive as their messages, one by one.
+    /// A JSON-RPC message. Batches arrive as their messages, one by one
+    /// (only where the protocol revision has them: see [`SendContext::revision`]).
     Message(Message),
     /// Something that was not a usable message; the transport goes on.
     Invalid(InvalidFrame),
@@ -93,27 +99,61 @@ pub struct RequestFailure {
     pub error: TransportError,
 }
 
-/// A frame (or batch element) that was not a usable message.
+/// A frame that was not a usable message, or the elements of a batch that
+/// were not. Each bad frame is one of these, however many elements it had.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InvalidFrame {
-    /// A line that is not UTF-8, not JSON, or not JSON-RPC.
+    /// A line (or HTTP body, or SSE event) that is not UTF-8, not JSON, or
+    /// not JSON-RPC; also a batch refused whole (where the protocol
+    /// revision has none, or over a bound), its elements counted, not parsed.
     Malformed(Malformed),
     /// A line over the size limit; it was skipped.
     Oversized(Oversized),
     /// The stream ended inside a message.
     Truncated(Truncated),
-    /// One element of a batch was not a message.
-    BatchElement(MessageError),
+    /// Elements of an accepted batch that were not messages (its messages
+    /// were handed out): one report per batch.
+    BatchElements(BadElements),
+}
+
+/// The elements of one batch that were not messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BadElements {
+    /// How many were not messages.
+    pub bad: usize,
+    /// How many elements the batch had.
+    pub of: usize,
+    /// Why the first of them is not one.
+    pub first: MessageError,
+}
+
+impl BadElements {
+    /// `bad` elements of a batch of `of` were not messages; `first` says
+    /// why the first was not.
+    pub fn new(bad: usize, of: usize, first: MessageError) -> Self {
+        BadElements { bad, of, first }
+    }
 }
 
 impl fmt::Display for InvalidFrame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            InvalidFrame::Malformed(m) => m.fmt(f),
+            InvalidFrame::Malformed(m) => {
+                m.fmt(f)?;
+                if matches!(m.reason, MessageError::BatchRefused { .. }) {
+                    f.write_str("; MCP has batches only in protocol revision 2025-03-26")?;
+                }
+                Ok(())
+            }
             InvalidFrame::Oversized(o) => o.fmt(f),
             InvalidFrame::Truncated(t) => t.fmt(f),
-            InvalidFrame::BatchElement(e) => write!(f, "invalid batch element: {e}"),
+            InvalidFrame::BatchElements(b) => write!(
+                f,
+                "{} of the {} elements of a batch were not messages (the first: {})",
+                b.bad, b.of, b.first
+            ),
         }
     }
 }
@@ -207,6 +247,12 @@ impl SendContext {
     /// The protocol revision the message follows: the negotiated one after
     /// the handshake (sent as `MCP-Protocol-Version` on streamable HTTP), or
     /// the modern one a 2026-07-28 request names in its `_meta`.
+    ///
+    /// It also decides whether the transport accepts batches from the
+    /// peer: none until a message names a revision, then only while the
+    /// last one named has them (2025-03-26; see
+    /// [`ProtocolVersion::has_batches`]). A batch where there are none is
+    /// one [`InvalidFrame::Malformed`], its elements never parsed.
     pub fn revision(mut self, revision: ProtocolVersion) -> Self {
         self.revision = Some(revision);
         self
@@ -405,6 +451,90 @@ pub fn describe_duration(d: std::time::Duration) -> String {
     }
 }
 
+/// Whether a transport accepts batches from its peer, shared with the
+/// codec or parser that reads them: refused until a message's context
+/// names a revision, then up to `max_elements` while the last revision
+/// named has batches (2025-03-26), refused again when one without is named.
+///
+/// The transport decides, not the session: it sees every message's
+/// [`SendContext`], it owns the codec (so the bound is in place before a
+/// frame is parsed, and a batch where there are none is refused before any
+/// element is built), and every reading path of it (stdio lines, HTTP
+/// bodies, SSE events) consults the one gate.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchGate {
+    switch: BatchSwitch,
+    max_elements: usize,
+}
+
+impl BatchGate {
+    /// Refusing batches until a revision with them is named; then at most
+    /// `max_elements`.
+    pub(crate) fn new(max_elements: usize) -> Self {
+        BatchGate {
+            switch: BatchSwitch::refused(),
+            max_elements,
+        }
+    }
+
+    /// Changes the bound used once batches are on (before any message).
+    pub(crate) fn set_max_elements(&mut self, max_elements: usize) {
+        self.max_elements = max_elements;
+    }
+
+    /// Follows the revision a message's context names, if any: one load
+    /// (and a store when the revision changes) per message sent.
+    pub(crate) fn follow(&self, context: &SendContext) {
+        if let Some(revision) = context.revision_of() {
+            let bound = if revision.has_batches() {
+                self.max_elements
+            } else {
+                0
+            };
+            if self.switch.max_elements() != bound {
+                self.switch.set(bound);
+            }
+        }
+    }
+
+    /// The switch, for a codec to read.
+    pub(crate) fn switch(&self) -> BatchSwitch {
+        self.switch.clone()
+    }
+
+    /// The setting now, with `budget` bytes for a batch's parsed elements
+    /// (for the HTTP transports, which parse each body and event themselves).
+    #[cfg(feature = "http")]
+    pub(crate) fn batches(&self, budget: usize) -> Batches {
+        self.switch.get().within(budget)
+    }
+}
+
+/// Hands out a batch's messages in order, then one report of the elements
+/// that were not messages, if any: a batch of junk is one invalid frame,
+/// not one per element.
+pub(crate) fn batch_to_received(
+    items: Vec<Result<Message, MessageError>>,
+    out: &mut impl Extend<Received>,
+) {
+    let of = items.len();
+    let mut bad = 0usize;
+    let mut first = None;
+    out.extend(items.into_iter().filter_map(|item| match item {
+        Ok(m) => Some(Received::Message(m)),
+        Err(e) => {
+            bad += 1;
+            first.get_or_insert(e);
+            None
+        }
+    }));
+    if let Some(first) = first {
+        out.extend([Received::Invalid(InvalidFrame::BatchElements(
+            BadElements { bad, of, first },
+        ))]);
+    }
+}
+
 /// Turns a decoded frame into what `recv` hands out, flattening batches.
 ///
 /// Transports that read newline-framed streams share this; the items are
@@ -413,10 +543,7 @@ pub(crate) fn frame_to_received(frame: mcp_jsonrpc::Frame, out: &mut impl Extend
     use mcp_jsonrpc::Frame;
     match frame {
         Frame::Message(m) => out.extend([Received::Message(m)]),
-        Frame::Batch(items) => out.extend(items.into_iter().map(|item| match item {
-            Ok(m) => Received::Message(m),
-            Err(e) => Received::Invalid(InvalidFrame::BatchElement(e)),
-        })),
+        Frame::Batch(items) => batch_to_received(items, out),
         Frame::Malformed(m) => out.extend([Received::Invalid(InvalidFrame::Malformed(m))]),
         Frame::Oversized(o) => out.extend([Received::Invalid(InvalidFrame::Oversized(o))]),
         Frame::Truncated(t) => out.extend([Received::Invalid(InvalidFrame::Truncated(t))]),

@@ -7,7 +7,9 @@
 //! names.
 //!
 //! * stdout is decoded with [`NewlineCodec`]: lines that are not messages
-//!   arrive as [`Received::Invalid`], and the stream goes on.
+//!   arrive as [`Received::Invalid`], and the stream goes on. Batches are
+//!   accepted only once a message's context names protocol revision
+//!   2025-03-26 (see [`SendContext::revision`]).
 //! * stderr is read line by line (each line bounded), handed to a listener
 //!   (by default `tracing` at debug level, tagged with the server name) and the
 //!   last lines are kept for diagnostics ([`ServerProcess::stderr_tail`]).
@@ -75,8 +77,8 @@ use tokio_util::sync::CancellationToken;
 use crate::lines::{LineWriter, SendFailure, lock};
 use crate::woken::WokenOnly;
 use crate::{
-    Answer, BoxFuture, ExitInfo, Message, Received, SendContext, ServerProcess, Transport,
-    TransportError, TransportKind, frame_to_received,
+    Answer, BatchGate, BoxFuture, ExitInfo, Message, Received, SendContext, ServerProcess,
+    Transport, TransportError, TransportKind, frame_to_received,
 };
 
 mod config;
@@ -97,6 +99,8 @@ pub struct StdioTransport {
     shared: Arc<Shared>,
     writer: LineWriter<ChildStdin>,
     reader: Mutex<Reader>,
+    /// Whether batches are accepted (shared with the codec).
+    batches: BatchGate,
     /// Cancelled when close starts: pending sends and receives end.
     closing: CancellationToken,
     closed: OnceCell<()>,
@@ -260,13 +264,15 @@ impl StdioTransport {
         tokio::spawn(reap(child, Arc::clone(&shared)));
         let stderr_task = tokio::spawn(read_stderr(stderr, Arc::clone(&shared)));
         let closing = CancellationToken::new();
+        let batches = BatchGate::new(config.max_batch_elements);
 
         Ok(StdioTransport {
             writer: LineWriter::new(stdin, config.max_frame_length),
             reader: Mutex::new(Reader {
                 frames: Some(FramedRead::new(
                     stdout,
-                    NewlineCodec::with_max_frame_length(config.max_frame_length),
+                    NewlineCodec::with_max_frame_length(config.max_frame_length)
+                        .with_batch_switch(batches.switch()),
                 )),
                 pending: VecDeque::new(),
                 ended: None,
@@ -275,6 +281,7 @@ impl StdioTransport {
                 ended_by: None,
                 status: status_rx,
             }),
+            batches,
             shared,
             closing,
             closed: OnceCell::new(),
@@ -459,6 +466,7 @@ impl Transport for StdioTransport {
         message: &'a Message,
         context: &'a SendContext,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.batches.follow(context);
         Box::pin(self.send_message(message, context.cancelled_request().is_some()))
     }
 
@@ -467,8 +475,9 @@ impl Transport for StdioTransport {
     fn request_with<'a>(
         &'a self,
         request: &'a Message,
-        _context: &'a SendContext,
+        context: &'a SendContext,
     ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        self.batches.follow(context);
         Box::pin(async move {
             self.send_message(request, false)
                 .await

@@ -5,7 +5,9 @@
 //! benchmarks) or over a socket someone else opened. Lines that are not
 //! messages arrive as [`Received::Invalid`]; the end of the read half is
 //! [`TransportError::Closed`]. [`Transport::close`] shuts the write half down
-//! (bounded) and stops reading. It reports [`TransportKind::Memory`].
+//! (bounded) and stops reading. It reports [`TransportKind::Memory`]. As on
+//! stdio, batches are accepted only once a message's context names protocol
+//! revision 2025-03-26.
 //!
 //! ```
 //! use mcp_jsonrpc::{Message, Notification};
@@ -31,7 +33,7 @@ use std::io;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_jsonrpc::{DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec};
+use mcp_jsonrpc::{DEFAULT_MAX_BATCH_ELEMENTS, DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::codec::FramedRead;
@@ -39,8 +41,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::lines::{LineWriter, SendFailure, lock};
 use crate::{
-    Answer, BoxFuture, Message, Received, SendContext, Transport, TransportError, TransportKind,
-    frame_to_received,
+    Answer, BatchGate, BoxFuture, Message, Received, SendContext, Transport, TransportError,
+    TransportKind, frame_to_received,
 };
 
 /// How long `close` waits for a busy writer and for the shutdown of the write half.
@@ -58,6 +60,8 @@ struct Reader {
 pub struct StreamTransport {
     writer: LineWriter<BoxWrite>,
     reader: Mutex<Reader>,
+    /// Whether batches are accepted (shared with the codec).
+    batches: BatchGate,
     closing: CancellationToken,
 }
 
@@ -87,17 +91,27 @@ impl StreamTransport {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let reader: BoxRead = Box::new(reader);
+        let batches = BatchGate::new(DEFAULT_MAX_BATCH_ELEMENTS);
         StreamTransport {
             writer: LineWriter::new(Box::new(writer), max),
             reader: Mutex::new(Reader {
                 frames: Some(FramedRead::new(
                     reader,
-                    NewlineCodec::with_max_frame_length(max),
+                    NewlineCodec::with_max_frame_length(max).with_batch_switch(batches.switch()),
                 )),
                 pending: VecDeque::new(),
             }),
+            batches,
             closing: CancellationToken::new(),
         }
+    }
+
+    /// The largest batch accepted, in elements (default 1,024; 0: none),
+    /// once a message's context names protocol revision 2025-03-26, the
+    /// one revision with batches (until then every batch is refused whole).
+    pub fn max_batch_elements(mut self, elements: usize) -> Self {
+        self.batches.set_max_elements(elements);
+        self
     }
 
     async fn send_message(&self, message: &Message, cancels: bool) -> Result<(), TransportError> {
@@ -170,6 +184,7 @@ impl Transport for StreamTransport {
         message: &'a Message,
         context: &'a SendContext,
     ) -> BoxFuture<'a, Result<(), TransportError>> {
+        self.batches.follow(context);
         Box::pin(self.send_message(message, context.cancelled_request().is_some()))
     }
 
@@ -178,8 +193,9 @@ impl Transport for StreamTransport {
     fn request_with<'a>(
         &'a self,
         request: &'a Message,
-        _context: &'a SendContext,
+        context: &'a SendContext,
     ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        self.batches.follow(context);
         Box::pin(async move {
             self.send_message(request, false)
                 .await

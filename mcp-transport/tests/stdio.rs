@@ -126,17 +126,72 @@ async fn oversized_lines_are_skipped() {
     assert!(matches!(err, TransportError::Encode(_)), "{err}");
 }
 
+/// A server that waits for one line, then writes a batch of two messages
+/// and a number.
+const BATCH_AFTER_A_LINE: &str = r#"read line; echo '[{"jsonrpc":"2.0","method":"a"}, 5, {"jsonrpc":"2.0","id":1,"result":{}}]'"#;
+
+/// Sends a notification whose context names `revision`.
+async fn hello(t: &StdioTransport, revision: mcp_protocol::ProtocolVersion) {
+    let context = mcp_transport::SendContext::new().revision(revision);
+    t.send_with(&Message::from(Notification::new("hello", None)), &context)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
-async fn batches_are_flattened() {
-    let script =
-        r#"echo '[{"jsonrpc":"2.0","method":"a"}, 5, {"jsonrpc":"2.0","id":1,"result":{}}]'"#;
-    let t = StdioTransport::spawn(sh(script)).unwrap();
+async fn batches_are_flattened_where_the_revision_has_them() {
+    let t = StdioTransport::spawn(sh(BATCH_AFTER_A_LINE)).unwrap();
+    hello(&t, mcp_protocol::ProtocolVersion::V2025_03_26).await;
     assert_eq!(recv_message(&t).await.method(), Some("a"));
-    let Received::Invalid(InvalidFrame::BatchElement(_)) = recv(&t).await.unwrap() else {
-        panic!("expected a bad batch element")
-    };
     assert!(matches!(recv_message(&t).await, Message::Response(_)));
+    // The element that is no message: one report for the batch.
+    let Received::Invalid(InvalidFrame::BatchElements(bad)) = recv(&t).await.unwrap() else {
+        panic!("expected a report of the bad elements")
+    };
+    assert_eq!((bad.bad, bad.of), (1, 3));
+    assert_eq!(bad.first, MessageError::NotAnObject("number"));
     assert!(recv(&t).await.unwrap_err().is_closed());
+}
+
+#[tokio::test]
+async fn a_batch_is_one_invalid_frame_where_the_revision_has_none() {
+    for revision in [None, Some(mcp_protocol::ProtocolVersion::V2025_06_18)] {
+        let t = StdioTransport::spawn(sh(BATCH_AFTER_A_LINE)).unwrap();
+        match revision {
+            Some(revision) => hello(&t, revision).await,
+            None => t
+                .send(&Message::from(Notification::new("hello", None)))
+                .await
+                .unwrap(),
+        }
+        let Received::Invalid(InvalidFrame::Malformed(m)) = recv(&t).await.unwrap() else {
+            panic!("expected the batch refused whole")
+        };
+        assert_eq!(m.reason, MessageError::BatchRefused { elements: 3 });
+        let text = InvalidFrame::Malformed(m).to_string();
+        assert!(
+            text.contains("only in protocol revision 2025-03-26"),
+            "{text}"
+        );
+        assert!(recv(&t).await.unwrap_err().is_closed());
+    }
+}
+
+#[tokio::test]
+async fn the_batch_bound_is_configurable() {
+    let config = sh(BATCH_AFTER_A_LINE).max_batch_elements(2);
+    let t = StdioTransport::spawn(config).unwrap();
+    hello(&t, mcp_protocol::ProtocolVersion::V2025_03_26).await;
+    let Received::Invalid(InvalidFrame::Malformed(m)) = recv(&t).await.unwrap() else {
+        panic!("expected the batch refused whole")
+    };
+    assert_eq!(
+        m.reason,
+        MessageError::BatchTooLong {
+            elements: 3,
+            limit: 2
+        }
+    );
 }
 
 #[tokio::test]

@@ -114,6 +114,7 @@ enum StdioFault {
     StdoutNoise,
     Garbage,
     Oversized,
+    BatchBomb,
     Flood,
     EscapeText,
     ExitOnProbe,
@@ -129,6 +130,7 @@ const STDIO_FAULTS: &[StdioFault] = &[
     StdioFault::StdoutNoise,
     StdioFault::Garbage,
     StdioFault::Oversized,
+    StdioFault::BatchBomb,
     StdioFault::Flood,
     StdioFault::EscapeText,
     StdioFault::ExitOnProbe,
@@ -146,6 +148,7 @@ impl StdioFault {
             StdioFault::StdoutNoise => "stdio: stdout noise",
             StdioFault::Garbage => "stdio: garbage (invalid UTF-8, unknown ids)",
             StdioFault::Oversized => "stdio: oversized line (17 MiB)",
+            StdioFault::BatchBomb => "stdio: batch bomb (16 MiB [0,0,…], at 2025-03-26)",
             StdioFault::Flood => "stdio: notification flood",
             StdioFault::EscapeText => "stdio: terminal escapes in its text",
             StdioFault::ExitOnProbe => "stdio: exits on the probe",
@@ -171,6 +174,8 @@ const HTTP_POOL: &[(&str, &[&str])] = &[
         &["--http-misbehave", "expire-session"],
     ),
     ("http: escape text", &["--misbehave", "escape-text"]),
+    // Its sessions speak 2025-11-25, which has no batches: refused whole.
+    ("http: batch bomb", &["--misbehave", "batch-bomb"]),
     ("http: slow head", &["--http-misbehave", "slow-head"]),
     ("http: 500 on calls", &["--http-misbehave", "status-500"]),
 ];
@@ -203,8 +208,11 @@ impl Spec {
         }
         let era = *rng.pick(&["legacy", "modern", "dual"]).unwrap_or(&"legacy");
         let fault = faulty.then(|| rng.pick(STDIO_FAULTS).copied()).flatten();
-        // Exiting on the probe is what strict legacy servers do.
-        let era = if fault == Some(StdioFault::ExitOnProbe) {
+        // Exiting on the probe is what strict legacy servers do; the
+        // batch bomb's server negotiates 2025-03-26 (the one revision with
+        // batches), which takes the handshake.
+        let era = if fault == Some(StdioFault::ExitOnProbe) || fault == Some(StdioFault::BatchBomb)
+        {
             "legacy"
         } else {
             era
@@ -255,6 +263,7 @@ impl Spec {
                     Some(StdioFault::StdoutNoise) => misbehave("stdout-noise,noise"),
                     Some(StdioFault::Garbage) => misbehave("invalid-utf8,unknown-ids"),
                     Some(StdioFault::Oversized) => misbehave("oversized-line"),
+                    Some(StdioFault::BatchBomb) => misbehave("batch-bomb"),
                     Some(StdioFault::Flood) => misbehave("flood-notifications"),
                     Some(StdioFault::EscapeText) => misbehave("escape-text"),
                     Some(StdioFault::ExitOnProbe) => misbehave("strict-initialize"),
@@ -278,13 +287,20 @@ impl Spec {
                 } else {
                     (run.kit.clone(), args)
                 };
-                json!({
+                let mut entry = json!({
                     "command": command,
                     "args": args,
                     "env": {MARKER: run.nonce},
                     "requestTimeoutMs": timeouts.0,
                     "handshakeTimeoutMs": timeouts.1,
-                })
+                });
+                if *fault == Some(StdioFault::BatchBomb)
+                    && let Some(entry) = entry.as_object_mut()
+                {
+                    // Batches accepted, so the bomb meets the element bound.
+                    entry.insert("protocolVersion".into(), json!("2025-03-26"));
+                }
+                entry
             }
         }
     }

@@ -101,6 +101,22 @@ fn oversized_line(len: usize) -> Vec<u8> {
     line
 }
 
+/// A batch of `0` elements (`[0,0,…,0]` and a line end), `len` bytes
+/// before the line end (at least `[0]`).
+fn batch_bomb_line(len: usize) -> Vec<u8> {
+    let elements = len.saturating_sub(1) / 2;
+    let mut line = Vec::with_capacity(elements * 2 + 2);
+    line.push(b'[');
+    for i in 0..elements.max(1) {
+        if i > 0 {
+            line.push(b',');
+        }
+        line.push(b'0');
+    }
+    line.extend_from_slice(b"]\n");
+    line
+}
+
 /// What the misbehaviours make a call do besides its work.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CallMisbehaviours {
@@ -108,6 +124,8 @@ pub(super) struct CallMisbehaviours {
     late: Option<Duration>,
     /// [`Misbehaviour::OversizedLine`]: a line this long before the answer.
     oversize: Option<usize>,
+    /// [`Misbehaviour::BatchBomb`]: a batch line this long before the answer.
+    batch_bomb: Option<usize>,
     /// [`Misbehaviour::FloodNotifications`]: this many log notifications
     /// before the answer.
     flood: Option<usize>,
@@ -122,6 +140,9 @@ impl CallMisbehaviours {
             oversize: options
                 .has(Misbehaviour::OversizedLine)
                 .then_some(options.oversize_bytes),
+            batch_bomb: options
+                .has(Misbehaviour::BatchBomb)
+                .then_some(options.batch_bomb_bytes),
             flood: options
                 .has(Misbehaviour::FloodNotifications)
                 .then_some(options.flood_count),
@@ -139,6 +160,9 @@ impl CallMisbehaviours {
     pub(super) async fn before_answer(&self, outbox: &Outbox) {
         if let Some(len) = self.oversize {
             outbox.send_bytes(oversized_line(len)).await;
+        }
+        if let Some(len) = self.batch_bomb {
+            outbox.send_bytes(batch_bomb_line(len)).await;
         }
         if let Some(count) = self.flood {
             for i in 1..=count {
@@ -190,6 +214,24 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+
+    #[test]
+    fn a_batch_bomb_is_one_batch_line_of_its_length() {
+        for len in [3, 4, 11, 1000, 1001] {
+            let line = batch_bomb_line(len);
+            assert!(
+                line.len() - 1 <= len && line.len() + 1 >= len,
+                "{len}: {}",
+                line.len()
+            );
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+            let value: Value = serde_json::from_slice(&line).unwrap();
+            let items = value.as_array().unwrap();
+            assert_eq!(items.len(), (len - 1) / 2);
+            assert!(items.iter().all(|v| v == 0));
+        }
+        assert_eq!(batch_bomb_line(0), b"[0]\n");
+    }
 
     #[test]
     fn oversized_line_is_one_line_over_the_limit() {

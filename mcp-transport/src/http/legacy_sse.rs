@@ -55,8 +55,8 @@ use super::client::{HttpClient, event_stream, status_error};
 use super::{HttpOptions, HttpTrace, parse_url, payload_to_received, redact_url, same_origin};
 use crate::sse::{SseItem, SseParser};
 use crate::{
-    BoxFuture, InvalidFrame, Lifecycle, Received, RequestFailure, SendContext, Transport,
-    TransportError, TransportKind,
+    BatchGate, BoxFuture, InvalidFrame, Lifecycle, Received, RequestFailure, SendContext,
+    Transport, TransportError, TransportKind,
 };
 
 mod state;
@@ -92,6 +92,8 @@ struct Inner {
     changed: watch::Sender<()>,
     /// The replayed `initialize` waiting for its answer (not handed on).
     replay: StdMutex<Option<(Id, oneshot::Sender<Message>)>>,
+    /// Whether batches are accepted in SSE events.
+    batches: BatchGate,
     /// Our own close.
     closing: CancellationToken,
     /// The transport gave up (the reason is the state's).
@@ -344,7 +346,8 @@ impl Inner {
                             continue;
                         }
                         let mut items = Vec::new();
-                        payload_to_received(&event.data, &mut items);
+                        let budget = self.options().max_event_size;
+                        payload_to_received(&event.data, &self.batches, budget, &mut items);
                         for item in items {
                             let Some(item) = self.answer_seen(item) else {
                                 continue;
@@ -600,10 +603,12 @@ impl SseTransport {
     /// Opens the SSE stream at `url` and waits for the `endpoint` event.
     pub async fn connect(url: &str, options: HttpOptions) -> Result<Self, TransportError> {
         let sse_url = parse_url(url)?;
+        let batches = BatchGate::new(options.max_batch_elements);
         let client = HttpClient::new(options)?;
         let (tx, rx) = mpsc::channel(256);
         let inner = Arc::new(Inner {
             client,
+            batches,
             state: StdMutex::new(LinkState::new(sse_url.clone())),
             sse_url,
             tx,
@@ -676,6 +681,7 @@ impl SseTransport {
             return Err(closed_by_client());
         }
         let inner = &self.inner;
+        inner.batches.follow(context);
         let body = super::encode(message)?;
         let lifecycle = context.lifecycle_of();
         let id = match message {

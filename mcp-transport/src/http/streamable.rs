@@ -24,8 +24,8 @@ mod request;
 mod state;
 
 use crate::{
-    Answer, BoxFuture, Lifecycle, Received, RequestFailure, SendContext, Transport, TransportError,
-    TransportKind,
+    Answer, BatchGate, BoxFuture, Lifecycle, Received, RequestFailure, SendContext, Transport,
+    TransportError, TransportKind,
 };
 use state::{RequestHeaders, SessionState};
 
@@ -139,6 +139,8 @@ struct Inner {
     /// stream), or `None` for a request driven on its caller's task that
     /// the caller dropped, which closed the stream then.
     modern_requests: StdMutex<HashMap<Id, Option<AbortHandle>>>,
+    /// Whether batches are accepted in JSON bodies and SSE events.
+    batches: BatchGate,
     closing: CancellationToken,
     /// `POST <url>` and `GET <url>`, redacted, for errors: made once, not
     /// on every request.
@@ -206,6 +208,7 @@ impl StreamableHttpTransport {
     /// `http(s)://host/…`, a bad header, or an unreadable CA file.
     pub async fn connect(url: &str, options: HttpOptions) -> Result<Self, TransportError> {
         let url = parse_url(url)?;
+        let batches = BatchGate::new(options.max_batch_elements);
         let client = HttpClient::new(options)?;
         let (tx, rx) = mpsc::channel(256);
         let redacted = redact_url(&url);
@@ -220,6 +223,7 @@ impl StreamableHttpTransport {
                 renewing: Mutex::new(()),
                 tasks: StdMutex::new(JoinSet::new()),
                 modern_requests: StdMutex::new(HashMap::new()),
+                batches,
                 closing: CancellationToken::new(),
             }),
             rx: Mutex::new(rx),
@@ -436,6 +440,7 @@ impl StreamableHttpTransport {
             return Err(closed_error());
         }
         let inner = &self.inner;
+        inner.batches.follow(context);
         let mirror = if context.is_modern() {
             inner.state().modern_sent();
             Some((request.method.as_str(), context))
@@ -477,6 +482,7 @@ impl StreamableHttpTransport {
             // Closing the response stream is the cancellation; nothing is posted.
             return Ok(());
         }
+        inner.batches.follow(context);
         let lifecycle = context.lifecycle_of();
         let modern = context.is_modern();
         if !modern

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::DEFAULT_MAX_FRAME_LENGTH;
+use mcp_jsonrpc::{DEFAULT_MAX_BATCH_ELEMENTS, DEFAULT_MAX_FRAME_LENGTH};
 
 /// The variables of this process's environment a server inherits (when set).
 ///
@@ -100,6 +100,7 @@ pub struct StdioConfig {
     pub(super) env: BTreeMap<String, String>,
     pub(super) server_name: Option<String>,
     pub(super) max_frame_length: usize,
+    pub(super) max_batch_elements: usize,
     pub(super) stdin_close_timeout: Duration,
     pub(super) term_timeout: Duration,
     pub(super) stderr_listener: Option<StderrListener>,
@@ -119,6 +120,7 @@ impl StdioConfig {
             env: BTreeMap::new(),
             server_name: None,
             max_frame_length: DEFAULT_MAX_FRAME_LENGTH,
+            max_batch_elements: DEFAULT_MAX_BATCH_ELEMENTS,
             stdin_close_timeout: DEFAULT_STDIN_CLOSE_TIMEOUT,
             term_timeout: DEFAULT_TERM_TIMEOUT,
             stderr_listener: None,
@@ -177,6 +179,17 @@ impl StdioConfig {
     /// The longest message accepted or sent, in bytes (default 16 MiB).
     pub fn max_frame_length(mut self, bytes: usize) -> Self {
         self.max_frame_length = bytes;
+        self
+    }
+
+    /// The largest batch accepted, in elements (default
+    /// [`DEFAULT_MAX_BATCH_ELEMENTS`], 1,024; 0 refuses every batch), where
+    /// batches are accepted at all: only once a message's context names
+    /// protocol revision 2025-03-26. A batch is also refused when its
+    /// elements, parsed, would take more than the frame limit (each is
+    /// charged [`mcp_jsonrpc::BATCH_ELEMENT_COST`] plus its text).
+    pub fn max_batch_elements(mut self, elements: usize) -> Self {
+        self.max_batch_elements = elements;
         self
     }
 
@@ -255,6 +268,7 @@ impl fmt::Debug for StdioConfig {
             .field("env", &Redacted(&self.env))
             .field("server_name", &self.server_name)
             .field("max_frame_length", &self.max_frame_length)
+            .field("max_batch_elements", &self.max_batch_elements)
             .field("stdin_close_timeout", &self.stdin_close_timeout)
             .field("term_timeout", &self.term_timeout)
             .field(

@@ -12,7 +12,7 @@ use hyper::header::HeaderMap;
 use mcp_jsonrpc::{Id, Message, Oversized};
 
 use super::super::client::{content_type, read_body, status_answer, status_error};
-use super::super::{HttpTrace, parsed_to_received, payload_to_received};
+use super::super::{HttpTrace, parse_gated, parsed_to_received, payload_to_received};
 use super::state::{self, Resume};
 use super::{AFTER_ANSWER_LINGER, Extra, Head, Inner, Posted};
 use crate::sse::{SseItem, SseParser};
@@ -96,12 +96,17 @@ impl Inner {
                     Ok(bytes) => bytes,
                     Err(e) => return Ok(Answer::Failed(e)),
                 };
-                match mcp_jsonrpc::parse_payload(&bytes) {
+                match parse_gated(&bytes, &self.batches, limit) {
                     Ok(mcp_jsonrpc::Payload::Single(m))
                         if matches!(m, Message::Response(_) | Message::Error(_))
                             && m.id() == Some(id) =>
                     {
                         Ok(Answer::Now(m))
+                    }
+                    Err(reason) => {
+                        let (frame, error) = unusable_answer(what, reason, &bytes);
+                        self.deliver(Received::Invalid(frame)).await;
+                        Ok(Answer::Failed(error))
                     }
                     other => {
                         let mut items = Vec::new();
@@ -212,13 +217,20 @@ impl Inner {
                     let limit = self.options().max_event_size;
                     let timeout = self.options().request_timeout;
                     match read_body(response.into_body(), limit, timeout, what).await {
-                        Ok(bytes) => {
-                            let mut items = Vec::new();
-                            payload_to_received(&bytes, &mut items);
-                            for item in items {
-                                self.deliver(item).await;
+                        Ok(bytes) => match parse_gated(&bytes, &self.batches, limit) {
+                            Err(reason) => {
+                                let (frame, error) = unusable_answer(what, reason, &bytes);
+                                self.deliver(Received::Invalid(frame)).await;
+                                self.deliver_error(id, error).await;
                             }
-                        }
+                            parsed => {
+                                let mut items = Vec::new();
+                                parsed_to_received(parsed, &bytes, &mut items);
+                                for item in items {
+                                    self.deliver(item).await;
+                                }
+                            }
+                        },
                         Err(e) => self.deliver_error(id, e).await,
                     }
                 }
@@ -364,7 +376,8 @@ impl Inner {
                             continue;
                         }
                         let mut items = Vec::new();
-                        payload_to_received(&event.data, &mut items);
+                        let budget = self.options().max_event_size;
+                        payload_to_received(&event.data, &self.batches, budget, &mut items);
                         for item in items {
                             if let (Some(id), Received::Message(m)) = (expect, &item)
                                 && matches!(m, Message::Response(_) | Message::Error(_))
@@ -383,6 +396,26 @@ impl Inner {
             }
         }
     }
+}
+
+/// A JSON answer that is no JSON-RPC at all (not JSON, or a batch refused
+/// whole): the invalid frame (counted once), and the request's failure,
+/// since that body was its answer and no other will come.
+fn unusable_answer(
+    what: &str,
+    reason: mcp_jsonrpc::MessageError,
+    bytes: &[u8],
+) -> (InvalidFrame, TransportError) {
+    let frame = InvalidFrame::Malformed(mcp_jsonrpc::Malformed {
+        reason,
+        excerpt: mcp_jsonrpc::excerpt(bytes),
+        len: bytes.len(),
+    });
+    let error = TransportError::Http {
+        url: what.to_owned(),
+        message: format!("the answer is not a usable JSON-RPC message: {frame}"),
+    };
+    (frame, error)
 }
 
 /// A request's answer that is neither JSON nor an event stream.
