@@ -21,10 +21,8 @@
     clippy::print_stderr
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::BufRead as _;
 use std::process::{Command, ExitCode, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,77 +42,13 @@ const BOUND: usize = 96 * 1024 * 1024;
 // ---------------------------------------------------------------------------
 // Counting every allocation.
 
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(by: usize) {
-    let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-fn shrank(by: usize) {
-    LIVE.fetch_sub(by, Ordering::Relaxed);
-}
-
-/// The system allocator, counting the bytes it hands out.
-struct Counting;
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which
-// upholds `GlobalAlloc`'s contract; the bookkeeping around the calls only
-// updates atomics (no allocation, no unwinding) and never touches the memory.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's layout, forwarded as is.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's layout, forwarded as is.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator (so from `System`) with `layout`.
-        unsafe { System.dealloc(ptr, layout) };
-        shrank(layout.size());
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: the caller's block and sizes, forwarded as is.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                shrank(layout.size() - new_size);
-            }
-        }
-        p
-    }
-}
+#[path = "common/heap.rs"]
+mod heap;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static HEAP: heap::Counting = heap::Counting;
 
-/// Measures from now: the peak is reset to what is live.
-fn start_measuring() -> usize {
-    let live = LIVE.load(Ordering::Relaxed);
-    PEAK.store(live, Ordering::Relaxed);
-    live
-}
-
-fn mib(bytes: usize) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
+use heap::{grown_since, mib, start_measuring};
 
 // ---------------------------------------------------------------------------
 // The cases.
@@ -245,7 +179,7 @@ async fn one_case(via: Via, revision: ProtocolVersion, json_peer: &JsonPeer) -> 
         assert!(Instant::now() < deadline, "{via:?}: the bomb never arrived");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+    let peak = grown_since(before);
     println!(
         "batch bomb of {:.1} MiB via {via:?}, revision {revision}: peak +{:.1} MiB (bound {:.0} \
          MiB) {}",

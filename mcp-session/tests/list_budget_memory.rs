@@ -12,78 +12,18 @@
 //! allocations count too: one page at a time, which the bound allows for.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use mcp_session::protocol::{ProtocolMode, ProtocolPin};
 use mcp_session::{ListBudget, Session, SessionConfig, SessionError};
 use mcp_testkit::{Misbehaviour, ServerOptions, serve};
 use mcp_transport::stream::StreamTransport;
 
-/// The system allocator, counting the bytes live and their peak.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(bytes: usize) {
-    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-}
-
-fn shrank(bytes: usize) {
-    LIVE.fetch_sub(bytes, Ordering::Relaxed);
-}
-
-// SAFETY: every method hands its arguments unchanged to `System`, which
-// keeps the `GlobalAlloc` contract, and returns what `System` returned; the
-// bookkeeping around it only touches two atomics (it never allocates, so it
-// cannot re-enter the allocator) and counts only what `System` did
-// allocate or free.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's guarantees for `layout` are `System`'s.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator, that is from `System`,
-        // with this `layout`.
-        unsafe { System.dealloc(ptr, layout) };
-        shrank(layout.size());
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `ptr` came from `System` with `layout`; the caller's
-        // guarantees for `new_size` are `System`'s.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                shrank(layout.size() - new_size);
-            }
-        }
-        p
-    }
-}
+#[path = "common/heap.rs"]
+mod heap;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static HEAP: heap::Counting = heap::Counting;
+
+use heap::{grown_since, mib, start_measuring};
 
 const MIB: usize = 1024 * 1024;
 
@@ -110,10 +50,9 @@ async fn list_endless(config: SessionConfig) -> (SessionError, usize) {
     let session = Session::connect(StreamTransport::new(r, w), config)
         .await
         .unwrap();
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
+    let before = start_measuring();
     let error = session.list_tools().await.unwrap_err();
-    let grown = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+    let grown = grown_since(before);
     session.close().await;
     server.abort();
     (error, grown)
@@ -177,9 +116,4 @@ async fn an_endless_tool_list_stops_at_its_byte_budget_and_memory_stays_near_it(
         mib(budgeted),
         mib(unbudgeted)
     );
-}
-
-#[allow(clippy::cast_precision_loss)]
-fn mib(bytes: usize) -> f64 {
-    bytes as f64 / MIB as f64
 }
