@@ -1,27 +1,12 @@
 //! The `mcp` command end to end, against the built-in testkit server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod common;
+
+use common::{MCP, mcp, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-const MCP: &str = env!("CARGO_BIN_EXE_mcp");
-
-fn mcp(args: &[&str]) -> Output {
-    Command::new(MCP)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run mcp")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// A unique file whose path marks the server processes of one test.
 fn marker(name: &str) -> PathBuf {

@@ -3,20 +3,13 @@
 //! and its HTTP mode.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod common;
+
+use common::{MCP, mcp};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-const MCP: &str = env!("CARGO_BIN_EXE_mcp");
-
-fn mcp(args: &[&str]) -> Output {
-    Command::new(MCP)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run mcp")
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -9,33 +9,18 @@
 //! around them is still shown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod common;
+
+use common::{MCP, mcp, text};
 use std::process::{Command, Output};
 
 use mcp_testkit::{ESCAPE_TEXT, ESCAPE_TOOL, PRINT_ENV_TOOL};
 use serde_json::Value;
 
-const MCP: &str = env!("CARGO_BIN_EXE_mcp");
-
 /// Secrets handed to the server with `--env`: one plain, one with the
 /// characters JSON escapes.
 const API_KEY: &str = "s3cr3t-value";
 const DB_PASSWORD: &str = r#"pa"ss\word-42"#;
-
-fn mcp(args: &[&str]) -> Output {
-    Command::new(MCP)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run mcp")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The first byte a terminal would act on: a C0 control other than newline
 /// and tab (ESC, BEL, CR …), DEL, or a C1 control (U+0080–U+009F, in UTF-8

@@ -1,10 +1,11 @@
 //! `mcp probe` against the testkit HTTP servers (`mcp demo-server --http`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+mod common;
 
-const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+use common::{MCP, mcp, text};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 
 /// An HTTP demo server on 127.0.0.1, killed when dropped.
 struct Server {
@@ -37,22 +38,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn mcp(args: &[&str]) -> Output {
-    Command::new(MCP)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run mcp")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]
