@@ -36,32 +36,7 @@ fn unique(name: &str) -> String {
 
 /// Live (not zombie) processes whose environment holds `MARKER=marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    let needle = format!("{MARKER}={marker}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if !environ
-            .split(|&b| b == 0)
-            .any(|var| var == needle.as_bytes())
-        {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_owned));
-        if !matches!(state.as_deref(), Some("Z" | "X")) {
-            found.push(pid);
-        }
-    }
-    found
+    mcp_testkit::procs::marked(MARKER, marker)
 }
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {

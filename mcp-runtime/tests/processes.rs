@@ -293,42 +293,7 @@ fn wrapped_server(log: &Path, marker: &str) -> serde_json::Value {
 
 /// Live (not zombie) processes whose environment holds `MARKER=marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    let needle = format!("{MARKER}={marker}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if !environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|r| r.1.split_whitespace().next());
-        if !matches!(state, Some("Z" | "X")) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Kills the marked processes a failed test left.
-struct Cleanup(String);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        for pid in marked(&self.0) {
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-        }
-    }
+    mcp_testkit::procs::marked(MARKER, marker)
 }
 
 /// The agent work of an application: a lease, and a call that takes long.
@@ -350,7 +315,7 @@ fn shutdown_after_stopping_work(dir: &Path) {
     }
     let (a, b) = logs(dir);
     let marker = format!("stop-{}", std::process::id());
-    let _cleanup = Cleanup(marker.clone());
+    let _cleanup = mcp_testkit::procs::KillMarked::new(MARKER, &marker);
     runtime().block_on(async {
         // A drain timeout far beyond the test's bound: nothing may wait for it.
         let options = RuntimeOptions::default().drain_timeout(Duration::from_secs(600));
@@ -381,7 +346,7 @@ fn shutdown_with_a_call_in_flight(dir: &Path) {
     }
     let (a, _) = logs(dir);
     let marker = format!("drain-{}", std::process::id());
-    let _cleanup = Cleanup(marker.clone());
+    let _cleanup = mcp_testkit::procs::KillMarked::new(MARKER, &marker);
     runtime().block_on(async {
         let options = RuntimeOptions::default().drain_timeout(Duration::from_millis(200));
         let m = RuntimeManager::new(options);

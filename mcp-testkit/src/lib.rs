@@ -153,6 +153,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 #[cfg(feature = "http")]
 pub mod http;
 mod options;
+#[cfg(target_os = "linux")]
+pub mod procs;
 mod prompts;
 mod resources;
 #[cfg(feature = "runtime")]

@@ -48,39 +48,9 @@ fn state_and_parent(pid: u32) -> Option<(char, u32)> {
     Some((state, ppid))
 }
 
-/// Live (not zombie) processes whose environment holds `marker`.
+/// Live (not zombie) processes whose environment holds `HELPER_MARKER=marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    let needle = format!("{HELPER_MARKER}={marker}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let has = environ
-            .split(|&b| b == 0)
-            .any(|var| var == needle.as_bytes());
-        let live = state_and_parent(pid).is_some_and(|(s, _)| !matches!(s, 'Z' | 'X'));
-        if has && live {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Kills whatever carries the marker when the test ends, passed or failed.
-struct Cleanup(String);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        for pid in marked(&self.0) {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-        }
-    }
+    mcp_testkit::procs::marked(HELPER_MARKER, marker)
 }
 
 fn unique(name: &str) -> String {
@@ -157,7 +127,7 @@ fn helper_starts_a_server_and_waits() {
 #[test]
 fn a_server_dies_when_its_parent_is_killed_outright() {
     let marker = unique("killed");
-    let _cleanup = Cleanup(marker.clone());
+    let _cleanup = mcp_testkit::procs::KillMarked::new(HELPER_MARKER, &marker);
     // `sleep` ignores its stdin closing: only a signal ends it.
     let (mut helper, server) = start_helper(&marker, "exec sleep 600", true);
     assert_eq!(marked(&marker), vec![server]);
@@ -169,7 +139,7 @@ fn a_server_dies_when_its_parent_is_killed_outright() {
 #[test]
 fn without_the_option_a_server_outlives_its_killed_parent() {
     let marker = unique("kept");
-    let _cleanup = Cleanup(marker.clone());
+    let _cleanup = mcp_testkit::procs::KillMarked::new(HELPER_MARKER, &marker);
     let dir = std::env::temp_dir().join(&marker);
     std::fs::create_dir_all(&dir).unwrap();
     let (trigger, proof) = (dir.join("trigger"), dir.join("proof"));
