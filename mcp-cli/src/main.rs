@@ -126,10 +126,11 @@ pub(crate) struct TargetArgs {
     /// Handshake timeout in milliseconds (default 30000, or the config's).
     #[arg(long, value_name = "MS")]
     pub(crate) handshake_timeout: Option<u64>,
-    /// Protocol lifecycle: `legacy` (the initialize handshake, 2024-11-05 to
-    /// 2025-11-25), `modern` (2026-07-28: server/discover and per-request
-    /// metadata), or `auto` (probe with server/discover, fall back to the
-    /// handshake). Default: auto, or the config's `protocolVersion`.
+    /// Protocol lifecycle: `handshake` (the initialize handshake, 2024-11-05
+    /// to 2025-11-25), `discover` (2026-07-28: server/discover and
+    /// per-request metadata), `auto` (probe with server/discover, fall back
+    /// to the handshake), or one revision. `legacy` and `modern` are older
+    /// spellings. Default: auto, or the config's `protocolVersion`.
     #[arg(long, value_name = "MODE")]
     pub(crate) protocol: Option<String>,
 }

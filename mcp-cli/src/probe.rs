@@ -330,7 +330,7 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
     };
     let negotiated = session.protocol_version();
     // 2026-07-28 has no handshake: server/discover told us who the server is.
-    let (first, initialized) = if negotiated.is_modern() {
+    let (first, initialized) = if !negotiated.has_handshake() {
         (
             "discover",
             (
@@ -342,7 +342,7 @@ async fn probe_one(target: &Target, show: ShowArgs, style: Style, sample: &Sampl
         ("initialize", (Status::Pass, "notification sent"))
     };
     let mut detail = describe_init(session.server(), negotiated.as_str());
-    if !negotiated.is_modern() && target.session.mode() == ProtocolMode::Auto {
+    if negotiated.has_handshake() && target.session.mode() == ProtocolMode::Auto {
         detail.push_str(" · 2026-07-28 probe declined, fell back to the handshake");
     }
     report.step(first, Status::Pass, Some(t0.elapsed()), detail);

@@ -112,11 +112,11 @@ fn millis(ms: Option<u64>) -> Option<Duration> {
     ms.map(Duration::from_millis)
 }
 
-/// Applies a protocol pin: `legacy`, `modern`, `auto`, or a revision date.
+/// Applies a protocol pin: `handshake`, `discover`, `auto`, or a revision date.
 fn apply_protocol(c: &mut SessionConfig, pin: &str) -> Result<(), String> {
     c.pin_protocol(pin).map_err(|_| {
         format!(
-            "unknown protocol {pin:?}: use legacy, modern, auto or a revision ({})",
+            "unknown protocol {pin:?}: use handshake, discover, auto or a revision ({})",
             ProtocolVersion::ALL.map(ProtocolVersion::as_str).join(", ")
         )
     })

@@ -163,7 +163,8 @@ pub struct ServerConfig {
     /// `excludeTools` / `disabled_tools`.
     pub exclude_tools: Vec<String>,
     /// `protocolVersion`: a [`ProtocolPin`](mcp_protocol::ProtocolPin)
-    /// (`legacy`, `modern`, `auto` or a revision).
+    /// (`handshake`, `discover`, `auto` or a revision; `legacy` and `modern` are older
+    /// spellings).
     pub protocol_version: Option<String>,
     /// `oauth` (Claude Code, Gemini CLI, this client) or `auth` (Cursor):
     /// how to authorize with an OAuth-protected HTTP server.

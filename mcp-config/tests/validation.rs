@@ -244,7 +244,7 @@ fn protocol_version_pins() {
     one_error(
         json!({"command": "n", "protocolVersion": "2025-01-01"}),
         "mcpServers.remote-tools.protocolVersion",
-        "unknown protocol version `2025-01-01`; use one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28, legacy, modern, auto",
+        "unknown protocol version `2025-01-01`; use one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28, handshake, discover, auto",
     );
 }
 

@@ -39,7 +39,7 @@
 //! use mcp_protocol::{ProtocolVersion, methods};
 //!
 //! let v: ProtocolVersion = "2025-06-18".parse().unwrap();
-//! assert!(!v.is_modern() && v < ProtocolVersion::V2026_07_28);
+//! assert!(v.has_handshake() && v < ProtocolVersion::V2026_07_28);
 //! assert_eq!(methods::TOOLS_CALL, "tools/call");
 //!
 //! let result: CallToolResult = serde_json::from_str(
@@ -63,4 +63,6 @@ pub mod types;
 mod version;
 pub mod x_mcp_header;
 
-pub use version::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
+pub use version::{
+    Listening, ProtocolMode, ProtocolPin, ProtocolVersion, TaskModel, UnknownVersion,
+};

@@ -32,8 +32,9 @@ impl ProtocolVersion {
     /// The newest revision with the `initialize` handshake.
     pub const LATEST_HANDSHAKE: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
-    /// Every modern revision (no handshake), newest first.
-    pub const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+    /// Every revision without a handshake (a client finds the server with
+    /// `server/discover`, or just sends requests), newest first.
+    pub const DISCOVER: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
 
     /// Every revision this client speaks, newest first.
     pub const ALL: [ProtocolVersion; 5] = [
@@ -44,9 +45,88 @@ impl ProtocolVersion {
         ProtocolVersion::V2024_11_05,
     ];
 
-    /// A modern revision: per-request metadata instead of a handshake.
-    pub fn is_modern(self) -> bool {
-        self >= ProtocolVersion::V2026_07_28
+    /// Whether a connection starts with the `initialize` handshake (and
+    /// `notifications/initialized`), whose answer fixes the revision and the
+    /// capabilities for the connection's life: every revision before
+    /// 2026-07-28. Without one, each request carries the revision and the
+    /// client's description in its `_meta` ([`has_request_meta`]) and
+    /// `server/discover` says what the server offers.
+    ///
+    /// [`has_request_meta`]: ProtocolVersion::has_request_meta
+    ///
+    /// ```
+    /// use mcp_protocol::ProtocolVersion;
+    /// assert!(ProtocolVersion::V2025_11_25.has_handshake());
+    /// assert!(!ProtocolVersion::V2026_07_28.has_handshake());
+    /// ```
+    pub const fn has_handshake(self) -> bool {
+        !matches!(self, ProtocolVersion::V2026_07_28)
+    }
+
+    /// Whether every request names the revision, the client and its
+    /// capabilities in `_meta` (2026-07-28's stateless requests).
+    pub const fn has_request_meta(self) -> bool {
+        !self.has_handshake()
+    }
+
+    /// Whether the `ping` request exists. 2026-07-28 dropped it; a liveness
+    /// check there is a `server/discover`.
+    pub const fn has_ping(self) -> bool {
+        self.has_handshake()
+    }
+
+    /// Whether a result may say what kind it is (`resultType`: complete, or
+    /// `input_required` with requests the client answers before retrying)
+    /// and carry cache hints (`ttlMs`, `cacheScope`): 2026-07-28.
+    pub const fn has_result_types(self) -> bool {
+        !self.has_handshake()
+    }
+
+    /// Whether streamable HTTP keeps a server-side session
+    /// (`Mcp-Session-Id`, the GET stream, `DELETE` on close, resuming a
+    /// stream with `Last-Event-ID`): the revisions with a handshake.
+    pub const fn has_http_session(self) -> bool {
+        self.has_handshake()
+    }
+
+    /// Whether an HTTP request mirrors its method, name and marked
+    /// parameters into headers (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`;
+    /// see [`crate::x_mcp_header`]): 2026-07-28.
+    pub const fn mirrors_into_headers(self) -> bool {
+        !self.has_handshake()
+    }
+
+    /// How a client gets notifications it asks for.
+    ///
+    /// ```
+    /// use mcp_protocol::{Listening, ProtocolVersion};
+    /// assert_eq!(ProtocolVersion::V2025_06_18.listening(), Listening::Subscribe);
+    /// assert_eq!(ProtocolVersion::V2026_07_28.listening(), Listening::Stream);
+    /// ```
+    pub const fn listening(self) -> Listening {
+        if self.has_handshake() {
+            Listening::Subscribe
+        } else {
+            Listening::Stream
+        }
+    }
+
+    /// How a revision runs tool calls as tasks.
+    ///
+    /// ```
+    /// use mcp_protocol::{ProtocolVersion, TaskModel};
+    /// assert_eq!(ProtocolVersion::V2025_06_18.tasks(), TaskModel::None);
+    /// assert_eq!(ProtocolVersion::V2025_11_25.tasks(), TaskModel::Requested);
+    /// assert_eq!(ProtocolVersion::V2026_07_28.tasks(), TaskModel::Extension);
+    /// ```
+    pub const fn tasks(self) -> TaskModel {
+        match self {
+            ProtocolVersion::V2024_11_05
+            | ProtocolVersion::V2025_03_26
+            | ProtocolVersion::V2025_06_18 => TaskModel::None,
+            ProtocolVersion::V2025_11_25 => TaskModel::Requested,
+            ProtocolVersion::V2026_07_28 => TaskModel::Extension,
+        }
     }
 
     /// Whether the revision has JSON-RPC batches: only 2025-03-26 (which
@@ -59,8 +139,8 @@ impl ProtocolVersion {
     /// assert!(!ProtocolVersion::V2024_11_05.has_batches());
     /// assert!(!ProtocolVersion::V2025_06_18.has_batches());
     /// ```
-    pub fn has_batches(self) -> bool {
-        self == ProtocolVersion::V2025_03_26
+    pub const fn has_batches(self) -> bool {
+        matches!(self, ProtocolVersion::V2025_03_26)
     }
 
     /// The revision's date string.
@@ -81,18 +161,50 @@ impl fmt::Display for ProtocolVersion {
     }
 }
 
+/// How a client gets the notifications it asks for
+/// ([`ProtocolVersion::listening`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Listening {
+    /// `resources/subscribe` per resource, and the list changes the server
+    /// declared arrive on their own (before 2026-07-28).
+    Subscribe,
+    /// A `subscriptions/listen` request whose stream carries what its filter
+    /// names (2026-07-28).
+    Stream,
+}
+
+/// How a revision runs a tool call as a task ([`ProtocolVersion::tasks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskModel {
+    /// No tasks.
+    None,
+    /// The client asks for a task (`task` in the call's params, when the
+    /// server and the tool allow it), polls `tasks/get` and fetches
+    /// `tasks/result` (2025-11-25).
+    Requested,
+    /// The `io.modelcontextprotocol/tasks` extension: the server may answer
+    /// any call with a task, polled with `tasks/get` (its result or input
+    /// requests inline) and answered with `tasks/update` (2026-07-28).
+    Extension,
+}
+
 /// Which lifecycle a session uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ProtocolMode {
-    /// The `initialize` handshake only, offering the configured version.
-    Legacy,
-    /// 2026-07-28 only: `server/discover`, then per-request metadata.
-    Modern,
+    /// The `initialize` handshake only, offering the configured version
+    /// (spelled `handshake`; `legacy` is accepted too).
+    Handshake,
+    /// Revisions without a handshake only (2026-07-28): `server/discover`,
+    /// then per-request metadata (spelled `discover`; `modern` is accepted
+    /// too).
+    Discover,
     /// Probe with `server/discover` and fall back to the handshake for a
-    /// legacy server (an error that is not a recognised modern one, or no
-    /// answer within the probe timeout). The default: users need not know
-    /// which era a server belongs to.
+    /// server that has one (an error that is not a recognised 2026-07-28
+    /// one, or no answer within the probe timeout). The default: users need
+    /// not know which revisions a server speaks.
     #[default]
     Auto,
 }
@@ -100,17 +212,27 @@ pub enum ProtocolMode {
 impl ProtocolMode {
     /// Every mode.
     pub const ALL: [ProtocolMode; 3] = [
-        ProtocolMode::Legacy,
-        ProtocolMode::Modern,
+        ProtocolMode::Handshake,
+        ProtocolMode::Discover,
         ProtocolMode::Auto,
     ];
 
-    /// How configs and command lines spell it: `legacy`, `modern`, `auto`.
+    /// How configs and command lines spell it: `handshake`, `discover`,
+    /// `auto`.
     pub const fn as_str(self) -> &'static str {
         match self {
-            ProtocolMode::Legacy => "legacy",
-            ProtocolMode::Modern => "modern",
+            ProtocolMode::Handshake => "handshake",
+            ProtocolMode::Discover => "discover",
             ProtocolMode::Auto => "auto",
+        }
+    }
+
+    /// The older spellings still read: `legacy`, `modern`.
+    const fn alias(self) -> Option<&'static str> {
+        match self {
+            ProtocolMode::Handshake => Some("legacy"),
+            ProtocolMode::Discover => Some("modern"),
+            ProtocolMode::Auto => None,
         }
     }
 }
@@ -122,7 +244,8 @@ impl fmt::Display for ProtocolMode {
 }
 
 /// A protocol pin as configs and command lines write it: a mode
-/// (`legacy`, `modern`, `auto`) or one revision.
+/// (`handshake`, `discover`, `auto`; `legacy` and `modern` as older
+/// spellings) or one revision.
 ///
 /// ```
 /// use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
@@ -136,7 +259,7 @@ impl fmt::Display for ProtocolMode {
 pub enum ProtocolPin {
     /// A lifecycle, with the default revision.
     Mode(ProtocolMode),
-    /// One revision (a modern one implies the modern mode).
+    /// One revision (one without a handshake implies the `discover` mode).
     Version(ProtocolVersion),
 }
 
@@ -165,11 +288,11 @@ impl FromStr for ProtocolPin {
 impl FromStr for ProtocolMode {
     type Err = UnknownVersion;
 
-    /// `legacy`, `modern`, `auto`.
+    /// `handshake`, `discover`, `auto` (and `legacy`, `modern`).
     fn from_str(s: &str) -> Result<Self, UnknownVersion> {
         ProtocolMode::ALL
             .into_iter()
-            .find(|m| m.as_str() == s)
+            .find(|m| m.as_str() == s || m.alias() == Some(s))
             .ok_or_else(|| UnknownVersion(s.to_string()))
     }
 }

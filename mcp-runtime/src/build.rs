@@ -506,7 +506,7 @@ pub(crate) fn session_config(
             let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
             format!(
                 "the config pins protocol {pin}, which this client does not know (it speaks \
-                 {}, or the modes legacy, modern, auto); remove the pin or choose one of those",
+                 {}, or the modes handshake, discover, auto); remove the pin or choose one of those",
                 known.join(", ")
             )
         })?;

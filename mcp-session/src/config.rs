@@ -105,7 +105,7 @@ pub type ProgressListener = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 ///     .server_name("files")
 ///     .request_timeout(Duration::from_secs(20))
 ///     .protocol(ProtocolPin::Version(ProtocolVersion::V2025_06_18));
-/// assert_eq!(config.mode(), ProtocolMode::Legacy);
+/// assert_eq!(config.mode(), ProtocolMode::Handshake);
 /// assert_eq!(config.offered_version(), ProtocolVersion::V2025_06_18);
 /// assert_eq!(SessionConfig::default().mode(), ProtocolMode::Auto);
 /// ```
@@ -276,8 +276,8 @@ impl SessionConfig {
     pub fn mode(&self) -> ProtocolMode {
         match self.protocol {
             ProtocolPin::Mode(mode) => mode,
-            ProtocolPin::Version(v) if v.is_modern() => ProtocolMode::Modern,
-            _ => ProtocolMode::Legacy,
+            ProtocolPin::Version(v) if !v.has_handshake() => ProtocolMode::Discover,
+            _ => ProtocolMode::Handshake,
         }
     }
 
@@ -285,7 +285,7 @@ impl SessionConfig {
     pub fn offered_version(&self) -> ProtocolVersion {
         match self.protocol {
             ProtocolPin::Version(v) => v,
-            ProtocolPin::Mode(ProtocolMode::Modern) => ProtocolVersion::V2026_07_28,
+            ProtocolPin::Mode(ProtocolMode::Discover) => ProtocolVersion::V2026_07_28,
             _ => ProtocolVersion::LATEST_HANDSHAKE,
         }
     }
@@ -297,9 +297,9 @@ impl SessionConfig {
     /// use mcp_session::{ProtocolMode, SessionConfig};
     /// let mut c = SessionConfig::default();
     /// c.pin_protocol("2026-07-28").unwrap();
-    /// assert_eq!(c.mode(), ProtocolMode::Modern);
+    /// assert_eq!(c.mode(), ProtocolMode::Discover);
     /// c.pin_protocol("2025-06-18").unwrap();
-    /// assert_eq!((c.mode(), c.offered_version().as_str()), (ProtocolMode::Legacy, "2025-06-18"));
+    /// assert_eq!((c.mode(), c.offered_version().as_str()), (ProtocolMode::Handshake, "2025-06-18"));
     /// assert!(c.pin_protocol("1999-01-01").is_err());
     /// ```
     pub fn pin_protocol(&mut self, pin: &str) -> Result<(), mcp_protocol::UnknownVersion> {

@@ -290,7 +290,7 @@ impl Session {
             inner: Arc::new(inner),
         };
         session.inner.shared.revision.get_or_init(|| version);
-        if !version.is_modern() {
+        if version.has_handshake() {
             let context = session.inner.context().lifecycle(Lifecycle_::Initialized);
             let message = Message::Notification(Notification::new(methods::INITIALIZED, None));
             session
@@ -355,7 +355,7 @@ impl Session {
                 }
                 transport.close().await;
                 let transport = open().await?;
-                let legacy = config.protocol(ProtocolPin::Mode(ProtocolMode::Legacy));
+                let legacy = config.protocol(ProtocolPin::Mode(ProtocolMode::Handshake));
                 Self::connect_shared(transport, legacy).await
             }
             other => other,

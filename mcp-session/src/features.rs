@@ -149,7 +149,7 @@ impl Session {
         method: &'static str,
         base: serde_json::Map<String, serde_json::Value>,
     ) -> Result<(Vec<P::Item>, Option<Duration>), SessionError> {
-        let modern = self.inner.version.is_modern();
+        let cache_hints = self.inner.version.has_result_types();
         let config = &self.inner.config;
         let over = |budget: ListBudget, limit: usize, pages: usize| {
             tracing::warn!(
@@ -202,7 +202,7 @@ impl Session {
             if items.len().saturating_add(page_items.len()) > config.max_list_items {
                 return Err(over(ListBudget::Items, config.max_list_items, page));
             }
-            if modern {
+            if cache_hints {
                 let page_ttl = CacheHints::of_map(&extra).ttl;
                 ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
             }
@@ -341,7 +341,7 @@ impl Session {
             .and_then(|r| r.subscribe)
             == Some(true);
         self.require(subscribe, "resources.subscribe")?;
-        if self.inner.version.is_modern() {
+        if self.inner.version.listening() == mcp_protocol::Listening::Stream {
             return Err(SessionError::NotSupported(
                 "resources/subscribe on 2026-07-28 (use listen with a resource filter)",
             ));

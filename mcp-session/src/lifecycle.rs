@@ -74,7 +74,7 @@ impl Lifecycle {
     /// handshake version of the legacy mode.
     pub(crate) fn start(mode: ProtocolMode, offered: ProtocolVersion) -> (Lifecycle, Step) {
         let first = match mode {
-            ProtocolMode::Modern | ProtocolMode::Auto => Step::Discover,
+            ProtocolMode::Discover | ProtocolMode::Auto => Step::Discover,
             _ => Step::Initialize(offered),
         };
         let lifecycle = Lifecycle {
@@ -149,7 +149,7 @@ impl Lifecycle {
     /// mismatch.
     pub(crate) fn on_initialize(&self, offered: ProtocolVersion, received: &str) -> Step {
         match received.parse::<ProtocolVersion>() {
-            Ok(v) if !v.is_modern() => Step::Legacy(v),
+            Ok(v) if v.has_handshake() => Step::Legacy(v),
             _ => Step::Fail(Failure::VersionMismatch {
                 offered: offered.as_str().into(),
                 received: received.into(),
@@ -238,13 +238,13 @@ mod tests {
     #[test]
     fn each_mode_starts_where_it_should() {
         assert_eq!(started(ProtocolMode::Auto).1, Step::Discover);
-        assert_eq!(started(ProtocolMode::Modern).1, Step::Discover);
+        assert_eq!(started(ProtocolMode::Discover).1, Step::Discover);
         assert_eq!(
-            started(ProtocolMode::Legacy).1,
+            started(ProtocolMode::Handshake).1,
             Step::Initialize(ProtocolVersion::V2025_06_18)
         );
         assert!(started(ProtocolMode::Auto).0.probing());
-        assert!(!started(ProtocolMode::Modern).0.probing());
+        assert!(!started(ProtocolMode::Discover).0.probing());
     }
 
     #[test]
@@ -270,19 +270,19 @@ mod tests {
                 "{legacy:?}"
             );
         }
-        let (mut modern, _) = started(ProtocolMode::Modern);
+        let (mut modern, _) = started(ProtocolMode::Discover);
         assert_eq!(
             modern.on_discover(DiscoverAnswer::Error(-32601, None)),
             Step::Fail(Failure::LegacyServer)
         );
         // A result that is no discover result: legacy, so no modern-only session.
-        let (mut modern, _) = started(ProtocolMode::Modern);
+        let (mut modern, _) = started(ProtocolMode::Discover);
         let not_discover = json!({"content": []});
         assert_eq!(
             modern.on_discover(DiscoverAnswer::Result(&not_discover)),
             Step::Fail(Failure::LegacyServer)
         );
-        let (mut modern, _) = started(ProtocolMode::Modern);
+        let (mut modern, _) = started(ProtocolMode::Discover);
         assert_eq!(
             modern.on_discover(DiscoverAnswer::HttpStatus(404)),
             Step::Fail(Failure::Refused)
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn the_handshake_accepts_any_handshake_version_and_nothing_else() {
-        let (l, _) = started(ProtocolMode::Legacy);
+        let (l, _) = started(ProtocolMode::Handshake);
         let offered = ProtocolVersion::V2025_11_25;
         assert_eq!(
             l.on_initialize(offered, "2024-11-05"),

@@ -69,7 +69,8 @@ impl Inner {
     /// Whether requests mirror tool arguments into `Mcp-Param-*` headers:
     /// a 2026-07-28 session over streamable HTTP.
     pub(crate) fn mirrors_headers(&self) -> bool {
-        self.version.is_modern() && self.transport.kind() == TransportKind::StreamableHttp
+        self.version.mirrors_into_headers()
+            && self.transport.kind() == TransportKind::StreamableHttp
     }
 
     /// The context of an ordinary message: the session's revision.

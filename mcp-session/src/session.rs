@@ -213,7 +213,7 @@ impl Session {
     /// Checks the server answers: `ping`, or `server/discover` for a modern
     /// server (2026-07-28 has no `ping`).
     pub async fn ping(&self) -> Result<(), SessionError> {
-        let method = if self.inner.version.is_modern() {
+        let method = if !self.inner.version.has_ping() {
             methods::SERVER_DISCOVER
         } else {
             methods::PING
@@ -230,7 +230,7 @@ impl Session {
     ///
     /// The subscription holds the session open while it lives.
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, SessionError> {
-        if !self.inner.version.is_modern() {
+        if self.inner.version.listening() == mcp_protocol::Listening::Subscribe {
             return self.listen_locally(filter).await;
         }
         let method = methods::SUBSCRIPTIONS_LISTEN;
@@ -531,7 +531,7 @@ impl Session {
         } else {
             base.clone()
         };
-        let modern = self.inner.version.is_modern();
+        let task_extension = self.inner.version.tasks() == mcp_protocol::TaskModel::Extension;
         let mut refetched = false;
         let mut input: Option<(serde_json::Map<String, Value>, Option<String>)> = None;
         let mut rounds = 0usize;
@@ -621,7 +621,7 @@ impl Session {
                     input = Some((responses, asked.request_state));
                     continue;
                 }
-                ResultType::Task if modern => {
+                ResultType::Task if task_extension => {
                     let task: DetailedTask = parse_result(method, &result)?;
                     return Ok(CallAnswer::Task(StartedTask::Modern(Box::new(task))));
                 }

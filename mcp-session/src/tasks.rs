@@ -441,7 +441,7 @@ impl Session {
         options: CallOptions,
     ) -> Result<TaskCall, SessionError> {
         let metadata;
-        let task = if self.inner.version.is_modern() {
+        let task = if self.inner.version.tasks() == mcp_protocol::TaskModel::Extension {
             self.tasks_offered()?;
             None
         } else {
@@ -479,7 +479,7 @@ impl Session {
     /// known, so its result is not checked against an output schema.
     pub async fn task_handle(&self, task_id: &str) -> Result<TaskHandle, SessionError> {
         self.tasks_offered()?;
-        let modern = self.inner.version.is_modern();
+        let modern = self.inner.version.tasks() == mcp_protocol::TaskModel::Extension;
         let placeholder = Task::new(task_id, TaskStatus::Working, "");
         let mut handle = TaskHandle {
             session: self.clone(),
@@ -496,7 +496,7 @@ impl Session {
     /// The server's tasks, every page (`tasks/list`, 2025-11-25; the
     /// 2026-07-28 extension has no list). Needs the server's `tasks.list`.
     pub async fn list_tasks(&self) -> Result<Vec<Task>, SessionError> {
-        if self.inner.version.is_modern() {
+        if self.inner.version.tasks() == mcp_protocol::TaskModel::Extension {
             return Err(SessionError::NotSupported(
                 "tasks/list on 2026-07-28 (the tasks extension has no list: keep the ids of the \
                  tasks you create)",
@@ -519,7 +519,7 @@ impl Session {
     /// session's revision.
     fn tasks_offered(&self) -> Result<(), SessionError> {
         let caps = &self.inner.init.capabilities;
-        if self.inner.version.is_modern() {
+        if self.inner.version.tasks() == mcp_protocol::TaskModel::Extension {
             if !extension::offered_by(caps) {
                 return Err(SessionError::NotSupported(
                     "tasks (the io.modelcontextprotocol/tasks extension)",

@@ -68,8 +68,8 @@ fn all_handlers(answer: Value) -> ClientHandlers {
 }
 
 const ERAS: [(Era, ProtocolMode); 2] = [
-    (Era::Legacy, ProtocolMode::Legacy),
-    (Era::Modern, ProtocolMode::Modern),
+    (Era::Legacy, ProtocolMode::Handshake),
+    (Era::Modern, ProtocolMode::Discover),
 ];
 
 /// A session with the testkit in-process, in `era`, with these handlers.
@@ -134,7 +134,7 @@ async fn every_tool_reports_the_handlers_answers(s: &Session, era: Era) {
 async fn handlers_answer_every_tool_in_both_eras() {
     for (era, mode) in ERAS {
         let s = connect(era, mode, Some(all_handlers(ada()))).await;
-        assert_eq!(s.protocol_version().is_modern(), era == Era::Modern);
+        assert_eq!(!s.protocol_version().has_handshake(), era == Era::Modern);
         every_tool_reports_the_handlers_answers(&s, era).await;
         s.close().await;
     }
@@ -142,7 +142,12 @@ async fn handlers_answer_every_tool_in_both_eras() {
 
 #[tokio::test]
 async fn the_server_hears_of_changed_roots() {
-    let s = connect(Era::Legacy, ProtocolMode::Legacy, Some(all_handlers(ada()))).await;
+    let s = connect(
+        Era::Legacy,
+        ProtocolMode::Handshake,
+        Some(all_handlers(ada())),
+    )
+    .await;
     let before = s.call_tool("list_roots", json!({})).await.unwrap();
     assert_eq!(before.structured_content.unwrap()["listChangedSeen"], 0);
     s.roots_changed().await.unwrap();
@@ -162,7 +167,7 @@ async fn an_answer_that_breaks_the_schema_never_reaches_the_server() {
     // Before 2026-07-28 the server's request gets an error instead.
     let s = connect(
         Era::Legacy,
-        ProtocolMode::Legacy,
+        ProtocolMode::Handshake,
         Some(all_handlers(bad.clone())),
     )
     .await;
@@ -178,7 +183,7 @@ async fn an_answer_that_breaks_the_schema_never_reaches_the_server() {
     s.close().await;
 
     // In 2026-07-28 the call is not retried: the error is the caller's.
-    let s = connect(Era::Modern, ProtocolMode::Modern, Some(all_handlers(bad))).await;
+    let s = connect(Era::Modern, ProtocolMode::Discover, Some(all_handlers(bad))).await;
     let err = s.call_tool("ask_user", json!({})).await.unwrap_err();
     match &err {
         SessionError::InputRequest { method, reason } => {
@@ -253,7 +258,7 @@ async fn handlers_answer_over_streamable_http_in_both_eras() {
             .unwrap();
         let config = SessionConfig::new().handler(all_handlers(ada()));
         let s = Session::connect(transport, config).await.unwrap();
-        assert_eq!(s.protocol_version().is_modern(), era == Era::Modern);
+        assert_eq!(!s.protocol_version().has_handshake(), era == Era::Modern);
         every_tool_reports_the_handlers_answers(&s, era).await;
         s.close().await;
         server.shutdown().await;

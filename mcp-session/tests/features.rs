@@ -22,7 +22,7 @@ fn config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
         .protocol(mcp_session::ProtocolPin::Mode(
-            mcp_session::ProtocolMode::Legacy,
+            mcp_session::ProtocolMode::Handshake,
         ))
 }
 

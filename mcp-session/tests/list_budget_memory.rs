@@ -46,7 +46,7 @@ async fn list_endless(config: SessionConfig) -> (SessionError, usize) {
         w,
     ));
     let (r, w) = tokio::io::split(client);
-    let config = config.protocol(ProtocolPin::Mode(ProtocolMode::Legacy));
+    let config = config.protocol(ProtocolPin::Mode(ProtocolMode::Handshake));
     let session = Session::connect(StreamTransport::new(r, w), config)
         .await
         .unwrap();

@@ -77,7 +77,7 @@ fn echo_reply(p: &Value) -> Reply {
 #[tokio::test]
 async fn modern_session_discovers_and_sends_meta_on_every_request() {
     let (t, fake) = start(modern_server(None, echo_reply));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     assert_eq!(s.protocol_version(), ProtocolVersion::V2026_07_28);
@@ -172,7 +172,7 @@ async fn auto_mode_stays_modern_with_a_modern_server() {
     let s = Session::connect_shared(t, config(ProtocolMode::Auto))
         .await
         .unwrap();
-    assert!(s.protocol_version().is_modern());
+    assert!(!s.protocol_version().has_handshake());
     assert_eq!(fake.methods(), ["server/discover"]);
 }
 
@@ -216,7 +216,7 @@ async fn modern_only_refuses_a_legacy_server_clearly() {
     let (t, fake) = start(Arc::new(|_: &Request| {
         Reply::Err(-32601, "Method not found")
     }));
-    let err = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let err = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap_err();
     assert!(matches!(err, SessionError::LegacyServer { .. }), "{err}");
@@ -260,7 +260,7 @@ async fn input_required_results_are_answered_and_retried() {
         )
     }));
     let handler = Arc::new(Answers(Mutex::new(Vec::new())));
-    let cfg = config(ProtocolMode::Modern).handler(handler.clone());
+    let cfg = config(ProtocolMode::Discover).handler(handler.clone());
     let s = Session::connect_shared(t, cfg).await.unwrap();
     let r = s.call_tool("echo", json!({"text": "x"})).await.unwrap();
     assert_eq!(r.text(), "hello octocat");
@@ -300,7 +300,7 @@ async fn without_a_handler_elicitation_is_declined_and_rounds_are_bounded() {
             "method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}}}),
         )
     }));
-    let cfg = config(ProtocolMode::Modern).max_input_rounds(3);
+    let cfg = config(ProtocolMode::Discover).max_input_rounds(3);
     let s = Session::connect_shared(t, cfg).await.unwrap();
     let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
     assert!(err.to_string().contains("after 3 rounds"), "{err}");
@@ -317,7 +317,7 @@ async fn sampling_without_a_handler_is_an_error_not_a_guess() {
             "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}}}),
         )
     }));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
@@ -328,7 +328,7 @@ async fn sampling_without_a_handler_is_an_error_not_a_guess() {
 #[tokio::test(start_paused = true)]
 async fn list_ttl_drives_the_catalog_cache() {
     let (t, fake) = start(modern_server(Some(1_000), echo_reply));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     let lists = || fake.methods().iter().filter(|m| *m == "tools/list").count();
@@ -346,7 +346,7 @@ async fn list_ttl_drives_the_catalog_cache() {
 #[tokio::test]
 async fn missing_ttl_means_immediately_stale_for_modern_servers() {
     let (t, fake) = start(modern_server(None, echo_reply));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     s.list_tools().await.unwrap();
@@ -366,7 +366,7 @@ async fn modern_error_codes_are_explained() {
             json!({"requiredCapabilities": {"elicitation": {}}}),
         )
     }));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
@@ -381,13 +381,13 @@ async fn modern_error_codes_are_explained() {
 #[tokio::test]
 async fn a_pinned_modern_version_means_modern_mode() {
     let (t, fake) = start(modern_server(None, echo_reply));
-    let cfg = config(ProtocolMode::Legacy).protocol(mcp_session::ProtocolPin::Version(
+    let cfg = config(ProtocolMode::Handshake).protocol(mcp_session::ProtocolPin::Version(
         ProtocolVersion::V2026_07_28,
     ));
     let s = Session::connect_shared(t as Arc<dyn Transport>, cfg)
         .await
         .unwrap();
-    assert!(s.protocol_version().is_modern());
+    assert!(!s.protocol_version().has_handshake());
     assert_eq!(fake.methods(), ["server/discover"]);
 }
 
@@ -446,7 +446,7 @@ fn listening_server(end: bool) -> common::Script {
 async fn listen_yields_its_own_notifications_and_a_graceful_end() {
     use mcp_session::subscriptions::SubscriptionFilter;
     let (t, fake) = start(listening_server(true));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     s.list_tools().await.unwrap();
@@ -490,7 +490,7 @@ async fn listen_yields_its_own_notifications_and_a_graceful_end() {
 async fn dropping_a_subscription_cancels_its_request() {
     use mcp_session::subscriptions::SubscriptionFilter;
     let (t, fake) = start(listening_server(false));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     let mut sub = s
@@ -527,7 +527,7 @@ async fn listen_on_a_legacy_session_grants_what_the_server_declares() {
         "initialize" => Reply::Ok(init_result("2025-11-25", json!({"tools": {}}))),
         _ => Reply::Ok(json!({})),
     }));
-    let s = Session::connect_shared(t, config(ProtocolMode::Legacy))
+    let s = Session::connect_shared(t, config(ProtocolMode::Handshake))
         .await
         .unwrap();
     let sub = s
@@ -567,7 +567,7 @@ async fn listen_on_a_legacy_session_subscribes_routes_and_unsubscribes() {
         )),
         _ => Reply::Ok(json!({})),
     }));
-    let s = Session::connect_shared(t, config(ProtocolMode::Legacy))
+    let s = Session::connect_shared(t, config(ProtocolMode::Handshake))
         .await
         .unwrap();
     let mut sub = s
@@ -705,7 +705,7 @@ async fn over_http_annotated_arguments_become_headers_and_invalid_tools_are_drop
         _ => Reply::Err(-32601, "method not found"),
     }));
     let http = AsHttp::over(t);
-    let s = Session::connect_shared(http.clone(), config(ProtocolMode::Modern))
+    let s = Session::connect_shared(http.clone(), config(ProtocolMode::Discover))
         .await
         .unwrap();
     let catalog = s.list_tools().await.unwrap();
@@ -786,7 +786,7 @@ async fn after_a_header_mismatch_the_retry_is_checked_against_the_new_schema() {
     let listed = Arc::new(Mutex::new(0));
     let (t, _fake) = start(changed_schema_server(Arc::clone(&listed)));
     let http = AsHttp::over(t);
-    let s = Session::connect_shared(http.clone(), config(ProtocolMode::Modern))
+    let s = Session::connect_shared(http.clone(), config(ProtocolMode::Discover))
         .await
         .unwrap();
     s.list_tools().await.unwrap();
@@ -814,7 +814,7 @@ async fn after_a_header_mismatch_the_retry_is_checked_against_the_new_schema() {
     let listed = Arc::new(Mutex::new(0));
     let (t, fake) = start(changed_schema_server(Arc::clone(&listed)));
     let http = AsHttp::over(t);
-    let s = Session::connect_shared(http, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(http, config(ProtocolMode::Discover))
         .await
         .unwrap();
     s.list_tools().await.unwrap();
@@ -847,7 +847,7 @@ async fn resource_not_found_is_recognised_under_both_codes() {
             _ => Reply::Err(-32601, "method not found"),
         }
     }));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     let ok = s.read_resource("file:///ok").await.unwrap();
@@ -905,7 +905,7 @@ async fn a_second_refusal_naming_ours_is_an_error_not_a_loop() {
             json!({"supported": ["2026-07-28"]}),
         )
     }));
-    let err = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let err = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("refused"), "{err}");
@@ -941,7 +941,7 @@ async fn a_subscriber_that_falls_behind_keeps_the_newest_and_the_loss_is_counted
         }
         _ => Reply::Err(-32601, "method not found"),
     }));
-    let s = Session::connect_shared(t, config(ProtocolMode::Modern))
+    let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
     let mut sub = s

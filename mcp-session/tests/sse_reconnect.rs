@@ -28,7 +28,7 @@ async fn a_session_sees_only_the_request_a_dropped_sse_stream_took_with_it() {
     let options = HttpOptions::new().default_retry(Duration::from_millis(20));
     let transport = SseTransport::connect(&server.url(), options).await.unwrap();
     let config = SessionConfig::new()
-        .protocol(ProtocolPin::Mode(ProtocolMode::Legacy))
+        .protocol(ProtocolPin::Mode(ProtocolMode::Handshake))
         .request_timeout(Duration::from_secs(120));
     let session = Arc::new(Session::connect(transport, config).await.unwrap());
     session.list_tools().await.unwrap();

@@ -39,7 +39,7 @@ fn job_tools() -> Value {
 fn legacy_config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
-        .protocol(ProtocolPin::Mode(ProtocolMode::Legacy))
+        .protocol(ProtocolPin::Mode(ProtocolMode::Handshake))
 }
 
 /// A 2025-11-25 server with tasks for tool calls: `tasks/get` answers what
@@ -328,7 +328,7 @@ async fn tasks_are_listed_page_by_page_and_status_notifications_typed() {
 fn modern_config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
-        .protocol(ProtocolPin::Mode(ProtocolMode::Modern))
+        .protocol(ProtocolPin::Mode(ProtocolMode::Discover))
 }
 
 fn modern_task(id: &str, status: &str) -> Value {

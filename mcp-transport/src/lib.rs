@@ -292,10 +292,11 @@ impl SendContext {
         self.revision
     }
 
-    /// Whether the message follows a modern revision (no handshake, no
-    /// session: 2026-07-28).
-    pub fn is_modern(&self) -> bool {
-        self.revision.is_some_and(ProtocolVersion::is_modern)
+    /// Whether the message names a revision that has `capability` (one of
+    /// [`ProtocolVersion`]'s `has_*` methods, say): `false` before any
+    /// revision is known.
+    pub fn revision_has(&self, capability: fn(ProtocolVersion) -> bool) -> bool {
+        self.revision.is_some_and(capability)
     }
 
     /// The lifecycle step.

@@ -78,7 +78,7 @@ impl fmt::Debug for Scripted {
 /// Runtime options for scripted servers: the `initialize` lifecycle, no reaping.
 pub fn options() -> RuntimeOptions {
     let mut o = RuntimeOptions::default().idle_ttl(std::time::Duration::ZERO);
-    o.session_defaults = SessionConfig::new().protocol(ProtocolPin::Mode(ProtocolMode::Legacy));
+    o.session_defaults = SessionConfig::new().protocol(ProtocolPin::Mode(ProtocolMode::Handshake));
     o
 }
 

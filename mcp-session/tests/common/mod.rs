@@ -164,7 +164,7 @@ pub fn config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
         .protocol(mcp_session::ProtocolPin::Mode(
-            mcp_session::ProtocolMode::Legacy,
+            mcp_session::ProtocolMode::Handshake,
         ))
 }
 

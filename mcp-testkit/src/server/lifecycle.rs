@@ -195,7 +195,7 @@ impl Server {
             BOGUS_PROTOCOL_VERSION
         } else if requested
             .parse::<ProtocolVersion>()
-            .is_ok_and(|v| !v.is_modern())
+            .is_ok_and(ProtocolVersion::has_handshake)
         {
             requested
         } else {

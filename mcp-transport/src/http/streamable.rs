@@ -441,7 +441,7 @@ impl StreamableHttpTransport {
         }
         let inner = &self.inner;
         inner.batches.follow(context);
-        let mirror = if context.is_modern() {
+        let mirror = if context.revision_has(mcp_protocol::ProtocolVersion::mirrors_into_headers) {
             inner.state().modern_sent();
             Some((request.method.as_str(), context))
         } else {
@@ -484,7 +484,7 @@ impl StreamableHttpTransport {
         }
         inner.batches.follow(context);
         let lifecycle = context.lifecycle_of();
-        let modern = context.is_modern();
+        let modern = context.revision_has(|v| !v.has_http_session());
         if !modern
             && lifecycle != Lifecycle::Initialize
             && let Some(revision) = context.revision_of()
