@@ -40,6 +40,10 @@ pub(crate) enum Task {
     /// (a deadline overrun, a panic, a process, descriptor or task left,
     /// memory growth past its bound).
     Soak(SoakArgs),
+    /// The shape rules of ARCHITECTURE.md: no import cycle between a crate's
+    /// top-level modules (the vocabulary crate exempt), no library file over
+    /// 900 lines.
+    Layout,
     /// The client the conformance suite runs (not a task for people).
     #[command(hide = true)]
     ConformanceClient(ClientArgs),

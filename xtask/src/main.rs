@@ -12,6 +12,7 @@
 //! cargo xtask bench runtime [--warm-iters N] [--cold-iters N] [--registered N,N…] [--sessions N,N…] [--servers N]
 //! cargo xtask bench resources [--resources N] [--page-size N] [--blob-bytes N] [--rounds K]
 //! cargo xtask conformance [--only suite|draft|servers] [--timeout SECS]
+//! cargo xtask layout
 //! cargo xtask soak [--short] [--sessions N] [--servers-per-session N] [--duration SECS]
 //!                  [--seed S] [--fault-rate P]
 //! ```
@@ -30,6 +31,7 @@ mod conformance;
 // The codec benchmark's input; its tests run in every build.
 #[cfg_attr(not(feature = "peers"), allow(dead_code))]
 mod corpus;
+mod layout;
 mod soak;
 
 use std::process::ExitCode;
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
         Some(args::Task::Bench { what }) => bench::run(what),
         Some(args::Task::Conformance(args)) => conformance::run(args),
         Some(args::Task::Soak(args)) => soak::run(args),
+        Some(args::Task::Layout) => layout::run(),
         Some(args::Task::ConformanceClient(args)) => conformance::client::main(args),
         None => <args::Cli as clap::CommandFactory>::command()
             .print_help()
