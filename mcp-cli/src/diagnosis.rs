@@ -1,5 +1,7 @@
-//! What a failed step probably means, in the terms of the troubleshooting
-//! list (`shared/seeds/003_*`): each function takes what a step saw (an
+//! What a failed step probably means, in the terms of the usual MCP
+//! troubleshooting list (wrong command or path, a server that logs to
+//! stdout, a missing variable, a version mismatch, a slow start, an
+//! authorization the server wants): each function takes what a step saw (an
 //! error, the server's exit, the noise on its stdout) and returns the
 //! sentences for the report's `diagnosis:` section. Nothing here prints or
 //! does IO, so each rule is unit-tested on its own.
