@@ -15,6 +15,7 @@ use crate::model::{
     ToolFilter, TransportConfig,
 };
 use crate::validate::{header_value_problem, is_no_proxy, join, proxy_problem, url_problem};
+use crate::model::pin_spelling;
 use crate::{ConfigError, Fingerprint, Format, McpConfig, Problem, Report, Secret};
 
 /// An injected environment lookup: `None` means unset.
@@ -274,7 +275,7 @@ impl Resolver<'_> {
                     .map(|v| v.iter().cloned().collect()),
                 exclude: s.exclude_tools.iter().cloned().collect(),
             },
-            protocol_version: s.protocol_version.clone(),
+            protocol_version: s.protocol_version,
             oauth: None,
             fingerprint: Fingerprint::UNSET,
         };
@@ -356,7 +357,7 @@ pub(crate) fn canonical_server(key: &FingerprintKey, s: &ResolvedServer) -> Valu
         "handshake_timeout_ns": nanos(s.handshake_timeout),
         "supports_parallel_tool_calls": s.supports_parallel_tool_calls,
         "tools": {"include": s.tools.include, "exclude": s.tools.exclude},
-        "protocol_version": s.protocol_version,
+        "protocol_version": s.protocol_version.map(pin_spelling),
     });
     // Only when set, so fingerprints of configs without it stay as they were.
     if let (Some(o), Value::Object(map)) = (&s.oauth, &mut canonical) {
