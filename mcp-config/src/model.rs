@@ -478,7 +478,10 @@ mod pin_tests {
         let loaded = crate::parse_str(text, &crate::Options::new()).unwrap();
         let resolved = crate::resolve(&loaded.config, &|_: &str| None).unwrap();
         let pin = |name: &str| resolved.servers.get(name).unwrap().protocol_version;
-        assert_eq!(pin("a"), Some(ProtocolPin::Version(ProtocolVersion::V2025_06_18)));
+        assert_eq!(
+            pin("a"),
+            Some(ProtocolPin::Version(ProtocolVersion::V2025_06_18))
+        );
         assert_eq!(pin("b"), Some(ProtocolPin::Mode(ProtocolMode::Handshake)));
         assert_eq!(pin("c"), None);
     }

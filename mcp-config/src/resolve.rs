@@ -10,12 +10,12 @@ use crate::expand::{self, ExpandError};
 use crate::fingerprint::{FingerprintKey, secret_digest};
 use mcp_protocol::defaults;
 
+use crate::model::pin_spelling;
 use crate::model::{
     DeclaredTransport, HttpKind, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig,
     ToolFilter, TransportConfig,
 };
 use crate::validate::{header_value_problem, is_no_proxy, join, proxy_problem, url_problem};
-use crate::model::pin_spelling;
 use crate::{ConfigError, Fingerprint, Format, McpConfig, Problem, Report, Secret};
 
 /// An injected environment lookup: `None` means unset.

@@ -293,7 +293,7 @@ impl RuntimeManager {
     ///
     /// Lists a server announces changed (`notifications/…/list_changed`)
     /// are refreshed like this on their own, in the background; this is
-    /// for the rest (a modern server's TTL, or to be sure before going on).
+    /// for the rest (a 2026-07-28 server's TTL, or to be sure before going on).
     pub async fn refresh_catalog(&self, session_id: &str) -> bool {
         let slot = {
             let state = lock(&self.inner.state);
