@@ -338,7 +338,7 @@ impl Builder<'_> {
             }
         };
         let lists = ServerLists::fetch(&session, tools, None, None, Which::ALL).await;
-        let counters = Arc::clone(&self.counters);
+        let counters = Arc::clone(self.counters);
         counters.connections.fetch_add(1, Ordering::Relaxed);
         counters.connects.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
