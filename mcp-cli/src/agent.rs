@@ -1,8 +1,10 @@
-//! `mcp tools --config` and `mcp call --config`: through one ad-hoc session
-//! of `mcp-runtime`, so the tools carry the namespaced names (`SERVER__TOOL`)
-//! an agent sees, and every server of the config starts at once, a failure
-//! in one not stopping the others.
+//! `--config`: the commands run through one ad-hoc session of
+//! `mcp-runtime` ([`AdHocRuntime`], their [`Servers`]), so tools, resources
+//! and prompts carry the namespaced names (`SERVER__TOOL`) an agent sees,
+//! and every server of the config starts at once, a failure in one not
+//! stopping the others.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -11,14 +13,18 @@ use mcp_runtime::{
     ConnectError, Connector, DefaultConnector, RuntimeCatalog, RuntimeError, RuntimeLease,
     RuntimeManager, RuntimeOptions,
 };
-use mcp_session::types::CallToolResult;
+use mcp_session::CallOptions;
+use mcp_session::types::{
+    CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool,
+};
 use mcp_transport::{BoxFuture, Transport};
 use serde_json::Value;
 
-use crate::direct::{print_call_result, tool_hints};
-use crate::output::{Style, printable, printable_block, summarize};
+use crate::oauth;
+use crate::output::{Style, printable, printable_block};
+use crate::servers::{Failure, Listed, Listing, Resources, Servers, StderrTail};
 use crate::target::load_config;
-use crate::term::{self, errln, outln};
+use crate::term::errln;
 use crate::trace::{TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};
 
@@ -30,7 +36,7 @@ const AD_HOC_SESSION: &str = "ad-hoc";
 /// manager. Call [`close`](Self::close) at the end (dropping it kills the
 /// servers without their close sequence).
 #[derive(Debug)]
-struct AdHocRuntime {
+pub(crate) struct AdHocRuntime {
     manager: RuntimeManager,
     lease: RuntimeLease,
 }
@@ -52,22 +58,6 @@ impl AdHocRuntime {
     /// The tools under their namespaced names, and the servers that failed.
     fn catalog(&self) -> &RuntimeCatalog {
         self.lease.catalog()
-    }
-
-    /// Calls a tool by namespaced name (`SERVER__TOOL`).
-    async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, RuntimeError> {
-        self.lease.call_tool(name, arguments).await
-    }
-
-    /// Closes every server with its close sequence.
-    async fn close(self) {
-        let AdHocRuntime { manager, lease } = self;
-        drop(lease);
-        manager.dispose_all().await;
     }
 }
 
@@ -97,7 +87,13 @@ impl Connector for TracingConnector {
     }
 }
 
-async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRuntime, ExitCode> {
+/// Starts the servers of `--config` (or of `--server` alone), printing
+/// which connected and which failed.
+pub(crate) async fn open(
+    args: &TargetArgs,
+    show: ShowArgs,
+    style: Style,
+) -> Result<AdHocRuntime, ExitCode> {
     let Some(path) = &args.config else {
         return Err(ExitCode::from(2));
     };
@@ -110,12 +106,11 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
     if let Ok(store) = mcp_auth::store::FileStore::default_location() {
         let config_path = path.clone();
         let hint: mcp_runtime::LoginHint = Arc::new(move |server: &ResolvedServer| {
-            crate::auth::login_hint("", Some((&config_path, &server.name)))
+            oauth::login_hint("", Some((&config_path, &server.name)))
         });
         // Every token sent is scrubbed from what is printed.
         let logins = mcp_runtime::StoredLogins::new(Arc::new(store), hint);
-        inner =
-            inner.with_authorizers(Arc::new(crate::auth::ScrubbedSource::new(Arc::new(logins))));
+        inner = inner.with_authorizers(Arc::new(oauth::ScrubbedSource::new(Arc::new(logins))));
     }
     let connector = TracingConnector {
         inner,
@@ -147,221 +142,145 @@ async fn open(args: &TargetArgs, show: ShowArgs, style: Style) -> Result<AdHocRu
     Ok(runtime)
 }
 
-/// `mcp tools --config FILE`.
-pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
-    let runtime = match open(&args, show, style).await {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let catalog = runtime.catalog();
-    let failed = !catalog.failures().is_empty();
-    if show.json {
-        let tools: Vec<Value> = catalog
+/// The runtime's notes on its lists, for people.
+fn notes(catalog: &RuntimeCatalog) -> Vec<String> {
+    catalog.notes().iter().map(|n| format!("{n:?}")).collect()
+}
+
+impl Servers for AdHocRuntime {
+    fn namespaced(&self) -> bool {
+        true
+    }
+
+    fn some_failed(&self) -> bool {
+        !self.catalog().failures().is_empty()
+    }
+
+    fn tools(&self) -> BoxFuture<'_, Result<Listing<Tool>, Failure>> {
+        let catalog = self.catalog();
+        let items = catalog
             .tools()
             .iter()
-            .map(|t| {
-                let mut v = serde_json::to_value(&**t.tool()).unwrap_or_default();
-                if let Value::Object(m) = &mut v {
-                    m.insert("name".into(), Value::from(t.name()));
-                    m.insert("server".into(), Value::from(t.server()));
-                    m.insert("serverToolName".into(), Value::from(t.tool_name()));
-                }
-                v
+            .map(|t| Listed {
+                name: t.name().to_owned(),
+                origin: Some((t.server().to_owned(), t.tool_name().to_owned())),
+                item: Arc::clone(t.tool()),
             })
             .collect();
-        term::print_json(&Value::Array(tools), true);
-    } else {
-        for note in catalog.notes() {
-            outln!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
-        }
-        for t in catalog.tools() {
-            let description = t
-                .description()
-                .and_then(|d| d.lines().next())
-                .unwrap_or_default();
-            let hints = t.annotations().map(tool_hints).unwrap_or_default();
-            outln!(
-                "{}  {}{}",
-                style.bold(&printable(t.name())),
-                printable(&summarize(description, 100, show.full)),
-                if hints.is_empty() {
-                    String::new()
-                } else {
-                    style.dim(&format!("  [{hints}]"))
-                }
-            );
-        }
+        let listing = Listing {
+            notes: notes(catalog),
+            items,
+        };
+        Box::pin(std::future::ready(Ok(listing)))
     }
-    runtime.close().await;
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
 
-/// `mcp call --config FILE SERVER__TOOL`.
-pub(crate) async fn call(
-    args: TargetArgs,
-    show: ShowArgs,
-    style: Style,
-    tool: String,
-    arguments: Value,
-) -> ExitCode {
-    let runtime = match open(&args, show, style).await {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let result = runtime.call_tool(&tool, arguments).await;
-    runtime.close().await;
-    match result {
-        Ok(r) => print_call_result(&r, show, style),
-        Err(e) => {
-            errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
-            if let RuntimeError::UnknownTool { .. } = e {
-                errln!("  • names are SERVER__TOOL; `mcp tools --config FILE` lists them");
-            }
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// `mcp resources --config FILE`: every server's resources and templates,
-/// under their namespaced names.
-pub(crate) async fn resources(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
-    let runtime = match open(&args, show, style).await {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let catalog = runtime.catalog();
-    if show.json {
-        let resources: Vec<Value> = catalog
+    fn resources(&self) -> BoxFuture<'_, Result<Resources, Failure>> {
+        let catalog = self.catalog();
+        let resources: Vec<Listed<Resource>> = catalog
             .resources()
             .iter()
-            .map(|r| {
-                let mut v = serde_json::to_value(&**r.resource()).unwrap_or_default();
-                if let Value::Object(m) = &mut v {
-                    m.insert("name".into(), Value::from(r.name()));
-                    m.insert("server".into(), Value::from(r.server()));
-                }
-                v
+            .map(|r| Listed {
+                name: r.name().to_owned(),
+                origin: Some((r.server().to_owned(), r.resource().name.clone())),
+                item: Arc::clone(r.resource()),
             })
             .collect();
-        let templates: Vec<Value> = catalog
+        let templates = catalog
             .resource_templates()
             .iter()
-            .map(|t| {
-                let mut v = serde_json::to_value(&**t.template()).unwrap_or_default();
-                if let Value::Object(m) = &mut v {
-                    m.insert("name".into(), Value::from(t.name()));
-                    m.insert("server".into(), Value::from(t.server()));
-                }
-                v
+            .map(|t| Listed {
+                name: t.name().to_owned(),
+                origin: Some((t.server().to_owned(), t.template_name().to_owned())),
+                item: Arc::clone(t.template()),
             })
             .collect();
-        let all = serde_json::json!({"resources": resources, "resourceTemplates": templates});
-        term::print_json(&all, true);
-    } else {
-        for note in catalog.notes() {
-            outln!("{} {}", style.warn("!"), printable(&format!("{note:?}")));
-        }
-        for r in catalog.resources() {
-            outln!(
-                "{}  {}",
-                style.bold(&printable(r.name())),
-                printable(&r.resource().uri)
-            );
-        }
-        for t in catalog.resource_templates() {
-            outln!(
-                "{}  {}  {}",
-                style.bold(&printable(t.name())),
-                printable(t.uri_template()),
-                style.dim("(template)")
-            );
-        }
+        let listed = Resources {
+            resources: Listing {
+                notes: notes(catalog),
+                items: resources,
+            },
+            templates,
+        };
+        Box::pin(std::future::ready(Ok(listed)))
     }
-    let failed = !catalog.failures().is_empty();
-    runtime.close().await;
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
 
-/// `mcp prompts --config FILE`: every server's prompts, namespaced.
-pub(crate) async fn prompts(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
-    let runtime = match open(&args, show, style).await {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let catalog = runtime.catalog();
-    for p in catalog.prompts() {
-        let args: Vec<String> = p
-            .prompt()
-            .arguments
+    fn prompts(&self) -> BoxFuture<'_, Result<Listing<Prompt>, Failure>> {
+        let catalog = self.catalog();
+        let items = catalog
+            .prompts()
             .iter()
-            .flatten()
-            .map(|a| match a.required {
-                Some(true) => a.name.clone(),
-                _ => format!("[{}]", a.name),
+            .map(|p| Listed {
+                name: p.name().to_owned(),
+                origin: Some((p.server().to_owned(), p.prompt().name.clone())),
+                item: Arc::clone(p.prompt()),
             })
             .collect();
-        if show.json {
-            let mut v = serde_json::to_value(&**p.prompt()).unwrap_or_default();
-            if let Value::Object(m) = &mut v {
-                m.insert("name".into(), Value::from(p.name()));
-                m.insert("server".into(), Value::from(p.server()));
+        let listing = Listing {
+            notes: notes(catalog),
+            items,
+        };
+        Box::pin(std::future::ready(Ok(listing)))
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        options: CallOptions,
+        as_task: bool,
+    ) -> BoxFuture<'a, Result<CallToolResult, Failure>> {
+        Box::pin(async move {
+            if as_task {
+                return Err(Failure::new(
+                    "--task runs a tool on one server: use --stdio, --url or the demo",
+                ));
             }
-            term::print_json(&v, false);
-        } else {
-            outln!(
-                "{}({})",
-                style.bold(&printable(p.name())),
-                printable(&args.join(", "))
-            );
-        }
+            self.lease
+                .call_tool_with(name, arguments, options)
+                .await
+                .map_err(|e| {
+                    let mut failure = Failure::new(e.to_string());
+                    if let RuntimeError::UnknownTool { .. } = e {
+                        failure.hints.push(
+                            "names are SERVER__TOOL; `mcp tools --config FILE` lists them".into(),
+                        );
+                    }
+                    failure
+                })
+        })
     }
-    let failed = !catalog.failures().is_empty();
-    runtime.close().await;
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
+
+    fn read_resource<'a>(
+        &'a self,
+        name_or_uri: &'a str,
+    ) -> BoxFuture<'a, Result<ReadResourceResult, Failure>> {
+        Box::pin(async move {
+            self.lease
+                .read_resource(name_or_uri)
+                .await
+                .map_err(|e| Failure::new(e.to_string()))
+        })
     }
-}
 
-/// `mcp read --config FILE NAME_OR_URI`: routed by namespaced name, or by a
-/// URI exactly one server lists.
-pub(crate) async fn read(
-    args: TargetArgs,
-    show: ShowArgs,
-    style: Style,
-    name_or_uri: &str,
-) -> Result<mcp_session::types::ReadResourceResult, ExitCode> {
-    let runtime = open(&args, show, style).await?;
-    let result = runtime.lease.read_resource(name_or_uri).await;
-    runtime.close().await;
-    result.map_err(|e| {
-        errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
-        ExitCode::FAILURE
-    })
-}
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<GetPromptResult, Failure>> {
+        Box::pin(async move {
+            self.lease
+                .get_prompt(name, arguments)
+                .await
+                .map_err(|e| Failure::new(e.to_string()))
+        })
+    }
 
-/// `mcp prompt --config FILE SERVER__PROMPT`.
-pub(crate) async fn prompt(
-    args: TargetArgs,
-    show: ShowArgs,
-    style: Style,
-    name: &str,
-    arguments: std::collections::BTreeMap<String, String>,
-) -> Result<mcp_session::types::GetPromptResult, ExitCode> {
-    let runtime = open(&args, show, style).await?;
-    let result = runtime.lease.get_prompt(name, arguments).await;
-    runtime.close().await;
-    result.map_err(|e| {
-        errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
-        ExitCode::FAILURE
-    })
+    fn close(self: Box<Self>) -> BoxFuture<'static, StderrTail> {
+        Box::pin(async move {
+            let AdHocRuntime { manager, lease } = *self;
+            drop(lease);
+            manager.dispose_all().await;
+            Vec::new()
+        })
+    }
 }

@@ -1,30 +1,24 @@
-//! `mcp login`, `mcp logout`, `mcp auth status`, and the OAuth client every
-//! HTTP target carries.
+//! `mcp login`, `mcp logout` and `mcp auth status` (the OAuth client the
+//! other commands carry is `oauth`'s).
 //!
-//! `probe`, `tools` and `call` use stored tokens (refreshing them as they
-//! go) but never open a browser: a server that needs a login makes them say
-//! which `mcp login` to run. `mcp login` is the one place that sends the
-//! user to a browser (or prints the URL with `--no-browser`, or runs
+//! `mcp login` is the one place that sends the user to a browser (or prints the URL with `--no-browser`, or runs
 //! `--browser-command`, which tests use to follow the redirect).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
 use mcp_auth::agent::{Launcher, LoopbackAgent};
-use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::store::{FileStore, StoredAuth, TokenStore};
-use mcp_config::{OAuthSettings, ResolvedServer};
-use mcp_transport::TransportError;
+use mcp_auth::client::OAuthClient;
+use mcp_auth::store::StoredAuth;
+use mcp_config::OAuthSettings;
 use mcp_transport::http::HttpOptions;
-use mcp_transport::http::auth::{
-    AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
-};
 
+use crate::oauth::{login_hint, oauth_config, store};
 use crate::output::{Style, printable, printable_block};
-use crate::term::{self, errln, outln};
+use crate::term::{errln, outln};
 
 /// Which server to log in to.
 #[derive(Debug, Args, Clone, Default)]
@@ -112,103 +106,6 @@ fn server_of(args: &ServerArgs) -> Result<Server, String> {
         hint: login_hint(url, Some((path, name))),
         proxy: mcp_runtime::http_proxy(server),
     })
-}
-
-/// What to tell the user to run.
-pub(crate) fn login_hint(url: &str, config: Option<(&Path, &str)>) -> String {
-    match config {
-        Some((path, name)) => format!(
-            "run `mcp login --config {} --server {name}`",
-            path.display()
-        ),
-        None => format!("run `mcp login --url {}`", mcp_config::redact_url(url)),
-    }
-}
-
-fn oauth_config(url: &str, settings: &OAuthSettings, hint: &str) -> OAuthConfig {
-    mcp_runtime::oauth_config(url, settings)
-        .client_name("mcp (mcp-client-rs)")
-        .login_hint(hint)
-}
-
-fn store() -> Result<Arc<dyn TokenStore>, String> {
-    FileStore::default_location()
-        .map(|s| Arc::new(s) as Arc<dyn TokenStore>)
-        .map_err(|e| e.to_string())
-}
-
-/// The authorizer an HTTP target carries (no browser: a needed login is an
-/// error naming the command), or `None` when OAuth is off for it or the
-/// store cannot be had (then a 401 is reported as it is).
-pub(crate) fn authorizer(
-    url: &str,
-    settings: Option<&OAuthSettings>,
-    hint: String,
-    options: &HttpOptions,
-) -> Option<Arc<dyn mcp_transport::http::auth::Authorizer>> {
-    let settings = settings.cloned().unwrap_or_default();
-    if !settings.is_enabled() {
-        return None;
-    }
-    let store = store().ok()?;
-    let config = oauth_config(url, &settings, &hint);
-    match OAuthClient::new(config, options, store, None) {
-        Ok(client) => Some(Arc::new(Scrubbed(Arc::new(client)))),
-        Err(e) => {
-            tracing::debug!(error = %e, "no OAuth for this server");
-            None
-        }
-    }
-}
-
-/// An authorizer whose tokens are scrubbed from everything printed: the
-/// `Authorization` value of each request is registered as a secret as it
-/// goes out, a refreshed token included.
-#[derive(Debug)]
-struct Scrubbed(Arc<dyn Authorizer>);
-
-impl Authorizer for Scrubbed {
-    fn credentials<'a>(
-        &'a self,
-        target: &'a RequestTarget,
-    ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
-        Box::pin(async move {
-            let credentials = self.0.credentials(target).await?;
-            let sent = credentials
-                .as_ref()
-                .and_then(|c| c.headers.get("authorization"))
-                .and_then(|v| v.to_str().ok());
-            if let Some(value) = sent {
-                term::keep_credential(value);
-            }
-            Ok(credentials)
-        })
-    }
-
-    fn challenged<'a>(
-        &'a self,
-        challenge: &'a AuthChallenge,
-    ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
-        self.0.challenged(challenge)
-    }
-}
-
-/// The runtime's authorizers (`--config`), scrubbed like [`Scrubbed`].
-#[derive(Debug)]
-pub(crate) struct ScrubbedSource(Arc<dyn mcp_runtime::AuthorizerSource>);
-
-impl ScrubbedSource {
-    pub(crate) fn new(inner: Arc<dyn mcp_runtime::AuthorizerSource>) -> Self {
-        ScrubbedSource(inner)
-    }
-}
-
-impl mcp_runtime::AuthorizerSource for ScrubbedSource {
-    fn authorizer(&self, server: &ResolvedServer) -> Option<Arc<dyn Authorizer>> {
-        self.0
-            .authorizer(server)
-            .map(|a| Arc::new(Scrubbed(a)) as Arc<dyn Authorizer>)
-    }
 }
 
 /// The launcher `mcp login` hands the authorization URL to.
@@ -405,55 +302,5 @@ fn expiry(at: Option<u64>) -> String {
             "in {}",
             mcp_transport::describe_duration(Duration::from_secs(at - now))
         )
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    /// An authorizer that hands out one bearer token.
-    #[derive(Debug)]
-    struct Fixed(&'static str);
-
-    impl Authorizer for Fixed {
-        fn credentials<'a>(
-            &'a self,
-            _target: &'a RequestTarget,
-        ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
-            Box::pin(async move {
-                let mut c = Credentials::default();
-                let value = format!("Bearer {}", self.0).parse().unwrap();
-                c.headers.insert("authorization", value);
-                Ok(Some(c))
-            })
-        }
-
-        fn challenged<'a>(
-            &'a self,
-            _challenge: &'a AuthChallenge,
-        ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
-            Box::pin(async { Ok(AuthDecision::GiveUp) })
-        }
-    }
-
-    #[tokio::test]
-    async fn a_token_sent_is_scrubbed_from_what_is_printed() {
-        let token = "tok-7f3a9c-from-the-authorizer";
-        let echoed = format!("the server says: your token is {token}");
-        assert_eq!(term::scrub(&echoed), echoed, "not known before it is sent");
-        let target = RequestTarget {
-            method: "POST".parse().unwrap(),
-            uri: "http://127.0.0.1:1/mcp".parse().unwrap(),
-        };
-        let scrubbed = Scrubbed(Arc::new(Fixed(token)));
-        let sent = scrubbed.credentials(&target).await.unwrap().unwrap();
-        assert!(sent.headers.contains_key("authorization"));
-        assert_eq!(
-            term::scrub(&echoed),
-            "the server says: your token is <redacted>"
-        );
-        assert_eq!(term::scrub(&format!("Bearer {token}")), "<redacted>");
     }
 }

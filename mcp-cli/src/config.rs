@@ -309,7 +309,10 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
             out.push(format!("  tools: {inc}{exc}"));
         }
         if let Some(pv) = &s.protocol_version {
-            out.push(format!("  protocol version: {pv}"));
+            out.push(format!(
+                "  protocol version: {}",
+                mcp_config::pin_spelling(*pv)
+            ));
         }
     }
     if !resolved.disabled.is_empty() {

@@ -1,19 +1,23 @@
-//! `mcp tools` and `mcp call` on one server, connected directly (started
-//! and connected like `mcp probe` does; with `--config` they go through
-//! `agent` instead), and the printing of tools and results both share.
+//! One server, connected directly (started and connected like `mcp probe`
+//! does): [`OneServer`], the [`Servers`] of `--stdio`, `--url` and the demo
+//! (with `--config`, `agent`'s runtime is).
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use mcp_session::types::{CallToolResult, Content, ToolAnnotations};
-use mcp_session::{CallOptions, Session, SessionConfig, TaskCall};
+use mcp_session::types::{CallToolResult, GetPromptResult, ReadResourceResult};
+use mcp_session::{CallOptions, Session, SessionConfig, SessionError, TaskCall};
+use mcp_transport::BoxFuture;
 use serde_json::Value;
 
 use crate::diagnosis;
-use crate::output::{Style, printable, printable_block, summarize, usage_error};
+use crate::output::{Style, printable, usage_error};
 use crate::probe::{Probed, start_and_connect, trace_options};
 use crate::report::Report;
+use crate::servers::{Failure, Listed, Listing, Resources, Servers, StderrTail};
 use crate::target::targets;
-use crate::term::{self, errln, outln};
+use crate::term::errln;
 use crate::{ShowArgs, TargetArgs};
 
 /// Connects to the one target the options name, or explains why not.
@@ -59,108 +63,154 @@ pub(crate) async fn connect_one_with(
     }
 }
 
-/// `mcp tools`.
-pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
-    if args.config.is_some() {
-        return crate::agent::tools(args, show, style).await;
+/// One server's session, as the commands run over it.
+pub(crate) struct OneServer {
+    session: Session,
+    probed: Probed,
+    style: Style,
+}
+
+impl OneServer {
+    /// Connects to the one target the options name (`adjust` sets the
+    /// session up first), or explains why not.
+    pub(crate) async fn connect(
+        args: &TargetArgs,
+        show: ShowArgs,
+        style: Style,
+        adjust: impl FnOnce(SessionConfig) -> SessionConfig,
+    ) -> Result<Self, ExitCode> {
+        let (session, probed) = connect_one_with(args, show, style, adjust).await?;
+        Ok(OneServer {
+            session,
+            probed,
+            style,
+        })
     }
-    let (session, _probed) = match connect_one(&args, show, style).await {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let result = session.list_tools().await;
-    session.close().await;
-    let catalog = match result {
-        Ok(c) => c,
-        Err(e) => {
-            errln!(
-                "{} tools/list failed: {}",
-                style.fail("✗"),
-                printable_block(&e.to_string())
-            );
-            return ExitCode::FAILURE;
-        }
-    };
-    if show.json {
-        let tools: Vec<Value> = catalog
-            .iter()
-            .filter_map(|t| serde_json::to_value(&**t).ok())
-            .collect();
-        term::print_json(&Value::Array(tools), true);
-        return ExitCode::SUCCESS;
+}
+
+/// A request's error, after `what` (`resources/list: …`).
+fn failed(what: &str, e: &SessionError) -> Failure {
+    Failure::new(format!("{what}: {e}"))
+}
+
+impl Servers for OneServer {
+    fn namespaced(&self) -> bool {
+        false
     }
-    for d in catalog.diagnostics() {
-        outln!("{} {}", style.warn("!"), printable(d));
+
+    fn some_failed(&self) -> bool {
+        false
     }
-    for t in catalog.iter() {
-        let hints = t.annotations.as_ref().map(tool_hints).unwrap_or_default();
-        let description = t
-            .description
-            .as_deref()
-            .and_then(|d| d.lines().next())
-            .unwrap_or_default();
-        outln!(
-            "{}  {}{}",
-            style.bold(&printable(&t.name)),
-            printable(&summarize(description, 100, show.full)),
-            if hints.is_empty() {
-                String::new()
+
+    fn tools(&self) -> BoxFuture<'_, Result<Listing<mcp_session::types::Tool>, Failure>> {
+        Box::pin(async move {
+            let catalog = self
+                .session
+                .list_tools()
+                .await
+                .map_err(|e| failed("tools/list failed", &e))?;
+            Ok(Listing {
+                notes: catalog.diagnostics().to_vec(),
+                items: catalog
+                    .iter()
+                    .map(|t| Listed::own(&t.name, Arc::clone(t)))
+                    .collect(),
+            })
+        })
+    }
+
+    fn resources(&self) -> BoxFuture<'_, Result<Resources, Failure>> {
+        Box::pin(async move {
+            let listed = self.session.list_resources().await;
+            let templates = self.session.list_resource_templates().await;
+            let resources = listed.map_err(|e| failed("resources/list", &e))?;
+            // A server may list resources and refuse templates (older ones).
+            let templates = templates.unwrap_or_default();
+            Ok(Resources {
+                resources: Listing {
+                    notes: Vec::new(),
+                    items: resources
+                        .iter()
+                        .map(|r| Listed::own(&r.name, Arc::new(r.clone())))
+                        .collect(),
+                },
+                templates: templates
+                    .iter()
+                    .map(|t| Listed::own(&t.name, Arc::new(t.clone())))
+                    .collect(),
+            })
+        })
+    }
+
+    fn prompts(&self) -> BoxFuture<'_, Result<Listing<mcp_session::types::Prompt>, Failure>> {
+        Box::pin(async move {
+            let prompts = self
+                .session
+                .list_prompts()
+                .await
+                .map_err(|e| failed("prompts/list", &e))?;
+            Ok(Listing {
+                notes: Vec::new(),
+                items: prompts
+                    .iter()
+                    .map(|p| Listed::own(&p.name, Arc::new(p.clone())))
+                    .collect(),
+            })
+        })
+    }
+
+    fn call_tool<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Value,
+        options: CallOptions,
+        as_task: bool,
+    ) -> BoxFuture<'a, Result<CallToolResult, Failure>> {
+        Box::pin(async move {
+            let result = if as_task {
+                call_as_task(&self.session, name, arguments, options, self.style).await
             } else {
-                style.dim(&format!("  [{hints}]"))
-            }
-        );
-        if show.full {
-            let schema = serde_json::to_string(&t.input_schema).unwrap_or_default();
-            outln!("    input: {}", printable(&schema));
-        }
+                self.session.call_tool_with(name, arguments, options).await
+            };
+            result.map_err(|e| Failure {
+                message: e.to_string(),
+                hints: diagnosis::call(&e).into_iter().collect(),
+                show_stderr: e.is_closed(),
+            })
+        })
     }
-    ExitCode::SUCCESS
-}
 
-/// Prints a tool's result; the exit status is a failure when the tool
-/// reported one (`isError`).
-pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style) -> ExitCode {
-    if show.json {
-        term::print_json(&serde_json::to_value(r).unwrap_or_default(), true);
-    } else {
-        for c in &r.content {
-            match c {
-                Content::Text(t) => {
-                    outln!("{}", printable_block(&summarize(&t.text, 4000, show.full)))
-                }
-                other => outln!("[{} content]", printable(other.kind())),
-            }
-        }
-        if let Some(s) = &r.structured_content {
-            let text = term::json_text(s, true);
-            outln!("{}", summarize(&text, 4000, show.full));
-        }
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<ReadResourceResult, Failure>> {
+        Box::pin(async move {
+            self.session
+                .read_resource(uri)
+                .await
+                .map_err(|e| failed("resources/read", &e))
+        })
     }
-    if r.is_error() {
-        errln!(
-            "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
-            style.warn("!")
-        );
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
 
-/// Annotation hints for people: "read-only, idempotent".
-pub(crate) fn tool_hints(a: &ToolAnnotations) -> String {
-    let mut h = Vec::new();
-    for (name, on) in [
-        ("read-only", a.read_only_hint),
-        ("destructive", a.destructive_hint),
-        ("idempotent", a.idempotent_hint),
-        ("open-world", a.open_world_hint),
-    ] {
-        if on == Some(true) {
-            h.push(name);
-        }
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<GetPromptResult, Failure>> {
+        Box::pin(async move {
+            self.session
+                .get_prompt(name, arguments)
+                .await
+                .map_err(|e| failed("prompts/get", &e))
+        })
     }
-    h.join(", ")
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, StderrTail> {
+        Box::pin(async move {
+            self.session.close().await;
+            self.probed.stderr_tail()
+        })
+    }
 }
 
 /// `mcp call --task`: the call as a task, its id and status changes on
@@ -208,67 +258,5 @@ fn task_status(task: &mcp_session::protocol::tasks::Task) -> String {
     match &task.status_message {
         Some(m) => format!("{}: {}", task.status, printable(m)),
         None => task.status.to_string(),
-    }
-}
-
-/// `mcp call`.
-pub(crate) async fn call(
-    args: TargetArgs,
-    show: ShowArgs,
-    style: Style,
-    tool: String,
-    arguments: String,
-    progress: bool,
-    task: bool,
-) -> ExitCode {
-    let arguments: Value = match serde_json::from_str(&arguments) {
-        Ok(v) => v,
-        Err(e) => return usage_error(&format!("--args is not JSON: {e}")),
-    };
-    if task && args.config.is_some() {
-        return usage_error("--task runs a tool on one server: use --stdio, --url or the demo");
-    }
-    if args.config.is_some() {
-        return crate::agent::call(args, show, style, tool, arguments).await;
-    }
-    // A server that asks the user something mid-call gets the user (on a
-    // terminal), or a decline.
-    let handlers = mcp_session::ClientHandlers::new()
-        .elicitation(crate::elicit::TerminalElicitor::new(show.json));
-    let (session, probed) =
-        match connect_one_with(&args, show, style, |c| c.handler(handlers)).await {
-            Ok(c) => c,
-            Err(code) => return code,
-        };
-    let options = if progress {
-        CallOptions::new().on_progress(crate::features::progress_printer())
-    } else {
-        CallOptions::new()
-    };
-    let result = if task {
-        call_as_task(&session, &tool, arguments, options, style).await
-    } else {
-        session.call_tool_with(&tool, arguments, options).await
-    };
-    if progress {
-        crate::features::progress_done();
-    }
-    session.close().await;
-    match result {
-        Ok(r) => print_call_result(&r, show, style),
-        Err(e) => {
-            errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
-            if let Some(d) = diagnosis::call(&e) {
-                errln!("  • {}", printable(&d));
-            }
-            let tail = probed.stderr_tail();
-            if e.is_closed() && !tail.is_empty() {
-                errln!("  server stderr (last lines):");
-                for l in tail {
-                    errln!("    │ {}", printable(&l));
-                }
-            }
-            ExitCode::FAILURE
-        }
     }
 }

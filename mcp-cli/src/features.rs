@@ -1,18 +1,18 @@
-//! `mcp resources`, `mcp read`, `mcp prompts`, `mcp prompt` and
-//! `mcp complete`: what a server offers beside tools, on one server
-//! (`--stdio`, `--url`, or `--config` with `--server`).
+//! `mcp complete` and `mcp listen`, on one server (`--stdio`, `--url`, or
+//! `--config` with `--server`), and the arguments of `mcp read` and
+//! `mcp prompt` (`commands` runs those).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_session::types::{CompletionReference, Content, ResourceContents};
+use mcp_session::types::CompletionReference;
 use mcp_session::{Session, SessionError};
 use serde_json::{Value, json};
 
 use crate::direct::connect_one;
-use crate::output::{Style, printable, printable_block, summarize, usage_error};
+use crate::output::{Style, printable, printable_block, usage_error};
 use crate::term::{self, errln, outln};
 use crate::{ShowArgs, TargetArgs};
 
@@ -75,7 +75,7 @@ pub(crate) struct CompleteArgs {
 }
 
 /// A JSON object of strings (`--args`, `--context`).
-fn string_map(flag: &str, text: &str) -> Result<BTreeMap<String, String>, String> {
+pub(crate) fn string_map(flag: &str, text: &str) -> Result<BTreeMap<String, String>, String> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("{flag} is not JSON: {e}"))?;
     let Value::Object(map) = value else {
@@ -106,228 +106,6 @@ fn failed(style: Style, what: &str, e: &SessionError) -> ExitCode {
 
 fn print_json(value: Value) {
     term::print_json(&value, true);
-}
-
-/// `mcp resources`: the resources and the resource templates (with
-/// `--config`: every server's, under their namespaced names).
-pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
-    if target.config.is_some() {
-        return crate::agent::resources(target, show, style).await;
-    }
-    let s = match session(&target, show, style).await {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let listed = s.list_resources().await;
-    let templates = s.list_resource_templates().await;
-    s.close().await;
-    let resources = match listed {
-        Ok(r) => r,
-        Err(e) => return failed(style, "resources/list", &e),
-    };
-    // A server may list resources and refuse templates (older ones).
-    let templates = templates.unwrap_or_default();
-    if show.json {
-        print_json(json!({"resources": &*resources, "resourceTemplates": &*templates}));
-        return ExitCode::SUCCESS;
-    }
-    outln!(
-        "{} resources, {} templates",
-        resources.len(),
-        templates.len()
-    );
-    for r in resources.iter() {
-        let mut facts = Vec::new();
-        if let Some(m) = &r.mime_type {
-            facts.push(m.clone());
-        }
-        if let Some(n) = r.size {
-            facts.push(format!("{n} bytes"));
-        }
-        let name = r.title.as_deref().unwrap_or(&r.name);
-        outln!(
-            "{}  {}{}",
-            style.bold(&printable(&r.uri)),
-            printable(&summarize(name, 80, show.full)),
-            if facts.is_empty() {
-                String::new()
-            } else {
-                style.dim(&format!("  [{}]", facts.join(", ")))
-            }
-        );
-    }
-    for t in templates.iter() {
-        outln!(
-            "{}  {}  {}",
-            style.bold(&printable(&t.uri_template)),
-            printable(&t.name),
-            style.dim(&format!("(template: {})", t.variables().join(", ")))
-        );
-    }
-    ExitCode::SUCCESS
-}
-
-/// `mcp read URI` (with `--config`: a namespaced name, or a URI one
-/// server lists).
-pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
-    let result = if a.target.config.is_some() {
-        match crate::agent::read(a.target.clone(), a.show, style, &a.uri).await {
-            Ok(r) => r,
-            Err(code) => return code,
-        }
-    } else {
-        let s = match session(&a.target, a.show, style).await {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        let result = s.read_resource(&a.uri).await;
-        s.close().await;
-        match result {
-            Ok(r) => r,
-            Err(e) => return failed(style, "resources/read", &e),
-        }
-    };
-    if let Some(path) = &a.out {
-        let mut bytes = Vec::new();
-        for c in &result.contents {
-            match c {
-                ResourceContents::Text(t) => bytes.extend_from_slice(t.text.as_bytes()),
-                ResourceContents::Blob(b) => match b.bytes() {
-                    Ok(data) => bytes.extend(data),
-                    Err(e) => {
-                        errln!(
-                            "{} {}: the blob is not base64 ({e})",
-                            style.fail("✗"),
-                            printable(&b.uri)
-                        );
-                        return ExitCode::FAILURE;
-                    }
-                },
-                _ => {}
-            }
-        }
-        return match std::fs::write(path, &bytes) {
-            Ok(()) => {
-                errln!("wrote {} bytes to {}", bytes.len(), path.display());
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                errln!("{} cannot write {}: {e}", style.fail("✗"), path.display());
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if a.show.json {
-        print_json(serde_json::to_value(&result).unwrap_or_default());
-        return ExitCode::SUCCESS;
-    }
-    for c in &result.contents {
-        match c {
-            ResourceContents::Text(t) => {
-                outln!(
-                    "{}",
-                    printable_block(&summarize(&t.text, 4000, a.show.full))
-                )
-            }
-            ResourceContents::Blob(b) => outln!(
-                "[{} bytes of {} from {}; --out FILE writes them]",
-                b.decoded_len(),
-                printable(b.mime_type.as_deref().unwrap_or("binary data")),
-                printable(&b.uri)
-            ),
-            other => outln!(
-                "[contents of an unknown kind from {:?}]",
-                other.uri().map(printable)
-            ),
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-/// `mcp prompts` (with `--config`: every server's, namespaced).
-pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
-    if target.config.is_some() {
-        return crate::agent::prompts(target, show, style).await;
-    }
-    let s = match session(&target, show, style).await {
-        Ok(s) => s,
-        Err(code) => return code,
-    };
-    let listed = s.list_prompts().await;
-    s.close().await;
-    let prompts = match listed {
-        Ok(p) => p,
-        Err(e) => return failed(style, "prompts/list", &e),
-    };
-    if show.json {
-        print_json(serde_json::to_value(&*prompts).unwrap_or_default());
-        return ExitCode::SUCCESS;
-    }
-    for p in prompts.iter() {
-        let args: Vec<String> = p
-            .arguments
-            .iter()
-            .flatten()
-            .map(|a| match a.required {
-                Some(true) => a.name.clone(),
-                _ => format!("[{}]", a.name),
-            })
-            .collect();
-        let description = p
-            .description
-            .as_deref()
-            .and_then(|d| d.lines().next())
-            .unwrap_or_default();
-        outln!(
-            "{}({})  {}",
-            style.bold(&printable(&p.name)),
-            printable(&args.join(", ")),
-            printable(&summarize(description, 100, show.full))
-        );
-    }
-    ExitCode::SUCCESS
-}
-
-/// `mcp prompt NAME --args '{…}'`.
-pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
-    let arguments = match string_map("--args", &a.args) {
-        Ok(m) => m,
-        Err(e) => return usage_error(&e),
-    };
-    let result = if a.target.config.is_some() {
-        match crate::agent::prompt(a.target.clone(), a.show, style, &a.name, arguments).await {
-            Ok(r) => r,
-            Err(code) => return code,
-        }
-    } else {
-        let s = match session(&a.target, a.show, style).await {
-            Ok(s) => s,
-            Err(code) => return code,
-        };
-        let result = s.get_prompt(&a.name, arguments).await;
-        s.close().await;
-        match result {
-            Ok(r) => r,
-            Err(e) => return failed(style, "prompts/get", &e),
-        }
-    };
-    if a.show.json {
-        print_json(serde_json::to_value(&result).unwrap_or_default());
-        return ExitCode::SUCCESS;
-    }
-    if let Some(d) = &result.description {
-        outln!("{}", style.dim(&printable(d)));
-    }
-    for m in &result.messages {
-        let text = match &m.content {
-            Content::Text(t) => {
-                printable_block(&summarize(&t.text, 4000, a.show.full)).into_owned()
-            }
-            other => format!("[{} content]", printable(other.kind())),
-        };
-        outln!("{}: {text}", style.bold(&printable(&m.role)));
-    }
-    ExitCode::SUCCESS
 }
 
 /// `mcp complete`.
@@ -515,39 +293,4 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
     drop(subscription);
     session.close().await;
     ExitCode::SUCCESS
-}
-
-/// Prints a call's progress on stderr: a bar redrawn in place on a
-/// terminal, plain lines otherwise.
-pub(crate) fn progress_printer()
--> impl Fn(&mcp_session::types::ProgressParams) + Send + Sync + 'static {
-    let terminal = term::stderr_is_terminal();
-    move |p| {
-        let done = p.progress();
-        let total = p.total();
-        let message = p.message.as_deref().map(printable).unwrap_or_default();
-        let line = match (terminal, total) {
-            (true, Some(total)) if total > 0.0 => {
-                let fraction = (done / total).clamp(0.0, 1.0);
-                let filled = (fraction * 30.0).round() as usize;
-                format!(
-                    "[{}{}] {:>3.0}% {message}",
-                    "#".repeat(filled),
-                    " ".repeat(30 - filled.min(30)),
-                    fraction * 100.0
-                )
-            }
-            (true, _) => format!("{done} {message}"),
-            (false, Some(total)) => format!("progress {done}/{total} {message}"),
-            (false, None) => format!("progress {done} {message}"),
-        };
-        term::progress(&line, terminal);
-    }
-}
-
-/// Ends a progress bar's line on a terminal.
-pub(crate) fn progress_done() {
-    if term::stderr_is_terminal() {
-        errln!();
-    }
 }

@@ -20,14 +20,17 @@ use clap::{Args, Parser, Subcommand};
 
 mod agent;
 mod auth;
+mod commands;
 mod config;
 mod diagnosis;
 mod direct;
 mod elicit;
 mod features;
+mod oauth;
 mod output;
 mod probe;
 mod report;
+mod servers;
 mod signals;
 mod target;
 mod term;
@@ -239,15 +242,15 @@ fn main() -> ExitCode {
             style,
             probe::SampleCall::from_args(a.call, a.args),
         )),
-        Command::Tools(a) => run_async(direct::tools(a.target, a.show, style)),
-        Command::Call(a) => run_async(direct::call(
+        Command::Tools(a) => run_async(commands::tools(a.target, a.show, style)),
+        Command::Call(a) => run_async(commands::call(
             a.target, a.show, style, a.tool, a.args, a.progress, a.task,
         )),
         Command::Listen(a) => run_async(features::listen(a, style)),
-        Command::Resources(a) => run_async(features::resources(a.target, a.show, style)),
-        Command::Read(a) => run_async(features::read(a, style)),
-        Command::Prompts(a) => run_async(features::prompts(a.target, a.show, style)),
-        Command::Prompt(a) => run_async(features::prompt(a, style)),
+        Command::Resources(a) => run_async(commands::resources(a.target, a.show, style)),
+        Command::Read(a) => run_async(commands::read(a, style)),
+        Command::Prompts(a) => run_async(commands::prompts(a.target, a.show, style)),
+        Command::Prompt(a) => run_async(commands::prompt(a, style)),
         Command::Complete(a) => run_async(features::complete(a, style)),
         Command::Config(c) => config::run(c, style),
         Command::Login(a) => run_async(auth::login(a, style)),

@@ -8,9 +8,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcp_config::HttpKind;
+use mcp_runtime::TransportSettings;
 use mcp_session::types::InitializeResult;
 use mcp_session::{ProtocolMode, Session, SessionError, ToolCatalog};
-use mcp_transport::http::{SseTransport, StreamableHttpTransport, auto};
+use mcp_transport::http::auto;
 use mcp_transport::stdio::StdioTransport;
 use mcp_transport::{Transport, TransportError};
 use serde_json::{Value, json};
@@ -18,7 +20,7 @@ use serde_json::{Value, json};
 use crate::diagnosis;
 use crate::output::{Style, printable, usage_error};
 use crate::report::{Report, Status, describe_init, describe_result, print_reports, tool_summary};
-use crate::target::{Connect, HttpChoice, Target, targets};
+use crate::target::{Target, targets};
 use crate::trace::{Noise, TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};
 
@@ -99,7 +101,7 @@ pub(crate) fn trace_options(show: ShowArgs, style: Style) -> TraceOptions {
 async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Option<Probed> {
     let t0 = Instant::now();
     match &target.connect {
-        Connect::Stdio(config) => match StdioTransport::spawn(config.clone()) {
+        TransportSettings::Stdio(config) => match StdioTransport::spawn(config.clone()) {
             Ok(t) => {
                 let detail = format!("pid {} · {}", t.pid(), printable(config.program()));
                 report.step("start", Status::Pass, Some(t0.elapsed()), detail);
@@ -114,30 +116,16 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
                 None
             }
         },
-        Connect::Http { url, options, kind } => {
-            let connected: Result<Arc<dyn Transport>, TransportError> = match kind {
-                HttpChoice::StreamableHttp => {
-                    StreamableHttpTransport::connect(url, options.clone())
-                        .await
-                        .map(|t| Arc::new(t) as Arc<dyn Transport>)
-                }
-                HttpChoice::Sse => SseTransport::connect(url, options.clone())
-                    .await
-                    .map(|t| Arc::new(t) as Arc<dyn Transport>),
-                HttpChoice::Auto => {
-                    auto::connect(url, options.clone(), &auto::TransportCache::new())
-                        .await
-                        .map(|t| Arc::new(t) as Arc<dyn Transport>)
-                }
-            };
-            let shown = mcp_config::redact_url(url);
+        TransportSettings::Http(http) => {
+            let connected = http.connect(&auto::TransportCache::new()).await;
+            let shown = mcp_config::redact_url(&http.url);
             match connected {
                 Ok(transport) => {
                     crate::signals::track(&transport);
-                    let how = match kind {
-                        HttpChoice::StreamableHttp => "streamable HTTP",
-                        HttpChoice::Sse => "HTTP+SSE",
-                        HttpChoice::Auto => "streamable HTTP, SSE fallback",
+                    let how = match http.kind {
+                        HttpKind::StreamableHttp => "streamable HTTP",
+                        HttpKind::Sse => "HTTP+SSE",
+                        _ => "streamable HTTP, SSE fallback",
                     };
                     report.step(
                         "start",
@@ -157,13 +145,21 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
                 }
             }
         }
-        Connect::Unsupported(why) => {
+        TransportSettings::Unsupported(why) => {
             report.step("start", Status::Skip, None, why.clone());
+            None
+        }
+        _ => {
+            report.step(
+                "start",
+                Status::Skip,
+                None,
+                "a transport this build does not know".into(),
+            );
             None
         }
     }
 }
-
 /// Words that say a tool may show its environment or a credential: such a
 /// tool is never the probe's own pick (server-everything's `get-env`
 /// returned the `--env API_KEY` the server was started with). `--call`
@@ -620,7 +616,7 @@ mod tests {
     fn the_probe_never_picks_a_tool_that_shows_the_environment() {
         let target = Target {
             label: "t".into(),
-            connect: Connect::Unsupported("test".into()),
+            connect: TransportSettings::Unsupported("test".into()),
             session: mcp_session::SessionConfig::new(),
             is_demo: false,
         };

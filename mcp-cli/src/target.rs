@@ -2,57 +2,36 @@
 
 use std::time::Duration;
 
-use mcp_session::{ProtocolVersion, SessionConfig};
+use mcp_config::HttpKind;
+use mcp_runtime::{HttpSettings, ServerSettings, TransportSettings};
+use mcp_session::{ProtocolPin, SessionConfig};
 use mcp_transport::http::{HttpOptions, HttpTrace};
 use mcp_transport::stdio::StdioConfig;
 
 use crate::TargetArgs;
+use crate::oauth;
 use crate::output::printable;
 use crate::term;
 use crate::trace::TraceOptions;
 use crate::words;
 
-/// How to reach one server.
-#[derive(Debug)]
-pub(crate) enum Connect {
-    Stdio(StdioConfig),
-    /// An HTTP server.
-    Http {
-        url: String,
-        options: HttpOptions,
-        kind: HttpChoice,
-    },
-    /// A server this build cannot reach yet, and why.
-    Unsupported(String),
-}
-
-/// Which HTTP transport to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum HttpChoice {
-    StreamableHttp,
-    Sse,
-    /// Streamable HTTP, falling back to SSE.
-    Auto,
-}
-
-impl HttpChoice {
-    fn parse(text: &str) -> Result<Self, String> {
-        match text {
-            "streamable-http" | "streamable_http" | "streamableHttp" | "http" => {
-                Ok(HttpChoice::StreamableHttp)
-            }
-            "sse" => Ok(HttpChoice::Sse),
-            "auto" => Ok(HttpChoice::Auto),
-            other => Err(format!(
-                "--transport {other:?}: expected streamable-http, sse or auto"
-            )),
+/// `--transport`: which HTTP transport to use for `--url`.
+fn http_kind(text: &str) -> Result<HttpKind, String> {
+    match text {
+        "streamable-http" | "streamable_http" | "streamableHttp" | "http" => {
+            Ok(HttpKind::StreamableHttp)
         }
+        "sse" => Ok(HttpKind::Sse),
+        "auto" => Ok(HttpKind::StreamableHttpWithSseFallback),
+        other => Err(format!(
+            "--transport {other:?}: expected streamable-http, sse or auto"
+        )),
     }
 }
 
-/// HTTP options with the trace hook (and the CLI's timeouts).
-fn http_options(name: &str, args: &TargetArgs, trace: TraceOptions) -> HttpOptions {
-    let mut options = HttpOptions::new().server_name(name);
+/// HTTP options with the CLI's flags on top: `--timeout`, and the trace
+/// hook with `--trace`.
+fn http_options(mut options: HttpOptions, args: &TargetArgs, trace: TraceOptions) -> HttpOptions {
     if let Some(t) = millis(args.timeout) {
         options = options.request_timeout(t);
     }
@@ -102,7 +81,7 @@ fn show_headers(headers: &[(String, String)]) -> String {
 pub(crate) struct Target {
     /// What to call it in reports.
     pub(crate) label: String,
-    pub(crate) connect: Connect,
+    pub(crate) connect: TransportSettings,
     pub(crate) session: SessionConfig,
     /// The built-in demo server: the probe knows a safe sample call.
     pub(crate) is_demo: bool,
@@ -112,20 +91,29 @@ fn millis(ms: Option<u64>) -> Option<Duration> {
     ms.map(Duration::from_millis)
 }
 
-/// Applies a protocol pin: `handshake`, `discover`, `auto`, or a revision date.
-fn apply_protocol(c: &mut SessionConfig, pin: &str) -> Result<(), String> {
-    c.pin_protocol(pin).map_err(|_| {
+/// `--protocol`: `handshake`, `discover`, `auto`, or a revision date.
+fn parse_protocol(pin: &str) -> Result<ProtocolPin, String> {
+    pin.parse().map_err(|_| {
         format!(
-            "unknown protocol {pin:?}: use handshake, discover, auto or a revision ({})",
-            ProtocolVersion::ALL.map(ProtocolVersion::as_str).join(", ")
+            "--protocol: unknown protocol {pin:?}: use handshake, discover, auto or a revision ({})",
+            mcp_session::ProtocolVersion::ALL
+                .map(mcp_session::ProtocolVersion::as_str)
+                .join(", ")
         )
     })
 }
 
-fn session_config(name: &str, args: &TargetArgs) -> Result<SessionConfig, String> {
-    let mut c = SessionConfig::new().server_name(name).client_info(
-        mcp_session::types::Implementation::new("mcp", env!("CARGO_PKG_VERSION")),
-    );
+/// The session defaults of every target: this program's name.
+fn session_defaults() -> SessionConfig {
+    SessionConfig::new().client_info(mcp_session::types::Implementation::new(
+        "mcp",
+        env!("CARGO_PKG_VERSION"),
+    ))
+}
+
+/// The CLI's flags on top of a session's settings: `--timeout`,
+/// `--handshake-timeout`, `--protocol`.
+fn session_flags(mut c: SessionConfig, args: &TargetArgs) -> Result<SessionConfig, String> {
     if let Some(t) = millis(args.timeout) {
         c.request_timeout = t;
     }
@@ -133,9 +121,14 @@ fn session_config(name: &str, args: &TargetArgs) -> Result<SessionConfig, String
         c.handshake_timeout = t;
     }
     if let Some(pin) = &args.protocol {
-        apply_protocol(&mut c, pin).map_err(|e| format!("--protocol: {e}"))?;
+        c = c.protocol(parse_protocol(pin)?);
     }
     Ok(c)
+}
+
+/// The session for a target no config names.
+fn session_config(name: &str, args: &TargetArgs) -> Result<SessionConfig, String> {
+    session_flags(session_defaults().server_name(name), args)
 }
 
 fn with_stderr(config: StdioConfig, trace: TraceOptions) -> StdioConfig {
@@ -167,14 +160,14 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
         }
         return Ok(vec![Target {
             label: format!("stdio: {}", printable(line)),
-            connect: Connect::Stdio(with_stderr(config, trace)),
+            connect: TransportSettings::Stdio(with_stderr(config, trace)),
             session: session_config(program, args)?,
             is_demo: false,
         }]);
     }
     if let Some(url) = &args.url {
-        let kind = HttpChoice::parse(&args.transport)?;
-        let mut options = http_options("http", args, trace);
+        let kind = http_kind(&args.transport)?;
+        let mut options = http_options(HttpOptions::new().server_name("http"), args, trace);
         for header in &args.header {
             let Some((name, value)) = header.split_once(':') else {
                 return Err(format!(
@@ -189,22 +182,16 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
             term::keep_credential(value.trim());
             options = options.header(name.trim(), value.trim());
         }
+        let mut http = HttpSettings::new(url.clone(), kind, options);
         // A token given by hand is used as it is; otherwise stored OAuth
         // logins are, and a 401 names the `mcp login` to run.
-        if !options.has_authorization_header() {
-            let hint = crate::auth::login_hint(url, None);
-            if let Some(a) = crate::auth::authorizer(url, None, hint, &options) {
-                options = options.authorizer(a);
-            }
+        if let Some(a) = oauth::authorizer(&http, &oauth::login_hint(url, None)) {
+            http.options = http.options.authorizer(a);
         }
         let shown = mcp_config::redact_url(url);
         return Ok(vec![Target {
             label: format!("http: {shown}"),
-            connect: Connect::Http {
-                url: url.clone(),
-                options,
-                kind,
-            },
+            connect: TransportSettings::Http(http),
             session: session_config("http", args)?,
             is_demo: false,
         }]);
@@ -219,7 +206,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
         .server_name("demo");
     Ok(vec![Target {
         label: "demo server (mcp-testkit, built in)".into(),
-        connect: Connect::Stdio(with_stderr(config, trace)),
+        connect: TransportSettings::Stdio(with_stderr(config, trace)),
         session: session_config("demo", args)?,
         is_demo: true,
     }])
@@ -299,52 +286,20 @@ fn config_targets(
     let resolved = load_config(path, args.server.as_deref())?;
     let mut out = Vec::new();
     for (name, server) in &resolved.servers {
-        let mut session = session_config(name, args)?;
-        if let (Some(pin), None) = (&server.protocol_version, &args.protocol) {
-            apply_protocol(&mut session, pin).map_err(|e| format!("{name}: {e}"))?;
-        }
-        session.request_timeout = millis(args.timeout).unwrap_or(server.request_timeout);
-        session.handshake_timeout =
-            millis(args.handshake_timeout).unwrap_or(server.handshake_timeout);
-        session.supports_parallel_tool_calls = server.supports_parallel_tool_calls;
-        let connect = match &server.transport {
-            mcp_config::TransportConfig::Stdio { .. } => match mcp_runtime::stdio_config(server) {
-                Some(c) => Connect::Stdio(with_stderr(c, trace)),
-                None => Connect::Unsupported("not a stdio server".into()),
-            },
-            mcp_config::TransportConfig::Http {
-                url, headers, kind, ..
-            } => {
-                let mut options =
-                    http_options(name, args, trace).proxy(mcp_runtime::http_proxy(server));
-                if millis(args.timeout).is_none() {
-                    options = options.request_timeout(server.request_timeout);
+        // The runtime's mapping of a config entry, the flags on top.
+        let settings = ServerSettings::new(server, &session_defaults());
+        let session = session_flags(settings.session, args)?;
+        let connect = match settings.transport {
+            TransportSettings::Stdio(c) => TransportSettings::Stdio(with_stderr(c, trace)),
+            TransportSettings::Http(mut http) => {
+                http.options = http_options(http.options, args, trace);
+                let hint = oauth::login_hint(&http.url, Some((path, name)));
+                if let Some(a) = oauth::authorizer(&http, &hint) {
+                    http.options = http.options.authorizer(a);
                 }
-                let mut options = options.headers(
-                    headers
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.expose().to_string())),
-                );
-                if !options.has_authorization_header() {
-                    let hint = crate::auth::login_hint(url, Some((path, name)));
-                    if let Some(a) =
-                        crate::auth::authorizer(url, server.oauth.as_ref(), hint, &options)
-                    {
-                        options = options.authorizer(a);
-                    }
-                }
-                let kind = match kind {
-                    mcp_config::HttpKind::StreamableHttp => HttpChoice::StreamableHttp,
-                    mcp_config::HttpKind::Sse => HttpChoice::Sse,
-                    _ => HttpChoice::Auto,
-                };
-                Connect::Http {
-                    url: url.clone(),
-                    options,
-                    kind,
-                }
+                TransportSettings::Http(http)
             }
-            _ => Connect::Unsupported("a transport this build does not know".into()),
+            other => other,
         };
         out.push(Target {
             label: format!("{name} ({})", path.display()),

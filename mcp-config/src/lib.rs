@@ -93,11 +93,12 @@ pub use error::ConfigError;
 pub use expand::has_vars;
 pub use fingerprint::{Fingerprint, FingerprintKey, KeyUnavailable};
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
+pub use mcp_protocol::ProtocolPin;
 pub use mcp_protocol::secret::Secret;
 pub use model::{
     AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, OAuthSettings, ProxySetting,
     ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter, TransportConfig, UnknownFormatName,
-    redact_url,
+    pin_spelling, redact_url,
 };
 pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, process_env, resolve, resolve_with_key};

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
+use mcp_protocol::ProtocolPin;
+
 use crate::{Fingerprint, Secret};
 
 /// The file formats read. All map to one model.
@@ -164,8 +166,9 @@ pub struct ServerConfig {
     pub exclude_tools: Vec<String>,
     /// `protocolVersion`: a [`ProtocolPin`](mcp_protocol::ProtocolPin)
     /// (`handshake`, `discover`, `auto` or a revision; `legacy` and `modern` are older
-    /// spellings).
-    pub protocol_version: Option<String>,
+    /// spellings), parsed at validation: a pin this client does not know
+    /// is a validation error.
+    pub protocol_version: Option<ProtocolPin>,
     /// `oauth` (Claude Code, Gemini CLI, this client) or `auth` (Cursor):
     /// how to authorize with an OAuth-protected HTTP server.
     pub oauth: Option<OAuthSettings>,
@@ -370,8 +373,8 @@ pub struct ResolvedServer {
     pub supports_parallel_tool_calls: bool,
     /// Tool include/exclude lists.
     pub tools: ToolFilter,
-    /// Pinned protocol version, if any.
-    pub protocol_version: Option<String>,
+    /// Pinned protocol lifecycle or revision, if any.
+    pub protocol_version: Option<ProtocolPin>,
     /// OAuth settings, `${VAR}` expanded (HTTP servers only).
     pub oauth: Option<OAuthSettings>,
     /// Fingerprint of everything above except the name.
@@ -433,5 +436,53 @@ mod tests {
         };
         assert!(f.allows("a") && !f.allows("b") && !f.allows("c"));
         assert!(ToolFilter::default().allows("anything"));
+    }
+}
+
+/// How a config spells a protocol pin: the mode (`handshake`, `discover`,
+/// `auto`) or the revision's date. An older spelling (`legacy`, `modern`)
+/// reads back as the mode it names, so two configs that mean the same pin
+/// spell (and fingerprint) it the same.
+pub fn pin_spelling(pin: ProtocolPin) -> String {
+    match pin {
+        ProtocolPin::Mode(mode) => mode.as_str().to_owned(),
+        ProtocolPin::Version(version) => version.as_str().to_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod pin_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_pin_is_spelled_as_its_mode_or_revision() {
+        for spelling in ProtocolPin::spellings() {
+            let pin: ProtocolPin = spelling.parse().unwrap();
+            assert_eq!(pin_spelling(pin), spelling);
+        }
+        assert_eq!(pin_spelling("legacy".parse().unwrap()), "handshake");
+        assert_eq!(pin_spelling("modern".parse().unwrap()), "discover");
+    }
+
+    /// The pin is parsed once, at validation: the resolved server carries it.
+    #[test]
+    fn a_resolved_server_carries_its_parsed_pin() {
+        use mcp_protocol::{ProtocolMode, ProtocolVersion};
+        let text = r#"{"mcpServers": {
+            "a": {"command": "a", "protocolVersion": "2025-06-18"},
+            "b": {"command": "b", "protocol_version": "legacy"},
+            "c": {"command": "c"}
+        }}"#;
+        let loaded = crate::parse_str(text, &crate::Options::new()).unwrap();
+        let resolved = crate::resolve(&loaded.config, &|_: &str| None).unwrap();
+        let pin = |name: &str| resolved.servers.get(name).unwrap().protocol_version;
+        assert_eq!(
+            pin("a"),
+            Some(ProtocolPin::Version(ProtocolVersion::V2025_06_18))
+        );
+        assert_eq!(pin("b"), Some(ProtocolPin::Mode(ProtocolMode::Handshake)));
+        assert_eq!(pin("c"), None);
     }
 }

@@ -10,6 +10,7 @@ use crate::expand::{self, ExpandError};
 use crate::fingerprint::{FingerprintKey, secret_digest};
 use mcp_protocol::defaults;
 
+use crate::model::pin_spelling;
 use crate::model::{
     DeclaredTransport, HttpKind, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig,
     ToolFilter, TransportConfig,
@@ -274,7 +275,7 @@ impl Resolver<'_> {
                     .map(|v| v.iter().cloned().collect()),
                 exclude: s.exclude_tools.iter().cloned().collect(),
             },
-            protocol_version: s.protocol_version.clone(),
+            protocol_version: s.protocol_version,
             oauth: None,
             fingerprint: Fingerprint::UNSET,
         };
@@ -356,7 +357,7 @@ pub(crate) fn canonical_server(key: &FingerprintKey, s: &ResolvedServer) -> Valu
         "handshake_timeout_ns": nanos(s.handshake_timeout),
         "supports_parallel_tool_calls": s.supports_parallel_tool_calls,
         "tools": {"include": s.tools.include, "exclude": s.tools.exclude},
-        "protocol_version": s.protocol_version,
+        "protocol_version": s.protocol_version.map(pin_spelling),
     });
     // Only when set, so fingerprints of configs without it stay as they were.
     if let (Some(o), Value::Object(map)) = (&s.oauth, &mut canonical) {

@@ -665,8 +665,8 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
             Field::Exclude => s.exclude_tools = ck.string_list(path, v, false).unwrap_or_default(),
             Field::ProtocolVersion => {
                 if let Some(pv) = ck.string(path.clone(), v) {
-                    if pv.parse::<ProtocolPin>().is_ok() {
-                        s.protocol_version = Some(pv.to_owned());
+                    if let Ok(pin) = pv.parse::<ProtocolPin>() {
+                        s.protocol_version = Some(pin);
                     } else {
                         ck.error(
                             path,

@@ -1,17 +1,18 @@
-//! Building a session's runtime: which servers to keep, start or tear down,
-//! starting one (transport, lifecycle, its lists), refreshing the catalog
-//! when a server says a list changed, and teardown.
+//! Building a session's runtime ([`Builder`]): which servers to keep, start or
+//! tear down, starting one (transport, lifecycle, its lists), the listener
+//! that asks the manager for a fresh catalog when a list changed, teardown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use mcp_config::{ResolvedConfig, ResolvedServer};
+use mcp_config::{Fingerprint, ResolvedConfig, ResolvedServer};
 use mcp_session::{
     ClientHandler, NotificationListener, ProtocolMode, ProtocolPin, ProtocolVersion, Session,
-    SessionConfig, SessionError,
+    SessionError,
 };
+use mcp_transport::BoxFuture;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -19,9 +20,21 @@ use crate::catalog::{RuntimeCatalog, ServerEntries, ServerFailure, StartupStep};
 use crate::error::describe_duration;
 use crate::lists::{ChangeFlags, ServerLists, Which};
 use crate::plan::{Had, Step, plan};
+use crate::settings::session_settings;
 
-use crate::lease::{ServerConn, SessionRuntime, Slot, same_handlers};
-use crate::manager::{Handlers, Inner, RuntimeManager, lock};
+use crate::connector::Connector;
+use crate::lease::{Counters, ServerConn, SessionRuntime, Slot, lock, same_handlers};
+use crate::options::RuntimeOptions;
+
+/// Which handlers of server requests a (re)build gives its connections.
+#[derive(Clone, Copy)]
+pub(crate) enum Handlers<'a> {
+    /// Those the session's runtime has (none for a new session: then
+    /// `session_defaults.handler`).
+    Keep,
+    /// These.
+    Use(&'a Arc<dyn ClientHandler>),
+}
 
 /// Why one server did not start: at which step, what went wrong, and the
 /// last lines it wrote to stderr (stdio).
@@ -42,7 +55,26 @@ impl StartFailure {
     }
 }
 
-impl RuntimeManager {
+/// What starting servers needs of the manager: its options, connector,
+/// counters and memory of eras, and where to ask for a catalog refresh.
+pub(crate) struct Builder<'a> {
+    pub(crate) options: &'a RuntimeOptions,
+    pub(crate) connector: &'a dyn Connector,
+    pub(crate) counters: &'a Arc<Counters>,
+    pub(crate) eras: &'a Mutex<HashMap<Fingerprint, ProtocolVersion>>,
+    /// Told when a server says a list changed (weak: a connection does
+    /// not keep its manager alive).
+    pub(crate) refresh: Weak<dyn Refresh>,
+}
+
+/// Refreshes a session's catalog in the background (the manager does:
+/// it owns the registry the fresh runtime is installed in).
+pub(crate) trait Refresh: Send + Sync {
+    /// The refresh of `slot`'s catalog, to be spawned.
+    fn refresh(self: Arc<Self>, slot: Arc<Slot>) -> BoxFuture<'static, ()>;
+}
+
+impl Builder<'_> {
     /// Builds a runtime for `config`, reusing what `old` has that did not change.
     /// Returns it and the old connections it replaces.
     ///
@@ -127,7 +159,7 @@ impl RuntimeManager {
                     stderr_tail,
                 }) => {
                     let attempts = prior.saturating_add(1);
-                    let retry_after = self.inner.options.backoff(attempts, &server.name);
+                    let retry_after = self.options.backoff(attempts, &server.name);
                     let failure = ServerFailure {
                         server: server.name.clone(),
                         step,
@@ -138,7 +170,7 @@ impl RuntimeManager {
                         retry_at: Instant::now() + retry_after,
                         fingerprint: server.fingerprint,
                     };
-                    self.inner.counters.failed.fetch_add(1, Ordering::Relaxed);
+                    self.counters.failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(session = %slot.id, "MCP {failure}");
                     failures.push(failure);
                 }
@@ -160,7 +192,7 @@ impl RuntimeManager {
             failed = failures.len(),
             "built MCP runtime"
         );
-        self.inner.counters.builds.fetch_add(1, Ordering::Relaxed);
+        self.counters.builds.fetch_add(1, Ordering::Relaxed);
 
         let retry_at = failures.iter().map(|f| f.retry_at).min();
         let catalog = Arc::new(assemble(&servers, failures));
@@ -176,68 +208,12 @@ impl RuntimeManager {
         (runtime, replaced)
     }
 
-    /// Fetches again the lists of the session's servers — those the servers
-    /// said changed, or all of them when `force` (through each session's
-    /// cache, so an unchanged list costs no request) — and installs a
-    /// runtime with a fresh catalog when anything is new. Whether it did.
-    pub(crate) async fn refresh_slot(&self, slot: &Arc<Slot>, force: bool) -> bool {
-        let _building = slot.build.lock().await;
-        slot.refresh_pending.store(false, Ordering::Release);
-        let current = {
-            let state = lock(&self.inner.state);
-            state
-                .sessions
-                .get(&slot.id)
-                .filter(|e| e.slot.generation == slot.generation)
-                .and_then(|e| e.current().cloned())
-        };
-        let Some(current) = current else {
-            return false;
-        };
-        let changed = futures_util::future::join_all(
-            current.servers.values().map(|c| c.refresh_lists(force)),
-        )
-        .await;
-        if !changed.contains(&true) {
-            return false;
-        }
-        let catalog = assemble(&current.servers, current.catalog.failures().to_vec());
-        let runtime = Arc::new(SessionRuntime {
-            last_used: AtomicU64::new(0),
-            slot: Arc::clone(slot),
-            fingerprint: current.fingerprint,
-            servers: current.servers.clone(),
-            catalog: Arc::new(catalog),
-            retry_at: current.retry_at,
-            handlers: current.handlers.clone(),
-        });
-        let mut state = lock(&self.inner.state);
-        match state
-            .sessions
-            .get_mut(&slot.id)
-            .filter(|e| e.slot.generation == slot.generation)
-        {
-            Some(entry) if entry.current().is_some_and(|r| Arc::ptr_eq(r, &current)) => {
-                entry.install(runtime);
-                drop(state);
-                tracing::debug!(session = %slot.id, "refreshed MCP catalog");
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// Opens a server's transport (starts its process), within its handshake timeout.
     pub(crate) async fn open(
         &self,
         server: &ResolvedServer,
     ) -> Result<Arc<dyn mcp_transport::Transport>, StartFailure> {
-        match tokio::time::timeout(
-            server.handshake_timeout,
-            self.inner.connector.connect(server),
-        )
-        .await
-        {
+        match tokio::time::timeout(server.handshake_timeout, self.connector.connect(server)).await {
             Err(_) => Err(StartFailure::new(
                 StartupStep::Connect,
                 format!(
@@ -260,8 +236,7 @@ impl RuntimeManager {
     ) -> Result<Arc<ServerConn>, StartFailure> {
         let session_id = slot.id.as_str();
         let started = Instant::now();
-        let mut config = session_config(&self.inner.options.session_defaults, server)
-            .map_err(|m| StartFailure::new(StartupStep::Config, m))?;
+        let mut config = session_settings(&self.options.session_defaults, server);
         if let Some(h) = handlers {
             config.handler = Some(Arc::clone(h));
         }
@@ -269,14 +244,13 @@ impl RuntimeManager {
         config.on_notification = Some(change_listener(
             config.on_notification.take(),
             Arc::clone(&changes),
-            Arc::downgrade(&self.inner),
+            self.refresh.clone(),
             Arc::downgrade(slot),
         ));
         let probing = config.mode() == ProtocolMode::Auto;
         let remembered = probing
             .then(|| {
-                self.inner
-                    .eras
+                self.eras
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .get(&server.fingerprint)
@@ -315,8 +289,7 @@ impl RuntimeManager {
         let session = match connected {
             Ok(s) => {
                 if probing {
-                    self.inner
-                        .eras
+                    self.eras
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(server.fingerprint, s.protocol_version());
@@ -327,8 +300,7 @@ impl RuntimeManager {
                 if remembered.is_some() {
                     // The remembered era may be stale (the server was
                     // upgraded): probe again next time.
-                    self.inner
-                        .eras
+                    self.eras
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .remove(&server.fingerprint);
@@ -366,7 +338,7 @@ impl RuntimeManager {
             }
         };
         let lists = ServerLists::fetch(&session, tools, None, None, Which::ALL).await;
-        let counters = Arc::clone(&self.inner.counters);
+        let counters = Arc::clone(self.counters);
         counters.connections.fetch_add(1, Ordering::Relaxed);
         counters.connects.fetch_add(1, Ordering::Relaxed);
         tracing::info!(
@@ -391,18 +363,6 @@ impl RuntimeManager {
             closed: AtomicBool::new(false),
             counters,
         }))
-    }
-
-    pub(crate) fn spawn_teardowns(&self, conns: Vec<Arc<ServerConn>>, why: &'static str) {
-        if conns.is_empty() {
-            return;
-        }
-        let drain = self.inner.options.drain_timeout;
-        let mut set = lock(&self.inner.teardowns);
-        while set.try_join_next().is_some() {}
-        for conn in conns {
-            set.spawn(teardown(conn, drain, why));
-        }
     }
 }
 
@@ -464,7 +424,7 @@ pub(crate) fn assemble(
 fn change_listener(
     application: Option<NotificationListener>,
     changes: Arc<ChangeFlags>,
-    manager: Weak<Inner>,
+    manager: Weak<dyn Refresh>,
     slot: Weak<Slot>,
 ) -> NotificationListener {
     Arc::new(move |n| {
@@ -474,7 +434,7 @@ fn change_listener(
         if !changes.mark(n) {
             return;
         }
-        let (Some(inner), Some(slot)) = (manager.upgrade(), slot.upgrade()) else {
+        let (Some(manager), Some(slot)) = (manager.upgrade(), slot.upgrade()) else {
             return;
         };
         if slot.refresh_pending.swap(true, Ordering::AcqRel) {
@@ -482,36 +442,11 @@ fn change_listener(
         }
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
-                rt.spawn(async move {
-                    RuntimeManager { inner }.refresh_slot(&slot, false).await;
-                });
+                rt.spawn(manager.refresh(slot));
             }
             Err(_) => slot.refresh_pending.store(false, Ordering::Release),
         }
     })
-}
-
-/// The session settings for one server.
-pub(crate) fn session_config(
-    defaults: &SessionConfig,
-    server: &ResolvedServer,
-) -> Result<SessionConfig, String> {
-    let mut c = defaults.clone();
-    c.server_name = server.name.clone();
-    c.request_timeout = server.request_timeout;
-    c.handshake_timeout = server.handshake_timeout;
-    c.supports_parallel_tool_calls = server.supports_parallel_tool_calls;
-    if let Some(pin) = &server.protocol_version {
-        c.pin_protocol(pin).map_err(|_| {
-            let known: Vec<&str> = ProtocolVersion::ALL.iter().map(|v| v.as_str()).collect();
-            format!(
-                "the config pins protocol {pin}, which this client does not know (it speaks \
-                 {}, or the modes handshake, discover, auto); remove the pin or choose one of those",
-                known.join(", ")
-            )
-        })?;
-    }
-    Ok(c)
 }
 
 /// A handshake error, with the seed's troubleshooting hints.

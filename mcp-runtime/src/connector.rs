@@ -3,11 +3,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_config::{ResolvedServer, TransportConfig};
-use mcp_transport::stdio::{StdioConfig, StdioTransport};
+use mcp_config::ResolvedServer;
+use mcp_transport::stdio::StdioTransport;
 use mcp_transport::{BoxFuture, Transport};
 
 use crate::error::ConnectError;
+use crate::settings::TransportSettings;
 
 /// Opens the transport to one server. The runtime runs the handshake on it.
 ///
@@ -72,136 +73,32 @@ pub trait AuthorizerSource: Send + Sync + fmt::Debug + 'static {
     ) -> Option<Arc<dyn mcp_transport::http::auth::Authorizer>>;
 }
 
-/// The proxy an HTTP server's requests (and its OAuth exchanges) go
-/// through: its `proxy` setting, else the environment's (`HTTPS_PROXY`,
-/// `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, read when its client is built).
-#[cfg(feature = "http")]
-pub fn http_proxy(server: &ResolvedServer) -> mcp_transport::http::Proxy {
-    use mcp_config::ProxySetting;
-    use mcp_transport::http::Proxy;
-    match &server.transport {
-        TransportConfig::Http {
-            proxy: Some(ProxySetting::Url(url)),
-            ..
-        } => Proxy::url(url.expose()),
-        TransportConfig::Http {
-            proxy: Some(ProxySetting::Direct),
-            ..
-        } => Proxy::none(),
-        _ => Proxy::from_env(),
-    }
-}
-
-/// Connects an HTTP server with its headers, request timeout and proxy.
-#[cfg(feature = "http")]
-async fn connect_http(
-    server: &ResolvedServer,
-    cache: &mcp_transport::http::auto::TransportCache,
-    authorizers: Option<&Arc<dyn AuthorizerSource>>,
-) -> Result<Arc<dyn Transport>, ConnectError> {
-    use mcp_config::HttpKind;
-    use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, auto};
-    let TransportConfig::Http {
-        url, headers, kind, ..
-    } = &server.transport
-    else {
-        return Err(ConnectError::Unsupported("not an HTTP server".into()));
-    };
-    let mut options = HttpOptions::new()
-        .server_name(server.name.clone())
-        .request_timeout(server.request_timeout)
-        .proxy(http_proxy(server))
-        .headers(
-            headers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.expose().to_owned())),
-        );
-    // A configured Authorization header (a static token) wins: no OAuth
-    // client is made for it.
-    if let (false, Some(source)) = (options.has_authorization_header(), authorizers)
-        && let Some(authorizer) = source.authorizer(server)
-    {
-        options = options.authorizer(authorizer);
-    }
-    let transport: Arc<dyn Transport> = match kind {
-        HttpKind::StreamableHttp => Arc::new(StreamableHttpTransport::connect(url, options).await?),
-        HttpKind::Sse => Arc::new(SseTransport::connect(url, options).await?),
-        _ => Arc::new(auto::connect(url, options, cache).await?),
-    };
-    Ok(transport)
-}
-
-/// The stdio settings for a resolved stdio server (`None` for other transports).
-pub fn stdio_config(server: &ResolvedServer) -> Option<StdioConfig> {
-    let TransportConfig::Stdio {
-        command,
-        args,
-        env,
-        cwd,
-    } = &server.transport
-    else {
-        return None;
-    };
-    let mut config = StdioConfig::new(command.clone())
-        .args(args.iter().cloned())
-        .envs(env.iter().map(|(k, v)| (k.clone(), v.expose().to_owned())))
-        .server_name(server.name.clone());
-    if let Some(cwd) = cwd {
-        config = config.cwd(cwd.clone());
-    }
-    Some(config)
-}
-
 impl Connector for DefaultConnector {
     fn connect<'a>(
         &'a self,
         server: &'a ResolvedServer,
     ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
         Box::pin(async move {
-            match (&server.transport, stdio_config(server)) {
-                (_, Some(config)) => {
+            match TransportSettings::new(server) {
+                TransportSettings::Stdio(config) => {
                     let t: Arc<dyn Transport> = Arc::new(StdioTransport::spawn(config)?);
                     Ok(t)
                 }
                 #[cfg(feature = "http")]
-                (TransportConfig::Http { .. }, None) => {
-                    connect_http(server, &self.http_kinds, self.authorizers.as_ref()).await
+                TransportSettings::Http(mut http) => {
+                    // A configured Authorization header (a static token)
+                    // wins: no OAuth client is made for it.
+                    if let (true, Some(source)) = (
+                        !http.options.has_authorization_header(),
+                        self.authorizers.as_ref(),
+                    ) && let Some(authorizer) = source.authorizer(server)
+                    {
+                        http.options = http.options.authorizer(authorizer);
+                    }
+                    Ok(http.connect(&self.http_kinds).await?)
                 }
-                #[cfg(not(feature = "http"))]
-                (TransportConfig::Http { kind, .. }, None) => {
-                    Err(ConnectError::Unsupported(format!(
-                        "the {} transport needs mcp-runtime's `http` feature",
-                        kind.name()
-                    )))
-                }
-                _ => Err(ConnectError::Unsupported(
-                    "this kind of transport is not available in this build".into(),
-                )),
+                TransportSettings::Unsupported(why) => Err(ConnectError::Unsupported(why)),
             }
         })
-    }
-}
-
-#[cfg(all(test, feature = "http"))]
-mod proxy_tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
-    use super::*;
-    use mcp_config::{Options, parse_str, resolve};
-
-    /// A server's `proxy` reaches the transport's options; without one
-    /// the environment decides (credentials never shown).
-    #[test]
-    fn the_config_proxy_becomes_the_transport_proxy() {
-        let text = r#"{"mcpServers": {
-            "a": {"url": "https://h/mcp", "proxy": "http://u:pw-secret@proxy:3128"},
-            "b": {"url": "https://h/mcp", "proxy": "none"},
-            "c": {"url": "https://h/mcp"}
-        }}"#;
-        let loaded = parse_str(text, &Options::new()).unwrap();
-        let resolved = resolve(&loaded.config, &|_: &str| None).unwrap();
-        let shown = |name: &str| format!("{:?}", http_proxy(&resolved.servers[name]));
-        assert_eq!(shown("a"), r#"Proxy::url("http://proxy:3128")"#);
-        assert_eq!(shown("b"), "Proxy::none()");
-        assert_eq!(shown("c"), "Proxy::from_env()");
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mcp_config::{Fingerprint, ResolvedServer};
 use mcp_session::types::{
@@ -20,7 +20,6 @@ use crate::catalog::RuntimeCatalog;
 use crate::clock::Stamp;
 use crate::error::{EntryKind, RuntimeError};
 use crate::lists::{ChangeFlags, ServerLists, Which};
-use crate::manager::lock;
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -503,4 +502,10 @@ impl Drop for SlotGuard {
             slot.release();
         }
     }
+}
+
+/// Locks `m`, going on past a poisoned lock (its data stays consistent:
+/// no critical section of this crate leaves it half-changed).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -166,6 +166,7 @@ mod oauth;
 mod options;
 mod plan;
 mod reaper;
+mod settings;
 
 pub use catalog::{
     ConnectedServer, RuntimeCatalog, RuntimePrompt, RuntimeResource, RuntimeResourceTemplate,
@@ -173,8 +174,8 @@ pub use catalog::{
 };
 pub use clock::IdleClock;
 #[cfg(feature = "http")]
-pub use connector::{AuthorizerSource, http_proxy};
-pub use connector::{Connector, DefaultConnector, stdio_config};
+pub use connector::AuthorizerSource;
+pub use connector::{Connector, DefaultConnector};
 pub use error::{ConnectError, EntryKind, RuntimeError};
 pub use fingerprint_key::{KEY_FILE_NAME, KeyFileError, load_or_create_key};
 pub use lease::{RuntimeLease, SessionRuntime};
@@ -185,3 +186,6 @@ pub use options::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY_INITIAL,
     DEFAULT_RETRY_MAX, RuntimeOptions, RuntimeStats,
 };
+#[cfg(feature = "http")]
+pub use settings::{HttpSettings, http_proxy};
+pub use settings::{ServerSettings, TransportSettings, session_settings, stdio_config};

@@ -4,7 +4,7 @@ use crate::clock::Stamp;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use mcp_config::{Fingerprint, ResolvedConfig};
 use mcp_session::{ClientHandler, ProtocolVersion};
@@ -16,9 +16,10 @@ use crate::connector::{Connector, DefaultConnector};
 use crate::error::RuntimeError;
 use crate::expiry::ExpiryQueue;
 
-use crate::build::teardown;
+use crate::build::{Builder, Handlers, Refresh, assemble, teardown};
 use crate::lease::{
-    Counters, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard, leases_on, same_handlers,
+    Counters, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard, leases_on, lock,
+    same_handlers,
 };
 use crate::options::{RuntimeOptions, RuntimeStats};
 
@@ -150,8 +151,14 @@ impl Drop for Inner {
     }
 }
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+impl Refresh for Inner {
+    fn refresh(self: Arc<Self>, slot: Arc<Slot>) -> mcp_transport::BoxFuture<'static, ()> {
+        Box::pin(async move {
+            RuntimeManager { inner: self }
+                .refresh_slot(&slot, false)
+                .await;
+        })
+    }
 }
 
 /// Registers, reuses and reclaims the MCP connections of agent sessions.
@@ -172,16 +179,6 @@ impl fmt::Debug for RuntimeManager {
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-/// Which handlers of server requests a (re)build gives its connections.
-#[derive(Clone, Copy)]
-pub(crate) enum Handlers<'a> {
-    /// Those the session's runtime has (none for a new session: then
-    /// `session_defaults.handler`).
-    Keep,
-    /// These.
-    Use(&'a Arc<dyn ClientHandler>),
 }
 
 pub(crate) static GLOBAL: OnceLock<RuntimeManager> = OnceLock::new();
@@ -296,7 +293,7 @@ impl RuntimeManager {
     ///
     /// Lists a server announces changed (`notifications/…/list_changed`)
     /// are refreshed like this on their own, in the background; this is
-    /// for the rest (a modern server's TTL, or to be sure before going on).
+    /// for the rest (a 2026-07-28 server's TTL, or to be sure before going on).
     pub async fn refresh_catalog(&self, session_id: &str) -> bool {
         let slot = {
             let state = lock(&self.inner.state);
@@ -431,7 +428,10 @@ impl RuntimeManager {
                 _ => entry.current().cloned(),
             }
         };
-        let (runtime, replaced) = self.build(&slot, old.as_deref(), config, handlers).await;
+        let (runtime, replaced) = self
+            .builder()
+            .build(&slot, old.as_deref(), config, handlers)
+            .await;
         let runtime = Arc::new(runtime);
         let installed = {
             let mut state = lock(&self.inner.state);
@@ -512,6 +512,81 @@ impl RuntimeManager {
         }
         let mut pending = std::mem::take(&mut *lock(&self.inner.teardowns));
         while pending.join_next().await.is_some() {}
+    }
+
+    /// Fetches again the lists of the session's servers — those the servers
+    /// said changed, or all of them when `force` (through each session's
+    /// cache, so an unchanged list costs no request) — and installs a
+    /// runtime with a fresh catalog when anything is new. Whether it did.
+    pub(crate) async fn refresh_slot(&self, slot: &Arc<Slot>, force: bool) -> bool {
+        let _building = slot.build.lock().await;
+        slot.refresh_pending.store(false, Ordering::Release);
+        let current = {
+            let state = lock(&self.inner.state);
+            state
+                .sessions
+                .get(&slot.id)
+                .filter(|e| e.slot.generation == slot.generation)
+                .and_then(|e| e.current().cloned())
+        };
+        let Some(current) = current else {
+            return false;
+        };
+        let changed = futures_util::future::join_all(
+            current.servers.values().map(|c| c.refresh_lists(force)),
+        )
+        .await;
+        if !changed.contains(&true) {
+            return false;
+        }
+        let catalog = assemble(&current.servers, current.catalog.failures().to_vec());
+        let runtime = Arc::new(SessionRuntime {
+            last_used: AtomicU64::new(0),
+            slot: Arc::clone(slot),
+            fingerprint: current.fingerprint,
+            servers: current.servers.clone(),
+            catalog: Arc::new(catalog),
+            retry_at: current.retry_at,
+            handlers: current.handlers.clone(),
+        });
+        let mut state = lock(&self.inner.state);
+        match state
+            .sessions
+            .get_mut(&slot.id)
+            .filter(|e| e.slot.generation == slot.generation)
+        {
+            Some(entry) if entry.current().is_some_and(|r| Arc::ptr_eq(r, &current)) => {
+                entry.install(runtime);
+                drop(state);
+                tracing::debug!(session = %slot.id, "refreshed MCP catalog");
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn spawn_teardowns(&self, conns: Vec<Arc<ServerConn>>, why: &'static str) {
+        if conns.is_empty() {
+            return;
+        }
+        let drain = self.inner.options.drain_timeout;
+        let mut set = lock(&self.inner.teardowns);
+        while set.try_join_next().is_some() {}
+        for conn in conns {
+            set.spawn(teardown(conn, drain, why));
+        }
+    }
+
+    /// What starting this manager's servers needs.
+    fn builder(&self) -> Builder<'_> {
+        let refresh: Weak<dyn Refresh> = Arc::downgrade(&self.inner) as Weak<Inner>;
+        Builder {
+            options: &self.inner.options,
+            connector: &*self.inner.connector,
+            counters: &self.inner.counters,
+            eras: &self.inner.eras,
+            refresh,
+        }
     }
 
     pub(crate) async fn close_all(&self, conns: Vec<Arc<ServerConn>>, why: &'static str) {

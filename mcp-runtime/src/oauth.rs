@@ -82,7 +82,7 @@ impl AuthorizerSource for StoredLogins {
         let config = oauth_config(url, &settings).login_hint((self.hint)(server));
         let options = HttpOptions::new()
             .request_timeout(server.request_timeout)
-            .proxy(crate::connector::http_proxy(server));
+            .proxy(crate::settings::http_proxy(server));
         match OAuthClient::new(config, &options, self.store.clone(), None) {
             Ok(client) => {
                 let client = Arc::new(client);

@@ -10,7 +10,8 @@ use tokio::time::Instant;
 use crate::expiry::{Decision, decide};
 
 use crate::lease::ServerConn;
-use crate::manager::{Inner, RuntimeManager, State, lock};
+use crate::lease::lock;
+use crate::manager::{Inner, RuntimeManager, State};
 
 impl RuntimeManager {
     /// Reclaims every session idle for the TTL now, closing their servers,

@@ -1,0 +1,501 @@
+//! `mcp tools`, `mcp call`, `mcp resources`, `mcp read`, `mcp prompts`
+//! and `mcp prompt`, each written once over [`Servers`]: one server's
+//! session (`--stdio`, `--url`, the demo) or, with `--config`, the runtime
+//! of the config's servers, whose names are namespaced (`SERVER__NAME`).
+//! Where the two list differently (a namespaced listing names each item's
+//! server, a single server's shows more of each item), the listing says
+//! which it is.
+
+use std::process::ExitCode;
+
+use mcp_session::types::{CallToolResult, Content, ResourceContents, ToolAnnotations};
+use mcp_session::{CallOptions, SessionConfig};
+use serde_json::{Value, json};
+
+use crate::agent;
+use crate::direct::OneServer;
+use crate::features::{PromptArgs, ReadArgs, string_map};
+use crate::output::{Style, printable, printable_block, summarize, usage_error};
+use crate::servers::Servers;
+use crate::term::{self, errln, outln};
+use crate::{ShowArgs, TargetArgs};
+
+/// Opens what the options name: the config's servers through the runtime
+/// (`--config`), else one server, its session set up by `adjust`.
+async fn open(
+    target: &TargetArgs,
+    show: ShowArgs,
+    style: Style,
+    adjust: impl FnOnce(SessionConfig) -> SessionConfig,
+) -> Result<Box<dyn Servers>, ExitCode> {
+    if target.config.is_some() {
+        Ok(Box::new(agent::open(target, show, style).await?))
+    } else {
+        Ok(Box::new(
+            OneServer::connect(target, show, style, adjust).await?,
+        ))
+    }
+}
+
+/// The exit status of a listing: a failure when a server did not start.
+fn listed(some_failed: bool) -> ExitCode {
+    if some_failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `mcp tools` (with `--config`: every server's, namespaced).
+pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let servers = match open(&args, show, style, |c| c).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let (namespaced, some_failed) = (servers.namespaced(), servers.some_failed());
+    let result = servers.tools().await;
+    let stderr_tail = servers.close().await;
+    let listing = match result {
+        Ok(l) => l,
+        Err(f) => {
+            f.print(style, &stderr_tail);
+            return ExitCode::FAILURE;
+        }
+    };
+    if show.json {
+        let tools: Vec<Value> = listing
+            .items
+            .iter()
+            .map(|t| {
+                let v = serde_json::to_value(&*t.item).unwrap_or_default();
+                t.json(v, Some("serverToolName"))
+            })
+            .collect();
+        term::print_json(&Value::Array(tools), true);
+        return listed(some_failed);
+    }
+    for note in &listing.notes {
+        outln!("{} {}", style.warn("!"), printable(note));
+    }
+    for t in &listing.items {
+        let hints = t
+            .item
+            .annotations
+            .as_ref()
+            .map(tool_hints)
+            .unwrap_or_default();
+        let description = t
+            .item
+            .description
+            .as_deref()
+            .and_then(|d| d.lines().next())
+            .unwrap_or_default();
+        outln!(
+            "{}  {}{}",
+            style.bold(&printable(&t.name)),
+            printable(&summarize(description, 100, show.full)),
+            if hints.is_empty() {
+                String::new()
+            } else {
+                style.dim(&format!("  [{hints}]"))
+            }
+        );
+        // A single server's listing shows each input schema in full.
+        if show.full && !namespaced {
+            let schema = serde_json::to_string(&t.item.input_schema).unwrap_or_default();
+            outln!("    input: {}", printable(&schema));
+        }
+    }
+    listed(some_failed)
+}
+
+/// `mcp call` (with `--config`: by the tool's namespaced name).
+pub(crate) async fn call(
+    args: TargetArgs,
+    show: ShowArgs,
+    style: Style,
+    tool: String,
+    arguments: String,
+    progress: bool,
+    task: bool,
+) -> ExitCode {
+    let arguments: Value = match serde_json::from_str(&arguments) {
+        Ok(v) => v,
+        Err(e) => return usage_error(&format!("--args is not JSON: {e}")),
+    };
+    if task && args.config.is_some() {
+        return usage_error("--task runs a tool on one server: use --stdio, --url or the demo");
+    }
+    // A server that asks the user something mid-call gets the user (on a
+    // terminal), or a decline.
+    let handlers = mcp_session::ClientHandlers::new()
+        .elicitation(crate::elicit::TerminalElicitor::new(show.json));
+    let servers = match open(&args, show, style, |c| c.handler(handlers)).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let options = if progress {
+        CallOptions::new().on_progress(progress_printer())
+    } else {
+        CallOptions::new()
+    };
+    let result = servers.call_tool(&tool, arguments, options, task).await;
+    if progress {
+        progress_done();
+    }
+    let stderr_tail = servers.close().await;
+    match result {
+        Ok(r) => print_call_result(&r, show, style),
+        Err(f) => {
+            f.print(style, &stderr_tail);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints a tool's result; the exit status is a failure when the tool
+/// reported one (`isError`).
+pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style) -> ExitCode {
+    if show.json {
+        term::print_json(&serde_json::to_value(r).unwrap_or_default(), true);
+    } else {
+        for c in &r.content {
+            match c {
+                Content::Text(t) => {
+                    outln!("{}", printable_block(&summarize(&t.text, 4000, show.full)))
+                }
+                other => outln!("[{} content]", printable(other.kind())),
+            }
+        }
+        if let Some(s) = &r.structured_content {
+            let text = term::json_text(s, true);
+            outln!("{}", summarize(&text, 4000, show.full));
+        }
+    }
+    if r.is_error() {
+        errln!(
+            "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
+            style.warn("!")
+        );
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Annotation hints for people: "read-only, idempotent".
+pub(crate) fn tool_hints(a: &ToolAnnotations) -> String {
+    let mut h = Vec::new();
+    for (name, on) in [
+        ("read-only", a.read_only_hint),
+        ("destructive", a.destructive_hint),
+        ("idempotent", a.idempotent_hint),
+        ("open-world", a.open_world_hint),
+    ] {
+        if on == Some(true) {
+            h.push(name);
+        }
+    }
+    h.join(", ")
+}
+
+/// `mcp resources`: the resources and the resource templates (with
+/// `--config`: every server's, under their namespaced names).
+pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let servers = match open(&target, show, style, |c| c).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let (namespaced, some_failed) = (servers.namespaced(), servers.some_failed());
+    let result = servers.resources().await;
+    let stderr_tail = servers.close().await;
+    let listing = match result {
+        Ok(l) => l,
+        Err(f) => {
+            f.print(style, &stderr_tail);
+            return ExitCode::FAILURE;
+        }
+    };
+    let (resources, templates) = (&listing.resources.items, &listing.templates);
+    if show.json {
+        let resources: Vec<Value> = resources
+            .iter()
+            .map(|r| r.json(serde_json::to_value(&*r.item).unwrap_or_default(), None))
+            .collect();
+        let templates: Vec<Value> = templates
+            .iter()
+            .map(|t| t.json(serde_json::to_value(&*t.item).unwrap_or_default(), None))
+            .collect();
+        term::print_json(
+            &json!({"resources": resources, "resourceTemplates": templates}),
+            true,
+        );
+        return listed(some_failed);
+    }
+    for note in &listing.resources.notes {
+        outln!("{} {}", style.warn("!"), printable(note));
+    }
+    if namespaced {
+        // By the names `mcp read --config` takes.
+        for r in resources {
+            outln!(
+                "{}  {}",
+                style.bold(&printable(&r.name)),
+                printable(&r.item.uri)
+            );
+        }
+        for t in templates {
+            outln!(
+                "{}  {}  {}",
+                style.bold(&printable(&t.name)),
+                printable(&t.item.uri_template),
+                style.dim("(template)")
+            );
+        }
+        return listed(some_failed);
+    }
+    outln!(
+        "{} resources, {} templates",
+        resources.len(),
+        templates.len()
+    );
+    for r in resources.iter().map(|r| &r.item) {
+        let mut facts = Vec::new();
+        if let Some(m) = &r.mime_type {
+            facts.push(m.clone());
+        }
+        if let Some(n) = r.size {
+            facts.push(format!("{n} bytes"));
+        }
+        let name = r.title.as_deref().unwrap_or(&r.name);
+        outln!(
+            "{}  {}{}",
+            style.bold(&printable(&r.uri)),
+            printable(&summarize(name, 80, show.full)),
+            if facts.is_empty() {
+                String::new()
+            } else {
+                style.dim(&format!("  [{}]", facts.join(", ")))
+            }
+        );
+    }
+    for t in templates.iter().map(|t| &t.item) {
+        outln!(
+            "{}  {}  {}",
+            style.bold(&printable(&t.uri_template)),
+            printable(&t.name),
+            style.dim(&format!("(template: {})", t.variables().join(", ")))
+        );
+    }
+    listed(some_failed)
+}
+
+/// `mcp read URI` (with `--config`: a namespaced name, or a URI one
+/// server lists).
+pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
+    let servers = match open(&a.target, a.show, style, |c| c).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let result = servers.read_resource(&a.uri).await;
+    let stderr_tail = servers.close().await;
+    let result = match result {
+        Ok(r) => r,
+        Err(f) => {
+            f.print(style, &stderr_tail);
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(path) = &a.out {
+        let mut bytes = Vec::new();
+        for c in &result.contents {
+            match c {
+                ResourceContents::Text(t) => bytes.extend_from_slice(t.text.as_bytes()),
+                ResourceContents::Blob(b) => match b.bytes() {
+                    Ok(data) => bytes.extend(data),
+                    Err(e) => {
+                        errln!(
+                            "{} {}: the blob is not base64 ({e})",
+                            style.fail("✗"),
+                            printable(&b.uri)
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                },
+                _ => {}
+            }
+        }
+        return match std::fs::write(path, &bytes) {
+            Ok(()) => {
+                errln!("wrote {} bytes to {}", bytes.len(), path.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                errln!("{} cannot write {}: {e}", style.fail("✗"), path.display());
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if a.show.json {
+        term::print_json(&serde_json::to_value(&result).unwrap_or_default(), true);
+        return ExitCode::SUCCESS;
+    }
+    for c in &result.contents {
+        match c {
+            ResourceContents::Text(t) => {
+                outln!(
+                    "{}",
+                    printable_block(&summarize(&t.text, 4000, a.show.full))
+                )
+            }
+            ResourceContents::Blob(b) => outln!(
+                "[{} bytes of {} from {}; --out FILE writes them]",
+                b.decoded_len(),
+                printable(b.mime_type.as_deref().unwrap_or("binary data")),
+                printable(&b.uri)
+            ),
+            other => outln!(
+                "[contents of an unknown kind from {:?}]",
+                other.uri().map(printable)
+            ),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mcp prompts` (with `--config`: every server's, namespaced).
+pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
+    let servers = match open(&target, show, style, |c| c).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let (namespaced, some_failed) = (servers.namespaced(), servers.some_failed());
+    let result = servers.prompts().await;
+    let stderr_tail = servers.close().await;
+    let listing = match result {
+        Ok(l) => l,
+        Err(f) => {
+            f.print(style, &stderr_tail);
+            return ExitCode::FAILURE;
+        }
+    };
+    if show.json && !namespaced {
+        let all: Vec<Value> = listing
+            .items
+            .iter()
+            .map(|p| serde_json::to_value(&*p.item).unwrap_or_default())
+            .collect();
+        term::print_json(&Value::Array(all), true);
+        return listed(some_failed);
+    }
+    for p in &listing.items {
+        let args: Vec<String> = p
+            .item
+            .arguments
+            .iter()
+            .flatten()
+            .map(|a| match a.required {
+                Some(true) => a.name.clone(),
+                _ => format!("[{}]", a.name),
+            })
+            .collect();
+        if show.json {
+            // Namespaced: a line of JSON each.
+            let v = p.json(serde_json::to_value(&*p.item).unwrap_or_default(), None);
+            term::print_json(&v, false);
+        } else if namespaced {
+            outln!(
+                "{}({})",
+                style.bold(&printable(&p.name)),
+                printable(&args.join(", "))
+            );
+        } else {
+            let description = p
+                .item
+                .description
+                .as_deref()
+                .and_then(|d| d.lines().next())
+                .unwrap_or_default();
+            outln!(
+                "{}({})  {}",
+                style.bold(&printable(&p.name)),
+                printable(&args.join(", ")),
+                printable(&summarize(description, 100, show.full))
+            );
+        }
+    }
+    listed(some_failed)
+}
+
+/// `mcp prompt NAME --args '{…}'` (with `--config`: `SERVER__PROMPT`).
+pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
+    let arguments = match string_map("--args", &a.args) {
+        Ok(m) => m,
+        Err(e) => return usage_error(&e),
+    };
+    let servers = match open(&a.target, a.show, style, |c| c).await {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let result = servers.get_prompt(&a.name, arguments).await;
+    let stderr_tail = servers.close().await;
+    let result = match result {
+        Ok(r) => r,
+        Err(f) => {
+            f.print(style, &stderr_tail);
+            return ExitCode::FAILURE;
+        }
+    };
+    if a.show.json {
+        term::print_json(&serde_json::to_value(&result).unwrap_or_default(), true);
+        return ExitCode::SUCCESS;
+    }
+    if let Some(d) = &result.description {
+        outln!("{}", style.dim(&printable(d)));
+    }
+    for m in &result.messages {
+        let text = match &m.content {
+            Content::Text(t) => {
+                printable_block(&summarize(&t.text, 4000, a.show.full)).into_owned()
+            }
+            other => format!("[{} content]", printable(other.kind())),
+        };
+        outln!("{}: {text}", style.bold(&printable(&m.role)));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints a call's progress on stderr: a bar redrawn in place on a
+/// terminal, plain lines otherwise.
+pub(crate) fn progress_printer()
+-> impl Fn(&mcp_session::types::ProgressParams) + Send + Sync + 'static {
+    let terminal = term::stderr_is_terminal();
+    move |p| {
+        let done = p.progress();
+        let total = p.total();
+        let message = p.message.as_deref().map(printable).unwrap_or_default();
+        let line = match (terminal, total) {
+            (true, Some(total)) if total > 0.0 => {
+                let fraction = (done / total).clamp(0.0, 1.0);
+                let filled = (fraction * 30.0).round() as usize;
+                format!(
+                    "[{}{}] {:>3.0}% {message}",
+                    "#".repeat(filled),
+                    " ".repeat(30 - filled.min(30)),
+                    fraction * 100.0
+                )
+            }
+            (true, _) => format!("{done} {message}"),
+            (false, Some(total)) => format!("progress {done}/{total} {message}"),
+            (false, None) => format!("progress {done} {message}"),
+        };
+        term::progress(&line, terminal);
+    }
+}
+
+/// Ends a progress bar's line on a terminal.
+pub(crate) fn progress_done() {
+    if term::stderr_is_terminal() {
+        errln!();
+    }
+}
