@@ -173,8 +173,6 @@ impl RuntimePrompt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StartupStep {
-    /// Reading its settings (an unsupported protocol version pin, say).
-    Config,
     /// Opening the transport (starting the process).
     Connect,
     /// The `initialize` handshake.
@@ -186,7 +184,6 @@ pub enum StartupStep {
 impl fmt::Display for StartupStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            StartupStep::Config => "config",
             StartupStep::Connect => "connect",
             StartupStep::Handshake => "handshake",
             StartupStep::ListTools => "tools/list",
