@@ -4,6 +4,9 @@
 //! answer told apart (a result, or a task where the server runs the call as
 //! one).
 
+use std::sync::Arc;
+
+use mcp_transport::SendContext;
 use serde_json::{Value, json};
 
 use mcp_protocol::meta::RequestMeta;
@@ -12,8 +15,6 @@ use mcp_protocol::tasks::extension::DetailedTask;
 use mcp_protocol::tasks::{CreateTaskResult, Task, TaskMetadata};
 use mcp_protocol::types::CallToolResult;
 use mcp_protocol::{codes as mcp_codes, methods, x_mcp_header};
-use mcp_transport::SendContext;
-use std::sync::Arc;
 
 use crate::catalog::Tools;
 use crate::config::CallOptions;
@@ -50,7 +51,7 @@ pub(crate) enum CallAnswer {
 }
 
 /// `base` with the `Mcp-Param-*` headers of a call, for the transport.
-pub(crate) fn param_context(
+fn param_context(
     base: SendContext,
     params: &[x_mcp_header::HeaderParam],
     arguments: &Value,

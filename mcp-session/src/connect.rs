@@ -20,7 +20,7 @@ use crate::config::SessionConfig;
 use crate::conn::Inner;
 use crate::error::{SessionError, TimeoutKind};
 use crate::intern::Interner;
-use crate::lifecycle::{DiscoverAnswer, Failure, Lifecycle, Step};
+use crate::lifecycle::{DISCOVERING, DiscoverAnswer, Failure, Lifecycle, Step};
 use crate::parse::{parse_result, to_raw_params};
 use crate::pending::PendingTable;
 use crate::reader::{ServerRequests, Shared, read_loop};
@@ -35,16 +35,13 @@ impl Inner {
     ) -> Result<(), SessionError> {
         let (mut lifecycle, mut step) =
             Lifecycle::start(self.config.mode(), self.config.offered_version());
-        // The revision `server/discover` asks for, whose requests carry the
-        // client's description in `_meta`.
-        let discovering = ProtocolVersion::V2026_07_28;
         // Extensions exist from 2026-07-28 on: declared in its `_meta` only.
         let mut meta_capabilities = capabilities.clone();
         if self.config.tasks_extension {
             mcp_protocol::tasks::extension::declare(&mut meta_capabilities);
         }
         let mut meta = RequestMeta::new(
-            discovering.as_str(),
+            DISCOVERING.as_str(),
             &self.config.client_info,
             &meta_capabilities,
         );
@@ -99,7 +96,7 @@ impl Inner {
                 (TimeoutKind::Handshake, self.config.handshake_timeout)
             };
         let context = SendContext::new()
-            .revision(ProtocolVersion::V2026_07_28)
+            .revision(DISCOVERING)
             .lifecycle(Lifecycle_::Discover);
         let id = self.next_id();
         self.request_raw(id, method, Some(raw), timeout, None, &context)
@@ -191,10 +188,10 @@ impl Inner {
             "supportedVersions".into(),
             Value::from(discovered.supported_versions),
         );
-        self.revision = Revision::new(ProtocolVersion::V2026_07_28, self.transport.kind());
+        self.revision = Revision::new(DISCOVERING, self.transport.kind());
         self.meta = Some(meta);
         self.init = intern_init(InitializeResult {
-            protocol_version: ProtocolVersion::V2026_07_28.as_str().into(),
+            protocol_version: DISCOVERING.as_str().into(),
             capabilities: discovered.capabilities,
             server_info,
             instructions: discovered.instructions,

@@ -13,6 +13,10 @@ use mcp_protocol::{ProtocolMode, ProtocolVersion, codes};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The revision `server/discover` asks for and a discovered session
+/// settles on: the newest of [`ProtocolVersion::DISCOVER`], named once here.
+pub(crate) const DISCOVERING: ProtocolVersion = ProtocolVersion::V2026_07_28;
+
 /// What the lifecycle asks for next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -95,7 +99,7 @@ impl Lifecycle {
     /// failure other than an HTTP status is not for the lifecycle to judge:
     /// the driver reports it as it is.
     pub(crate) fn on_discover(&mut self, answer: DiscoverAnswer<'_>) -> Step {
-        let ours = [ProtocolVersion::V2026_07_28.as_str()];
+        let ours = [DISCOVERING.as_str()];
         let outcome = match answer {
             DiscoverAnswer::Result(value) => classify_probe(Ok(value), &ours),
             DiscoverAnswer::Error(code, data) => {
@@ -134,7 +138,7 @@ impl Lifecycle {
                 .map_or_else(
                     || {
                         Step::Fail(Failure::VersionMismatch {
-                            offered: ProtocolVersion::V2026_07_28.as_str().into(),
+                            offered: DISCOVERING.as_str().into(),
                             received: supported.join(", "),
                             supported: all(&ProtocolVersion::ALL),
                         })

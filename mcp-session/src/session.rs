@@ -61,10 +61,7 @@ impl Parts {
     }
 
     fn tasks(&self) -> Tasks<'_> {
-        Tasks {
-            core: &self.core,
-            tools: &self.tools,
-        }
+        Tasks::new(&self.core, &self.tools)
     }
 }
 

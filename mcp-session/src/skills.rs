@@ -16,7 +16,7 @@
 //! entry lists no digests (`"dynamic"`): this client loads only what it can
 //! verify. A failure also marks the cached listing stale (the usual cause is
 //! a skill updated since it was listed), so the next
-//! [`list_skills`](Session::list_skills) fetches it again.
+//! [`list_skills`](crate::Session::list_skills) fetches it again.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -430,11 +430,23 @@ impl Page for ListTasksResult {
 /// The tasks feature of a session: tool calls run as tasks, and handles on
 /// tasks. It keeps no state of its own: a task's is its [`TaskHandle`]'s.
 pub(crate) struct Tasks<'a> {
-    pub(crate) core: &'a Arc<Inner>,
-    pub(crate) tools: &'a Arc<Tools>,
+    core: &'a Arc<Inner>,
+    tools: &'a Arc<Tools>,
+    /// The session's revision runs tasks by the extension (2026-07-28),
+    /// not by request (2025-11-25): asked of the revision once, here.
+    by_extension: bool,
 }
 
-impl Tasks<'_> {
+impl<'a> Tasks<'a> {
+    /// The tasks feature over this core and catalog.
+    pub(crate) fn new(core: &'a Arc<Inner>, tools: &'a Arc<Tools>) -> Self {
+        Tasks {
+            core,
+            tools,
+            by_extension: core.revision.tasks_by_extension(),
+        }
+    }
+
     /// Behind [`Session::call_tool_as_task`](crate::Session::call_tool_as_task).
     pub(crate) async fn call_as_task(
         &self,
@@ -444,7 +456,7 @@ impl Tasks<'_> {
     ) -> Result<TaskCall, SessionError> {
         let metadata;
         self.offered()?;
-        let task = if self.core.revision.tasks_by_extension() {
+        let task = if self.by_extension {
             None
         } else {
             let catalog = self.tools.catalog_naming(self.core, name).await?;
@@ -482,7 +494,7 @@ impl Tasks<'_> {
     /// Behind [`Session::task_handle`](crate::Session::task_handle).
     pub(crate) async fn handle(&self, task_id: &str) -> Result<TaskHandle, SessionError> {
         self.offered()?;
-        let by_extension = self.core.revision.tasks_by_extension();
+        let by_extension = self.by_extension;
         let placeholder = Task::new(task_id, TaskStatus::Working, "");
         let mut handle = TaskHandle {
             core: Arc::clone(self.core),
@@ -500,7 +512,7 @@ impl Tasks<'_> {
 
     /// Behind [`Session::list_tasks`](crate::Session::list_tasks).
     pub(crate) async fn list(&self) -> Result<Vec<Task>, SessionError> {
-        if self.core.revision.tasks_by_extension() {
+        if self.by_extension {
             return Err(SessionError::NotSupported(
                 "tasks/list on 2026-07-28 (the tasks extension has no list: keep the ids of the \
                  tasks you create)",
@@ -527,7 +539,7 @@ impl Tasks<'_> {
     /// session's revision.
     fn offered(&self) -> Result<(), SessionError> {
         let caps = &self.core.init.capabilities;
-        if self.core.revision.tasks_by_extension() {
+        if self.by_extension {
             if !extension::offered_by(caps) {
                 return Err(SessionError::NotSupported(
                     "tasks (the io.modelcontextprotocol/tasks extension)",
