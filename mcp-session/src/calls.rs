@@ -10,7 +10,7 @@ use mcp_transport::SendContext;
 use serde_json::{Value, json};
 
 use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::modern::{InputRequest, InputRequiredResult, ResultType};
+use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
 use mcp_protocol::tasks::extension::DetailedTask;
 use mcp_protocol::tasks::{CreateTaskResult, Task, TaskMetadata};
 use mcp_protocol::types::CallToolResult;

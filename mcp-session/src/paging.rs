@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_protocol::modern::CacheHints;
+use mcp_protocol::results::CacheHints;
 use mcp_protocol::types::Extra;
 use serde::de::DeserializeOwned;
 use serde_json::json;

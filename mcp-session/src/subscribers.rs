@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Id;
-pub(crate) use mcp_protocol::modern::SubscriptionFilter;
+pub(crate) use mcp_protocol::subscriptions::SubscriptionFilter;
 use serde_json::Value;
 
 use crate::config::ServerNotification;

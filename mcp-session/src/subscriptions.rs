@@ -30,7 +30,7 @@ use crate::error::{SessionError, TimeoutKind};
 use crate::queue;
 use crate::subscribers::{Subscribers, SubscriptionEvent};
 
-pub use mcp_protocol::modern::SubscriptionFilter;
+pub use mcp_protocol::subscriptions::SubscriptionFilter;
 
 /// An open subscription: a `subscriptions/listen` stream (2026-07-28), or
 /// before it a local one over `resources/subscribe` and the notifications
