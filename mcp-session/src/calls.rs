@@ -10,11 +10,12 @@ use mcp_transport::SendContext;
 use serde_json::{Value, json};
 
 use mcp_protocol::meta::RequestMeta;
+use mcp_protocol::request::{ElicitationCreate, Request, ToolsCall};
 use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
 use mcp_protocol::tasks::extension::DetailedTask;
 use mcp_protocol::tasks::{CreateTaskResult, Task, TaskMetadata};
 use mcp_protocol::types::CallToolResult;
-use mcp_protocol::{codes as mcp_codes, methods, x_mcp_header};
+use mcp_protocol::{codes as mcp_codes, x_mcp_header};
 
 use crate::catalog::Tools;
 use crate::config::CallOptions;
@@ -82,7 +83,7 @@ impl Tools {
         } else {
             Some(self.call_gate.lock().await)
         };
-        let method = methods::TOOLS_CALL;
+        let method = ToolsCall::METHOD;
         let timeout = options.timeout.unwrap_or(core.config.request_timeout);
         let mirror_headers = core.mirrors_headers();
         let base = core.named_context(name);
@@ -144,7 +145,7 @@ impl Tools {
             // `task` then sit among its other members. Only when it is not
             // one (or does not read as one) is it read again as what it is.
             let (complete, kind, task_object) =
-                match parse_result::<CallToolResult>(method, &result) {
+                match parse_result::<<ToolsCall as Request>::Result>(method, &result) {
                     Ok(r) => {
                         let kind =
                             ResultType::named(r.extra.get(ResultType::KEY).and_then(Value::as_str));
@@ -218,7 +219,7 @@ pub(crate) async fn answer_input(
             method: request.method.clone(),
             reason: error.to_string(),
         }),
-        None if request.method == methods::ELICITATION_CREATE => Ok(json!({"action": "decline"})),
+        None if request.method == ElicitationCreate::METHOD => Ok(json!({"action": "decline"})),
         None => Err(SessionError::InputRequest {
             method: request.method.clone(),
             reason: "this client has no handler for it".into(),

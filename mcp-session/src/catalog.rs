@@ -11,8 +11,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use mcp_protocol::request::ToolsList;
 use mcp_protocol::types::{CallToolResult, Extra, ListToolsResult, Tool};
-use mcp_protocol::{methods, x_mcp_header};
+use mcp_protocol::x_mcp_header;
 
 use crate::conn::Inner;
 use crate::error::SessionError;
@@ -161,7 +162,7 @@ impl Tools {
             let why = "tools/list is empty: the server did not declare the `tools` capability, so it offers no tools";
             return Ok((ToolCatalog::new(Vec::new(), vec![why.to_string()]), None));
         }
-        let (mut tools, ttl) = core.pages::<ListToolsResult>(methods::TOOLS_LIST).await?;
+        let (mut tools, ttl) = core.pages::<ToolsList>().await?;
         let diagnostics = if core.mirrors_headers() {
             drop_invalid_header_tools(&core.config.server_name, &mut tools)
         } else {

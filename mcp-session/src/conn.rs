@@ -14,12 +14,16 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
+use std::time::Duration;
+
 use mcp_jsonrpc::{Message, Notification};
-use mcp_transport::Transport;
+use mcp_transport::{SendContext, Transport};
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use mcp_protocol::meta::RequestMeta;
+use mcp_protocol::request::Request;
 use mcp_protocol::types::InitializeResult;
 
 use crate::config::SessionConfig;
@@ -59,6 +63,30 @@ impl Inner {
     /// (see [`Revision::mirrors_headers`]).
     pub(crate) fn mirrors_headers(&self) -> bool {
         self.revision.mirrors_headers()
+    }
+
+    /// Sends request `R` with its params and reads its result, both typed
+    /// by the method table.
+    pub(crate) async fn send<R: Request>(
+        &self,
+        params: &R::Params,
+        timeout: Duration,
+        context: &SendContext,
+    ) -> Result<R::Result, SessionError> {
+        self.request(R::METHOD, params, timeout, context).await
+    }
+
+    /// Sends request `R`, whose result says nothing (`{}`), and does not
+    /// read it: a server that answers with something else (`null`, say) is
+    /// not thereby wrong.
+    pub(crate) async fn send_acknowledged<R: Request>(
+        &self,
+        params: &R::Params,
+        timeout: Duration,
+        context: &SendContext,
+    ) -> Result<(), SessionError> {
+        let _: IgnoredAny = self.request(R::METHOD, params, timeout, context).await?;
+        Ok(())
     }
 
     /// Sends a notification.

@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 
 use mcp_protocol::discover::DiscoverResult;
 use mcp_protocol::meta::RequestMeta;
+use mcp_protocol::notification::{Initialized, Notification as _};
+use mcp_protocol::request::{Initialize, Request, ServerDiscover};
 use mcp_protocol::types::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
-use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, methods};
+use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
 
 use crate::changes::Staleness;
 use crate::config::SessionConfig;
@@ -85,7 +87,8 @@ impl Inner {
         meta: &RequestMeta,
         probing: bool,
     ) -> Result<RawJson, SessionError> {
-        let method = methods::SERVER_DISCOVER;
+        let method = ServerDiscover::METHOD;
+        // No params of its own: `{}` with the request `_meta`.
         let mut params = json!({});
         meta.apply(&mut params);
         let raw = to_raw_params(method, &params)?;
@@ -110,17 +113,19 @@ impl Inner {
         lifecycle: &mut Lifecycle,
         answer: Result<RawJson, SessionError>,
     ) -> Result<Judged, SessionError> {
-        let method = methods::SERVER_DISCOVER;
+        let method = ServerDiscover::METHOD;
         let error = match answer {
             Ok(raw) => {
                 let value: Value = parse_result(method, &raw)?;
                 return match lifecycle.on_discover(DiscoverAnswer::Result(&value)) {
-                    Step::Discovered => serde_json::from_value(value)
-                        .map(Judged::Discovered)
-                        .map_err(|e| SessionError::InvalidResponse {
-                            method: method.into(),
-                            reason: e.to_string(),
-                        }),
+                    Step::Discovered => {
+                        serde_json::from_value::<<ServerDiscover as Request>::Result>(value)
+                            .map(|d| Judged::Discovered(Box::new(d)))
+                            .map_err(|e| SessionError::InvalidResponse {
+                                method: method.into(),
+                                reason: e.to_string(),
+                            })
+                    }
                     Step::Fail(failure) => Err(failure_error(
                         failure,
                         Some("a result that is no discover result (no supportedVersions)"),
@@ -172,7 +177,7 @@ impl Inner {
         };
         let timeout = self.config.handshake_timeout;
         let context = SendContext::new().lifecycle(Lifecycle_::Initialize);
-        self.request(methods::INITIALIZE, &params, timeout, &context)
+        self.send::<Initialize>(&params, timeout, &context)
             .await
             .map_err(|e| e.in_lifecycle(TimeoutKind::Handshake, timeout))
     }
@@ -266,7 +271,7 @@ impl Inner {
         inner.shared.revision.get_or_init(|| version);
         if revision.sends_initialized() {
             let context = inner.context().lifecycle(Lifecycle_::Initialized);
-            let message = Message::Notification(Notification::new(methods::INITIALIZED, None));
+            let message = Message::Notification(Notification::new(Initialized::METHOD, None));
             inner.transport.send_with(&message, &context).await?;
         }
         tracing::debug!(server = %inner.config.server_name, %version, "connected");
@@ -346,7 +351,7 @@ fn failure_error(failure: Failure, said: Option<&str>) -> SessionError {
             supported,
         },
         Failure::Inconsistent | Failure::Refused => SessionError::InvalidResponse {
-            method: methods::SERVER_DISCOVER.into(),
+            method: ServerDiscover::METHOD.into(),
             reason: "the server refused server/discover while naming 2026-07-28 as supported"
                 .into(),
         },

@@ -13,14 +13,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use mcp_protocol::types::{
-    CompleteParams, CompleteResult, Completion, CompletionArgument, CompletionContext,
-    CompletionReference, Extra, GetPromptParams, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, LoggingLevel, Prompt, ReadResourceResult,
-    Resource, ResourceTemplate,
+use mcp_protocol::codes as mcp_codes;
+use mcp_protocol::request::{
+    CompletionComplete, LoggingSetLevel, PromptsGet, PromptsList, ResourcesList, ResourcesRead,
+    ResourcesTemplatesList,
 };
-use mcp_protocol::{codes as mcp_codes, methods};
-use serde_json::{Value, json};
+use mcp_protocol::types::{
+    CompleteParams, Completion, CompletionArgument, CompletionContext, CompletionReference, Extra,
+    GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceParams,
+    ResourceTemplate, SetLevelParams,
+};
+use serde_json::Value;
 
 use crate::conn::{Inner, require};
 use crate::error::SessionError;
@@ -69,12 +73,8 @@ impl FeatureCaches {
     /// The server's resources, from the cache or fetched.
     pub(crate) async fn resources(&self, core: &Inner) -> Result<Arc<Vec<Resource>>, SessionError> {
         has_resources(core)?;
-        core.cached_list::<ListResourcesResult>(
-            methods::RESOURCES_LIST,
-            &self.resources,
-            &core.shared.stale.resources,
-        )
-        .await
+        core.cached_list::<ResourcesList>(&self.resources, &core.shared.stale.resources)
+            .await
     }
 
     /// The server's resource templates, from the cache or fetched.
@@ -83,23 +83,15 @@ impl FeatureCaches {
         core: &Inner,
     ) -> Result<Arc<Vec<ResourceTemplate>>, SessionError> {
         has_resources(core)?;
-        core.cached_list::<ListResourceTemplatesResult>(
-            methods::RESOURCES_TEMPLATES_LIST,
-            &self.templates,
-            &core.shared.stale.templates,
-        )
-        .await
+        core.cached_list::<ResourcesTemplatesList>(&self.templates, &core.shared.stale.templates)
+            .await
     }
 
     /// The server's prompts, from the cache or fetched.
     pub(crate) async fn prompts(&self, core: &Inner) -> Result<Arc<Vec<Prompt>>, SessionError> {
         has_prompts(core)?;
-        core.cached_list::<ListPromptsResult>(
-            methods::PROMPTS_LIST,
-            &self.prompts,
-            &core.shared.stale.prompts,
-        )
-        .await
+        core.cached_list::<PromptsList>(&self.prompts, &core.shared.stale.prompts)
+            .await
     }
 
     /// `prompts/get`, the arguments checked first against the prompt's
@@ -126,13 +118,8 @@ impl FeatureCaches {
             extra: Extra::new(),
         };
         let timeout = core.config.request_timeout;
-        core.request(
-            methods::PROMPTS_GET,
-            &params,
-            timeout,
-            &core.named_context(name),
-        )
-        .await
+        core.send::<PromptsGet>(&params, timeout, &core.named_context(name))
+            .await
     }
 }
 
@@ -169,15 +156,10 @@ pub(crate) async fn read_resource(
     core: &Inner,
     uri: &str,
 ) -> Result<ReadResourceResult, SessionError> {
-    let method = methods::RESOURCES_READ;
     let timeout = core.config.request_timeout;
+    let params = ResourceParams::new(uri);
     match core
-        .request(
-            method,
-            &json!({ "uri": uri }),
-            timeout,
-            &core.named_context(uri),
-        )
+        .send::<ResourcesRead>(&params, timeout, &core.named_context(uri))
         .await
     {
         Err(SessionError::Protocol { error, .. }) if is_not_found(&error, uri) => {
@@ -194,15 +176,13 @@ pub(crate) async fn read_resource(
 pub(crate) async fn set_log_level(core: &Inner, level: LoggingLevel) -> Result<(), SessionError> {
     require(core.init.capabilities.logging.is_some(), "logging")?;
     let timeout = core.config.request_timeout;
-    let _: Value = core
-        .request(
-            methods::LOGGING_SET_LEVEL,
-            &json!({ "level": level }),
-            timeout,
-            &core.context(),
-        )
-        .await?;
-    Ok(())
+    let params = SetLevelParams {
+        level,
+        meta: None,
+        extra: Extra::new(),
+    };
+    core.send_acknowledged::<LoggingSetLevel>(&params, timeout, &core.context())
+        .await
 }
 
 /// `completion/complete`, for a server that declares `completions`.
@@ -226,13 +206,8 @@ pub(crate) async fn complete(
         meta: None,
     };
     let timeout = core.config.request_timeout;
-    let result: CompleteResult = core
-        .request(
-            methods::COMPLETION_COMPLETE,
-            &params,
-            timeout,
-            &core.context(),
-        )
+    let result = core
+        .send::<CompletionComplete>(&params, timeout, &core.context())
         .await?;
     Ok(result.completion)
 }

@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use mcp_protocol::request::Request;
 use mcp_protocol::results::CacheHints;
-use mcp_protocol::types::Extra;
+use mcp_protocol::skills::DirectoryReadParams;
+use mcp_protocol::types::{Extra, PaginatedParams};
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
 use crate::conn::Inner;
 use crate::error::{ListBudget, SessionError};
@@ -27,6 +28,27 @@ pub(crate) trait Page: DeserializeOwned {
     type Item;
     /// The items, the next cursor, the other fields.
     fn into_parts(self) -> (Vec<Self::Item>, Option<String>, Extra);
+}
+
+/// What one page of request `R` lists.
+pub(crate) type PageItem<R> = <<R as Request>::Result as Page>::Item;
+
+/// The params of a paged request: where the cursor goes.
+pub(crate) trait PageParams: Clone {
+    /// Asks for the page after `cursor` (`None`: the first).
+    fn set_cursor(&mut self, cursor: Option<String>);
+}
+
+impl PageParams for PaginatedParams {
+    fn set_cursor(&mut self, cursor: Option<String>) {
+        self.cursor = cursor;
+    }
+}
+
+impl PageParams for DirectoryReadParams {
+    fn set_cursor(&mut self, cursor: Option<String>) {
+        self.cursor = cursor;
+    }
 }
 
 /// A cached list: the items, and until when they are fresh.
@@ -55,15 +77,19 @@ impl<T> Default for ListCache<T> {
 impl Inner {
     /// Every page of a list, and (where the revision gives cache hints) how long the result
     /// stays fresh: the shortest `ttlMs` of its pages, 0 when absent.
-    pub(crate) async fn pages<P: Page>(
+    pub(crate) async fn pages<R: Request>(
         &self,
-        method: &'static str,
-    ) -> Result<(Vec<P::Item>, Option<Duration>), SessionError> {
-        self.pages_with::<P>(method, serde_json::Map::new()).await
+    ) -> Result<(Vec<PageItem<R>>, Option<Duration>), SessionError>
+    where
+        R::Params: PageParams + Default,
+        R::Result: Page,
+    {
+        self.pages_with::<R>(R::Params::default()).await
     }
 
     /// [`pages`](Self::pages) of a request with these other parameters
-    /// (`resources/directory/read`'s `uri`).
+    /// (`resources/directory/read`'s `uri`); each page's cursor is set on
+    /// a copy of `base`.
     ///
     /// One fetch is bounded three ways, each a [`SessionConfig`] setting
     /// ([`SessionError::ListTooLarge`] names the one that ran out): pages
@@ -73,11 +99,15 @@ impl Inner {
     /// with at most about one page past the budget in memory.
     ///
     /// [`SessionConfig`]: crate::SessionConfig
-    pub(crate) async fn pages_with<P: Page>(
+    pub(crate) async fn pages_with<R: Request>(
         &self,
-        method: &'static str,
-        base: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<(Vec<P::Item>, Option<Duration>), SessionError> {
+        base: R::Params,
+    ) -> Result<(Vec<PageItem<R>>, Option<Duration>), SessionError>
+    where
+        R::Params: PageParams,
+        R::Result: Page,
+    {
+        let method = R::METHOD;
         let cache_hints = self.revision.cache_hints();
         let config = &self.config;
         let over = |budget: ListBudget, limit: usize, pages: usize| {
@@ -104,9 +134,7 @@ impl Inner {
         let timeout = config.request_timeout;
         for page in 1..=config.max_list_pages {
             let mut params = base.clone();
-            if let Some(c) = &cursor {
-                params.insert("cursor".into(), json!(c));
-            }
+            params.set_cursor(cursor.clone());
             let raw = self.params(method, &params)?;
             let context = self.context();
             let answer = self
@@ -117,7 +145,7 @@ impl Inner {
             if bytes > config.max_list_bytes {
                 return Err(over(ListBudget::Bytes, config.max_list_bytes, page));
             }
-            let parsed: P = parse_result(method, &answer)?;
+            let parsed: R::Result = parse_result(method, &answer)?;
             drop(answer);
             let (page_items, next, extra) = parsed.into_parts();
             if items.len().saturating_add(page_items.len()) > config.max_list_items {
@@ -152,12 +180,15 @@ impl Inner {
 
     /// A list from its cache, or fetched (every page) when missing, marked
     /// stale, or past the TTL the server gave.
-    pub(crate) async fn cached_list<P: Page>(
+    pub(crate) async fn cached_list<R: Request>(
         &self,
-        method: &'static str,
-        cache: &ListCache<P::Item>,
+        cache: &ListCache<PageItem<R>>,
         stale: &AtomicBool,
-    ) -> Result<Arc<Vec<P::Item>>, SessionError> {
+    ) -> Result<Arc<Vec<PageItem<R>>>, SessionError>
+    where
+        R::Params: PageParams + Default,
+        R::Result: Page,
+    {
         let mut slot = cache.slot.lock().await;
         let invalidated = stale.swap(false, Ordering::AcqRel);
         if let Some(c) = slot.as_ref() {
@@ -166,7 +197,7 @@ impl Inner {
                 return Ok(Arc::clone(&c.items));
             }
         }
-        let (items, ttl) = self.pages::<P>(method).await?;
+        let (items, ttl) = self.pages::<R>().await?;
         let items = Arc::new(items);
         *slot = Some(Cached {
             items: Arc::clone(&items),

@@ -8,7 +8,8 @@
 //! (and in `mcp-protocol`'s capability methods), not a hunt through the
 //! features.
 
-use mcp_protocol::{Listening, ProtocolVersion, TaskModel, methods};
+use mcp_protocol::request::{Ping, Request, ServerDiscover};
+use mcp_protocol::{Listening, ProtocolVersion, TaskModel};
 use mcp_transport::TransportKind;
 
 /// The session's revision and what it means for this connection.
@@ -43,9 +44,9 @@ impl Revision {
     /// `server/discover` where there is no `ping` (2026-07-28).
     pub(crate) fn liveness_method(self) -> &'static str {
         if self.version.has_ping() {
-            methods::PING
+            Ping::METHOD
         } else {
-            methods::SERVER_DISCOVER
+            ServerDiscover::METHOD
         }
     }
 
@@ -85,7 +86,7 @@ mod tests {
     fn each_revision_answers_for_itself() {
         let handshake = Revision::new(ProtocolVersion::V2025_06_18, TransportKind::StreamableHttp);
         assert!(handshake.sends_initialized());
-        assert_eq!(handshake.liveness_method(), methods::PING);
+        assert_eq!(handshake.liveness_method(), Ping::METHOD);
         assert!(!handshake.cache_hints());
         assert_eq!(handshake.listening(), Listening::Subscribe);
         assert_eq!(handshake.tasks(), TaskModel::None);
@@ -98,7 +99,7 @@ mod tests {
 
         let discovered = Revision::new(ProtocolVersion::V2026_07_28, TransportKind::Stdio);
         assert!(!discovered.sends_initialized());
-        assert_eq!(discovered.liveness_method(), methods::SERVER_DISCOVER);
+        assert_eq!(discovered.liveness_method(), ServerDiscover::METHOD);
         assert!(discovered.cache_hints());
         assert_eq!(discovered.listening(), Listening::Stream);
         assert!(discovered.tasks_by_extension());

@@ -21,13 +21,13 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use mcp_protocol::methods;
+use mcp_protocol::request::{ResourcesDirectoryRead, SkillsGet, SkillsList};
 use mcp_protocol::skills::{
-    DirectoryReadResult, GetSkillParams, GetSkillResult, ListSkillsResult, SkillEntry, SkillFile,
-    SkillResources, SkillsSettings, frontmatter, parse_sha256,
+    DirectoryReadParams, DirectoryReadResult, GetSkillParams, ListSkillsResult, SkillEntry,
+    SkillFile, SkillResources, SkillsSettings, frontmatter, parse_sha256,
 };
 use mcp_protocol::types::{Extra, Resource, ResourceContents};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::conn::{Inner, require};
@@ -144,12 +144,8 @@ impl Skills {
     /// Behind [`Session::list_skills`](crate::Session::list_skills).
     pub(crate) async fn list(&self, core: &Inner) -> Result<Arc<Vec<SkillEntry>>, SessionError> {
         settings(core)?;
-        core.cached_list::<ListSkillsResult>(
-            methods::SKILLS_LIST,
-            &self.listing,
-            &core.shared.stale.skills,
-        )
-        .await
+        core.cached_list::<SkillsList>(&self.listing, &core.shared.stale.skills)
+            .await
     }
 
     /// Behind [`Session::get_skill`](crate::Session::get_skill).
@@ -159,8 +155,8 @@ impl Skills {
         let params = GetSkillParams {
             uri: uri.to_owned(),
         };
-        let result: GetSkillResult = core
-            .request(methods::SKILLS_GET, &params, timeout, &core.context())
+        let result = core
+            .send::<SkillsGet>(&params, timeout, &core.context())
             .await?;
         Ok(result.skill)
     }
@@ -231,11 +227,11 @@ impl Skills {
             settings.directory_read,
             "resources/directory/read (skills extension setting directoryRead)",
         )?;
-        let mut base = Map::new();
-        base.insert("uri".into(), json!(uri));
-        let (children, _) = core
-            .pages_with::<DirectoryReadResult>(methods::RESOURCES_DIRECTORY_READ, base)
-            .await?;
+        let base = DirectoryReadParams {
+            uri: uri.to_owned(),
+            cursor: None,
+        };
+        let (children, _) = core.pages_with::<ResourcesDirectoryRead>(base).await?;
         Ok(children)
     }
 }

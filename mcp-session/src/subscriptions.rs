@@ -19,10 +19,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_jsonrpc::Id;
-use serde_json::json;
 use tokio::task::JoinHandle;
 
-use mcp_protocol::{Listening, methods};
+use mcp_protocol::Listening;
+use mcp_protocol::request::{
+    Request, ResourcesSubscribe, ResourcesUnsubscribe, SubscriptionsListen,
+};
+use mcp_protocol::subscriptions::SubscriptionParams;
+use mcp_protocol::types::{Extra, ResourceParams};
 
 use crate::config::ServerNotification;
 use crate::conn::{Inner, require};
@@ -118,8 +122,13 @@ pub(crate) async fn listen(
     if core.revision.listening() == Listening::Subscribe {
         return listen_locally(core, filter).await;
     }
-    let method = methods::SUBSCRIPTIONS_LISTEN;
-    let raw = core.params(method, &json!({ "notifications": filter }))?;
+    let method = SubscriptionsListen::METHOD;
+    let params = SubscriptionParams {
+        notifications: filter,
+        meta: None,
+        extra: Extra::new(),
+    };
+    let raw = core.params(method, &params)?;
     let id = core.next_id();
     let subscribers = Arc::clone(&core.shared.subscribers);
     let events = subscribers.insert(id.id(), Arc::clone(&core.shared.dropped));
@@ -209,7 +218,7 @@ async fn listen_locally(
         if !can_subscribe {
             break;
         }
-        resource_subscription(core, methods::RESOURCES_SUBSCRIBE, uri).await?;
+        resource_subscription::<ResourcesSubscribe>(core, uri).await?;
         subscribed.push(uri.clone());
         granted = granted.resource(uri.clone());
     }
@@ -228,8 +237,7 @@ async fn listen_locally(
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 for uri in subscribed {
-                    let _ =
-                        resource_subscription(&inner, methods::RESOURCES_UNSUBSCRIBE, &uri).await;
+                    let _ = resource_subscription::<ResourcesUnsubscribe>(&inner, &uri).await;
                 }
             });
         }
@@ -247,9 +255,8 @@ async fn listen_locally(
 
 /// `resources/subscribe` or `resources/unsubscribe` of `uri` (revisions
 /// before 2026-07-28, whose servers declare `resources.subscribe`).
-pub(crate) async fn resource_subscription(
+pub(crate) async fn resource_subscription<R: Request<Params = ResourceParams>>(
     core: &Inner,
-    method: &'static str,
     uri: &str,
 ) -> Result<(), SessionError> {
     let subscribe = core
@@ -266,13 +273,6 @@ pub(crate) async fn resource_subscription(
         ));
     }
     let timeout = core.config.request_timeout;
-    let _: serde_json::Value = core
-        .request(
-            method,
-            &json!({ "uri": uri }),
-            timeout,
-            &core.named_context(uri),
-        )
-        .await?;
-    Ok(())
+    core.send_acknowledged::<R>(&ResourceParams::new(uri), timeout, &core.named_context(uri))
+        .await
 }

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_jsonrpc::ErrorObject;
-use mcp_protocol::methods;
+use mcp_protocol::request::{Request, TasksCancel, TasksGet, TasksList, TasksResult, TasksUpdate};
 use mcp_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
 use mcp_protocol::tasks::{
     ListTasksResult, Task, TaskIdParams, TaskMetadata, TaskStatus, TaskSupport,
@@ -203,14 +203,13 @@ impl TaskHandle {
         {
             return Err(SessionError::NotSupported("tasks/cancel (tasks.cancel)"));
         }
-        let method = methods::TASKS_CANCEL;
         let params = TaskIdParams::new(self.id());
         let context = inner.named_context(self.id());
-        let answer: Value = inner
-            .request(method, &params, inner.config.request_timeout, &context)
+        let answer = inner
+            .send::<TasksCancel>(&params, inner.config.request_timeout, &context)
             .await?;
         if !self.by_extension {
-            self.task = parse_value(method, answer)?;
+            self.task = parse_value(TasksCancel::METHOD, answer)?;
         }
         Ok(())
     }
@@ -218,10 +217,10 @@ impl TaskHandle {
     /// One `tasks/get`, bounded by `timeout`.
     async fn poll(&mut self, timeout: Duration) -> Result<(), SessionError> {
         let inner = &self.core;
-        let method = methods::TASKS_GET;
+        let method = TasksGet::METHOD;
         let params = TaskIdParams::new(self.id());
         let context = inner.named_context(self.id());
-        let answer: Value = inner.request(method, &params, timeout, &context).await?;
+        let answer = inner.send::<TasksGet>(&params, timeout, &context).await?;
         if self.by_extension {
             let detail: DetailedTask = parse_value(method, answer)?;
             self.task = detail.summary();
@@ -336,8 +335,8 @@ impl TaskHandle {
         };
         let context = inner.named_context(self.id());
         let timeout = left.min(inner.config.request_timeout);
-        let _: Value = inner
-            .request(methods::TASKS_UPDATE, &params, timeout, &context)
+        inner
+            .send_acknowledged::<TasksUpdate>(&params, timeout, &context)
             .await?;
         self.answered.extend(asked.into_iter().map(|(key, _)| key));
         Ok(true)
@@ -360,11 +359,11 @@ impl TaskHandle {
         });
         let outcome = match (&detail.status, &detail.result, &detail.error) {
             (TaskStatus::Completed, Some(result), _) => {
-                let result: CallToolResult = parse_value(methods::TASKS_GET, result.clone())?;
+                let result: CallToolResult = parse_value(TasksGet::METHOD, result.clone())?;
                 self.checked(result).await
             }
             (TaskStatus::Completed, None, _) => Err(SessionError::InvalidResponse {
-                method: methods::TASKS_GET.into(),
+                method: TasksGet::METHOD.into(),
                 reason: format!("task {} completed without a result", detail.task_id),
             }),
             (_, _, error) => Err(SessionError::TaskFailed {
@@ -387,7 +386,7 @@ impl TaskHandle {
     ) -> Result<CallToolResult, SessionError> {
         let left = self.remaining(deadline)?;
         let inner = &self.core;
-        let method = methods::TASKS_RESULT;
+        let method = TasksResult::METHOD;
         let params = inner.params(method, &TaskIdParams::new(self.id()))?;
         let id = inner.next_id();
         match inner
@@ -395,7 +394,7 @@ impl TaskHandle {
             .await
         {
             Ok(raw) => {
-                let result: CallToolResult = parse_result(method, &raw)?;
+                let result: <TasksResult as Request>::Result = parse_result(method, &raw)?;
                 self.checked(result).await
             }
             Err(SessionError::Protocol { error, .. }) => Err(SessionError::TaskFailed {
@@ -528,11 +527,7 @@ impl<'a> Tasks<'a> {
         if !declared {
             return Err(SessionError::NotSupported("tasks/list (tasks.list)"));
         }
-        Ok(self
-            .core
-            .pages::<ListTasksResult>(methods::TASKS_LIST)
-            .await?
-            .0)
+        Ok(self.core.pages::<TasksList>().await?.0)
     }
 
     /// Whether tool calls may run as tasks on this server, in this

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_protocol::methods;
+use mcp_protocol::notification::{Notification, RootsListChanged};
+use mcp_protocol::request::{ResourcesSubscribe, ResourcesUnsubscribe};
 use mcp_protocol::types::{
     Completion, CompletionReference, GetPromptResult, LoggingLevel, Prompt, ReadResourceResult,
     Resource, ResourceTemplate,
@@ -46,12 +47,12 @@ impl Session {
     /// 2026-07-28 use [`listen`](Self::listen) with a resource filter). The
     /// updates arrive through the notification listener.
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
-        subscriptions::resource_subscription(self.core(), methods::RESOURCES_SUBSCRIBE, uri).await
+        subscriptions::resource_subscription::<ResourcesSubscribe>(self.core(), uri).await
     }
 
     /// Stops the updates [`subscribe_resource`](Self::subscribe_resource) asked for.
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), SessionError> {
-        subscriptions::resource_subscription(self.core(), methods::RESOURCES_UNSUBSCRIBE, uri).await
+        subscriptions::resource_subscription::<ResourcesUnsubscribe>(self.core(), uri).await
     }
 
     /// The server's prompts: every page, cached until
@@ -81,7 +82,7 @@ impl Session {
     /// Roots are deprecated by 2026-07-28 (see
     /// [`ClientHandlers::roots`](crate::ClientHandlers::roots)).
     pub async fn roots_changed(&self) -> Result<(), SessionError> {
-        self.notify(methods::ROOTS_LIST_CHANGED, None).await
+        self.notify(RootsListChanged::METHOD, None).await
     }
 
     /// Sets the level of the log messages the server sends
