@@ -1,6 +1,7 @@
 //! Connecting: the lifecycle (the `initialize` handshake, 2026-07-28's
 //! `server/discover`, or the probe that picks one), driven here; the
-//! decisions are in [`crate::lifecycle`].
+//! decisions are in [`crate::lifecycle`]. It makes the core ([`Inner`]);
+//! the `Session` facade wraps it.
 
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -9,19 +10,23 @@ use mcp_jsonrpc::{Message, Notification, RawJson};
 use mcp_transport::{Lifecycle as Lifecycle_, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
 
+use mcp_protocol::discover::DiscoverResult;
 use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::modern::DiscoverResult;
+use mcp_protocol::notification::{Initialized, Notification as _};
+use mcp_protocol::request::{Initialize, Request, ServerDiscover};
 use mcp_protocol::types::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
-use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, methods};
+use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
 
+use crate::changes::Staleness;
 use crate::config::SessionConfig;
+use crate::conn::Inner;
 use crate::error::{SessionError, TimeoutKind};
 use crate::intern::Interner;
-use crate::lifecycle::{DiscoverAnswer, Failure, Lifecycle, Step};
+use crate::lifecycle::{DISCOVERING, DiscoverAnswer, Failure, Lifecycle, Step};
 use crate::parse::{parse_result, to_raw_params};
 use crate::pending::PendingTable;
 use crate::reader::{ServerRequests, Shared, read_loop};
-use crate::session::{Inner, Session};
+use crate::revision::Revision;
 
 impl Inner {
     /// Runs the lifecycle (see [`Lifecycle`]): sends what it asks for and
@@ -32,16 +37,15 @@ impl Inner {
     ) -> Result<(), SessionError> {
         let (mut lifecycle, mut step) =
             Lifecycle::start(self.config.mode(), self.config.offered_version());
-        let modern = ProtocolVersion::V2026_07_28;
         // Extensions exist from 2026-07-28 on: declared in its `_meta` only.
-        let mut modern_capabilities = capabilities.clone();
+        let mut meta_capabilities = capabilities.clone();
         if self.config.tasks_extension {
-            mcp_protocol::tasks::extension::declare(&mut modern_capabilities);
+            mcp_protocol::tasks::extension::declare(&mut meta_capabilities);
         }
         let mut meta = RequestMeta::new(
-            modern.as_str(),
+            DISCOVERING.as_str(),
             &self.config.client_info,
-            &modern_capabilities,
+            &meta_capabilities,
         );
         if let Some(level) = &self.config.log_level {
             meta = meta.with_log_level(level);
@@ -51,8 +55,8 @@ impl Inner {
                 Step::Discover => {
                     let answer = self.send_discover(&meta, lifecycle.probing()).await;
                     match self.judge_discover(&mut lifecycle, answer)? {
-                        Judged::Modern(discovered) => {
-                            self.become_modern(*discovered, meta);
+                        Judged::Discovered(discovered) => {
+                            self.settle_discovered(*discovered, meta);
                             return Ok(());
                         }
                         Judged::Next(next) => next,
@@ -61,8 +65,8 @@ impl Inner {
                 Step::Initialize(offered) => {
                     let init = self.send_initialize(offered, capabilities).await?;
                     match lifecycle.on_initialize(offered, &init.protocol_version) {
-                        Step::Legacy(version) => {
-                            self.version = version;
+                        Step::Initialized(version) => {
+                            self.revision = Revision::new(version, self.transport.kind());
                             self.init = intern_init(init);
                             return Ok(());
                         }
@@ -71,19 +75,20 @@ impl Inner {
                 }
                 Step::Fail(failure) => return Err(failure_error(failure, None)),
                 // The settled steps return from their arms above.
-                Step::Modern | Step::Legacy(_) => return Ok(()),
+                Step::Discovered | Step::Initialized(_) => return Ok(()),
             };
         }
     }
 
-    /// Sends `server/discover` with the modern `_meta`, bounded by the probe
+    /// Sends `server/discover` with the request `_meta`, bounded by the probe
     /// timeout when probing.
     async fn send_discover(
         &self,
         meta: &RequestMeta,
         probing: bool,
     ) -> Result<RawJson, SessionError> {
-        let method = methods::SERVER_DISCOVER;
+        let method = ServerDiscover::METHOD;
+        // No params of its own: `{}` with the request `_meta`.
         let mut params = json!({});
         meta.apply(&mut params);
         let raw = to_raw_params(method, &params)?;
@@ -94,7 +99,7 @@ impl Inner {
                 (TimeoutKind::Handshake, self.config.handshake_timeout)
             };
         let context = SendContext::new()
-            .revision(ProtocolVersion::V2026_07_28)
+            .revision(DISCOVERING)
             .lifecycle(Lifecycle_::Discover);
         let id = self.next_id();
         self.request_raw(id, method, Some(raw), timeout, None, &context)
@@ -108,14 +113,14 @@ impl Inner {
         lifecycle: &mut Lifecycle,
         answer: Result<RawJson, SessionError>,
     ) -> Result<Judged, SessionError> {
-        let method = methods::SERVER_DISCOVER;
+        let method = ServerDiscover::METHOD;
         let error = match answer {
             Ok(raw) => {
                 let value: Value = parse_result(method, &raw)?;
                 return match lifecycle.on_discover(DiscoverAnswer::Result(&value)) {
-                    Step::Modern => {
-                        serde_json::from_value(value)
-                            .map(Judged::Modern)
+                    Step::Discovered => {
+                        serde_json::from_value::<<ServerDiscover as Request>::Result>(value)
+                            .map(|d| Judged::Discovered(Box::new(d)))
                             .map_err(|e| SessionError::InvalidResponse {
                                 method: method.into(),
                                 reason: e.to_string(),
@@ -172,12 +177,14 @@ impl Inner {
         };
         let timeout = self.config.handshake_timeout;
         let context = SendContext::new().lifecycle(Lifecycle_::Initialize);
-        self.request(methods::INITIALIZE, &params, timeout, &context)
+        self.send::<Initialize>(&params, timeout, &context)
             .await
             .map_err(|e| e.in_lifecycle(TimeoutKind::Handshake, timeout))
     }
 
-    pub(crate) fn become_modern(&mut self, discovered: DiscoverResult, meta: RequestMeta) {
+    /// Settles on 2026-07-28 with the server's discover result; its
+    /// requests carry `meta`.
+    pub(crate) fn settle_discovered(&mut self, discovered: DiscoverResult, meta: RequestMeta) {
         let server_info = discovered
             .server_info()
             .unwrap_or_else(|| Implementation::new("(unnamed server)", ""));
@@ -186,10 +193,10 @@ impl Inner {
             "supportedVersions".into(),
             Value::from(discovered.supported_versions),
         );
-        self.version = ProtocolVersion::V2026_07_28;
+        self.revision = Revision::new(DISCOVERING, self.transport.kind());
         self.meta = Some(meta);
         self.init = intern_init(InitializeResult {
-            protocol_version: ProtocolVersion::V2026_07_28.as_str().into(),
+            protocol_version: DISCOVERING.as_str().into(),
             capabilities: discovered.capabilities,
             server_info,
             instructions: discovered.instructions,
@@ -206,44 +213,22 @@ fn intern_init(init: InitializeResult) -> Arc<InitializeResult> {
     INITS.intern(init, |i| i, |i| i)
 }
 
-impl Session {
-    /// Connects over a transport and runs the lifecycle the config's
-    /// [`protocol`](SessionConfig::protocol) asks for: by default the
-    /// 2026-07-28 probe (`server/discover`), falling back to the `initialize`
-    /// handshake (version check, `notifications/initialized`) for a legacy
-    /// server.
-    ///
-    /// The lifecycle is bounded by `config.handshake_timeout` (the probe by
-    /// the shorter `probe_timeout`). A server that answers with a version
-    /// this client does not speak gets the transport closed and a
-    /// [`SessionError::VersionMismatch`].
-    ///
-    /// A transport given once cannot be opened again: a strict legacy stdio
-    /// server that exits on the probe fails here. [`connect_with`](Self::connect_with)
-    /// starts such a server again with the handshake.
-    pub async fn connect(
-        transport: impl Transport,
-        config: SessionConfig,
-    ) -> Result<Session, SessionError> {
-        Self::connect_shared(Arc::new(transport), config).await
-    }
-
-    /// Like [`connect`](Self::connect), for a transport the caller also keeps
-    /// (to read its stderr tail after a failed handshake, say).
-    ///
-    /// Like `connect`, it cannot restart a server that exits on the probe;
-    /// see [`connect_with`](Self::connect_with).
-    pub async fn connect_shared(
+impl Inner {
+    /// Connects over a transport: starts the reader, runs the lifecycle the
+    /// config asks for (see [`Session::connect`](crate::Session::connect)),
+    /// and settles the session's [`Revision`]. The transport is closed when
+    /// the lifecycle fails.
+    pub(crate) async fn connect(
         transport: Arc<dyn Transport>,
         config: SessionConfig,
-    ) -> Result<Session, SessionError> {
+    ) -> Result<Inner, SessionError> {
         let shared = Arc::new(Shared {
             server_name: config.server_name.clone(),
             pending: Mutex::new(PendingTable::default()),
             closed_error: Mutex::new(None),
             invalid: Mutex::default(),
             catalog_changes: AtomicU64::new(0),
-            stale: crate::features::Staleness::default(),
+            stale: Staleness::default(),
             handler: config.handler.clone(),
             on_notification: config.on_notification.clone(),
             notifications_seen: AtomicU64::new(0),
@@ -259,14 +244,14 @@ impl Session {
         if let Some(h) = &config.handler {
             merge_capabilities(&mut capabilities, h.capabilities());
         }
-        // The lifecycle runs on a provisional handle so it uses the same
-        // request path as everything else.
+        // The lifecycle runs on the core itself, so it uses the same request
+        // path as everything else.
         let mut inner = Inner {
             transport: Arc::clone(&transport),
             shared,
             reader,
             next_id: AtomicI64::new(0),
-            version: config.offered_version(),
+            revision: Revision::new(config.offered_version(), transport.kind()),
             meta: None,
             init: Arc::new(InitializeResult {
                 protocol_version: String::new(),
@@ -275,79 +260,38 @@ impl Session {
                 instructions: None,
                 extra: Default::default(),
             }),
-            catalog: std::sync::RwLock::new(None),
-            catalog_fetch: tokio::sync::Mutex::new(()),
-            call_gate: tokio::sync::Mutex::new(()),
-            features: std::sync::OnceLock::new(),
             config,
         };
         if let Err(e) = inner.run_lifecycle(&capabilities).await {
             transport.close().await;
             return Err(e);
         }
-        let version = inner.version;
-        let session = Session {
-            inner: Arc::new(inner),
-        };
-        session.inner.shared.revision.get_or_init(|| version);
-        if version.has_handshake() {
-            let context = session.inner.context().lifecycle(Lifecycle_::Initialized);
-            let message = Message::Notification(Notification::new(methods::INITIALIZED, None));
-            session
-                .inner
-                .transport
-                .send_with(&message, &context)
-                .await?;
+        let revision = inner.revision;
+        let version = revision.version();
+        inner.shared.revision.get_or_init(|| version);
+        if revision.sends_initialized() {
+            let context = inner.context().lifecycle(Lifecycle_::Initialized);
+            let message = Message::Notification(Notification::new(Initialized::METHOD, None));
+            inner.transport.send_with(&message, &context).await?;
         }
-        tracing::debug!(server = %session.inner.config.server_name, %version, "connected");
-        Ok(session)
+        tracing::debug!(server = %inner.config.server_name, %version, "connected");
+        Ok(inner)
     }
 
-    /// Connects over transports that `open` makes, opening one more when the
-    /// first attempt shows it is needed: in the default auto mode, a server
-    /// whose transport closes during the 2026-07-28 probe (a strict legacy
-    /// server that exits when the first request is not `initialize`) is
-    /// started again and spoken to with the handshake straight away. Every
-    /// entry point that can start a server again (the runtime, the CLI, the
-    /// `mcp-client` front door) goes through here.
-    ///
-    /// `open` is called once, or twice in that case; each transport it
-    /// returns is closed if the session cannot use it.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use mcp_session::{Session, SessionConfig};
-    /// use mcp_transport::{Transport, TransportError, memory};
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// // A server that is gone at once: both attempts fail, with the reason.
-    /// let mut opened = 0;
-    /// let err = Session::connect_with(
-    ///     || {
-    ///         opened += 1;
-    ///         let (client, server) = memory::pair();
-    ///         drop(server);
-    ///         async move { Ok::<_, TransportError>(Arc::new(client) as Arc<dyn Transport>) }
-    ///     },
-    ///     SessionConfig::new(),
-    /// )
-    /// .await
-    /// .unwrap_err();
-    /// assert!(err.is_closed());
-    /// assert_eq!(opened, 2); // the probe, then the handshake on a fresh transport
-    /// # });
-    /// ```
-    pub async fn connect_with<F, Fut>(
+    /// [`connect`](Self::connect) over transports that `open` makes, opening
+    /// a second one when the first closed during the auto mode's probe (see
+    /// [`Session::connect_with`](crate::Session::connect_with)).
+    pub(crate) async fn connect_with<F, Fut>(
         mut open: F,
         config: SessionConfig,
-    ) -> Result<Session, SessionError>
+    ) -> Result<Inner, SessionError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<Arc<dyn Transport>, TransportError>>,
     {
         let transport = open().await?;
         let probing = config.mode() == ProtocolMode::Auto;
-        match Self::connect_shared(Arc::clone(&transport), config.clone()).await {
+        match Self::connect(Arc::clone(&transport), config.clone()).await {
             Err(e) if probing && e.is_closed() => {
                 tracing::info!(server = %config.server_name, "the server closed during the 2026-07-28 probe ({e}); starting it again with the initialize handshake, in case it refuses any other first request");
                 if let Some(process) = transport.process() {
@@ -355,8 +299,8 @@ impl Session {
                 }
                 transport.close().await;
                 let transport = open().await?;
-                let legacy = config.protocol(ProtocolPin::Mode(ProtocolMode::Handshake));
-                Self::connect_shared(transport, legacy).await
+                let handshake = config.protocol(ProtocolPin::Mode(ProtocolMode::Handshake));
+                Self::connect(transport, handshake).await
             }
             other => other,
         }
@@ -381,8 +325,8 @@ pub(crate) fn merge_capabilities(into: &mut ClientCapabilities, from: ClientCapa
 
 /// What an answer to `server/discover` led to.
 enum Judged {
-    /// The session is modern; this is the server's description.
-    Modern(Box<DiscoverResult>),
+    /// The server answered the discovery; this is its description.
+    Discovered(Box<DiscoverResult>),
     /// The lifecycle goes on.
     Next(Step),
 }
@@ -407,7 +351,7 @@ fn failure_error(failure: Failure, said: Option<&str>) -> SessionError {
             supported,
         },
         Failure::Inconsistent | Failure::Refused => SessionError::InvalidResponse {
-            method: methods::SERVER_DISCOVER.into(),
+            method: ServerDiscover::METHOD.into(),
             reason: "the server refused server/discover while naming 2026-07-28 as supported"
                 .into(),
         },

@@ -120,7 +120,7 @@ pub enum SessionError {
         /// The versions this client speaks.
         supported: Vec<String>,
     },
-    /// A modern-only session met a legacy server.
+    /// A discover-only session met a server that only has the handshake.
     #[error(
         "the server speaks only the initialize handshake (2025-11-25 or older): {reason}; \
          use the legacy or auto protocol mode"
@@ -169,7 +169,7 @@ pub enum SessionError {
         /// The file's URI (or the reference that named it).
         file: String,
         /// What failed.
-        problem: crate::skills::SkillProblem,
+        problem: crate::skill_problem::SkillProblem,
     },
     /// A feature of protocol revision 2026-07-28 on a session that
     /// negotiated an earlier revision.

@@ -64,26 +64,40 @@
 //!
 //! See the crate's tests for complete exchanges.
 
-mod client_handlers;
+// The core: requests, the reader, the pending table, the lifecycle, and
+// the state the reader shares with the features. None of these modules
+// imports a feature.
+mod changes;
 mod config;
+mod conn;
 mod connect;
 mod error;
-mod features;
-pub mod handlers;
 mod intern;
 mod lifecycle;
+mod paging;
 mod parse;
 mod pending;
 mod queue;
 mod reader;
 mod request;
-mod session;
+mod revision;
+mod skill_problem;
+mod subscribers;
+// The features beside the core, each with its own state.
+mod calls;
+mod catalog;
+mod features;
 #[cfg(feature = "validation")]
 mod simple_schema;
 mod skills;
 pub mod subscriptions;
 pub mod tasks;
 mod tools;
+// What an application plugs in to answer the server's requests.
+mod client_handlers;
+pub mod handlers;
+// The facade users hold.
+mod session;
 
 /// MCP's vocabulary (revisions, methods, `_meta` keys, codes, message
 /// types), re-exported from `mcp-protocol`.
@@ -99,6 +113,7 @@ pub use error::{ListBudget, SchemaProblem, SessionError, TimeoutKind};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::Session;
-pub use skills::{LoadedSkill, SkillProblem, VerifiedFile};
+pub use skill_problem::SkillProblem;
+pub use skills::{LoadedSkill, VerifiedFile};
 pub use tasks::{TaskCall, TaskHandle};
 pub use tools::{CatalogTool, ToolCatalog};

@@ -8,22 +8,27 @@
 //! rules (the spec's backward-compatibility section) are tested here on
 //! their own, with no transport.
 
-use mcp_protocol::modern::UnsupportedVersionData;
+use mcp_protocol::discover::UnsupportedVersionData;
 use mcp_protocol::{ProtocolMode, ProtocolVersion, codes};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The revision `server/discover` asks for and a discovered session
+/// settles on: the newest of [`ProtocolVersion::DISCOVER`], named once here.
+pub(crate) const DISCOVERING: ProtocolVersion = ProtocolVersion::V2026_07_28;
+
 /// What the lifecycle asks for next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Step {
-    /// Send `server/discover` (the modern lifecycle, or the auto mode's probe).
+    /// Send `server/discover` (the discover mode's lifecycle, or the auto
+    /// mode's probe).
     Discover,
     /// Send `initialize`, offering this version.
     Initialize(ProtocolVersion),
     /// Settled on 2026-07-28: the discover result is the server's description.
-    Modern,
+    Discovered,
     /// Settled on this handshake version.
-    Legacy(ProtocolVersion),
+    Initialized(ProtocolVersion),
     /// Give up.
     Fail(Failure),
 }
@@ -31,9 +36,9 @@ pub(crate) enum Step {
 /// Why the lifecycle gave up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Failure {
-    /// A modern-only session met a legacy server.
+    /// A discover-only session met a server that only has the handshake.
     LegacyServer,
-    /// The server's own error answer is the reason (a modern refusal such as
+    /// The server's own error answer is the reason (a 2026-07-28 refusal such as
     /// `HeaderMismatch`): the driver reports it as it came.
     Refused,
     /// No version both sides speak.
@@ -94,19 +99,19 @@ impl Lifecycle {
     /// failure other than an HTTP status is not for the lifecycle to judge:
     /// the driver reports it as it is.
     pub(crate) fn on_discover(&mut self, answer: DiscoverAnswer<'_>) -> Step {
-        let ours = [ProtocolVersion::V2026_07_28.as_str()];
+        let ours = [DISCOVERING.as_str()];
         let outcome = match answer {
             DiscoverAnswer::Result(value) => classify_probe(Ok(value), &ours),
             DiscoverAnswer::Error(code, data) => {
                 match classify_probe(Err((code, data)), &ours) {
                     // Refused while listing our version: the spec says to
                     // retry with a listed version — ours, once.
-                    ProbeOutcome::Modern(_) if !self.retried => {
+                    ProbeOutcome::Discovered(_) if !self.retried => {
                         self.retried = true;
                         return Step::Discover;
                     }
-                    ProbeOutcome::Modern(_) => return Step::Fail(Failure::Inconsistent),
-                    ProbeOutcome::ModernError(_) => return Step::Fail(Failure::Refused),
+                    ProbeOutcome::Discovered(_) => return Step::Fail(Failure::Inconsistent),
+                    ProbeOutcome::DiscoverError(_) => return Step::Fail(Failure::Refused),
                     other => other,
                 }
             }
@@ -120,27 +125,27 @@ impl Lifecycle {
             }
         };
         match outcome {
-            ProbeOutcome::Modern(_) => Step::Modern,
+            ProbeOutcome::Discovered(_) => Step::Discovered,
             ProbeOutcome::Legacy if self.fallback => {
                 Step::Initialize(ProtocolVersion::LATEST_HANDSHAKE)
             }
             ProbeOutcome::Legacy => Step::Fail(Failure::LegacyServer),
             // A server that names a handshake version it supports gets the
             // handshake with that version.
-            ProbeOutcome::ModernUnsupported(supported) => ProtocolVersion::HANDSHAKE
+            ProbeOutcome::NoCommonVersion(supported) => ProtocolVersion::HANDSHAKE
                 .into_iter()
                 .find(|v| supported.iter().any(|s| s == v.as_str()))
                 .map_or_else(
                     || {
                         Step::Fail(Failure::VersionMismatch {
-                            offered: ProtocolVersion::V2026_07_28.as_str().into(),
+                            offered: DISCOVERING.as_str().into(),
                             received: supported.join(", "),
                             supported: all(&ProtocolVersion::ALL),
                         })
                     },
                     Step::Initialize,
                 ),
-            ProbeOutcome::ModernError(_) => Step::Fail(Failure::Refused),
+            ProbeOutcome::DiscoverError(_) => Step::Fail(Failure::Refused),
         }
     }
 
@@ -149,7 +154,7 @@ impl Lifecycle {
     /// mismatch.
     pub(crate) fn on_initialize(&self, offered: ProtocolVersion, received: &str) -> Step {
         match received.parse::<ProtocolVersion>() {
-            Ok(v) if v.has_handshake() => Step::Legacy(v),
+            Ok(v) if v.has_handshake() => Step::Initialized(v),
             _ => Step::Fail(Failure::VersionMismatch {
                 offered: offered.as_str().into(),
                 received: received.into(),
@@ -167,21 +172,21 @@ fn all(versions: &[ProtocolVersion]) -> Vec<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub(crate) enum ProbeOutcome {
-    /// A modern server; use this version.
-    Modern(String),
-    /// A modern server that speaks none of our modern versions; these are
-    /// the ones it named.
-    ModernUnsupported(Vec<String>),
+    /// A server that answers discovery; use this version.
+    Discovered(String),
+    /// A server that answers discovery but speaks none of our revisions
+    /// without a handshake; these are the ones it named.
+    NoCommonVersion(Vec<String>),
     /// A legacy server: fall back to `initialize`.
     Legacy,
-    /// A modern server that refused the request with a modern error
+    /// A 2026-07-28 server that refused the request with one of its errors
     /// (`HeaderMismatch`, `MissingRequiredClientCapability`): no fallback.
-    ModernError(i64),
+    DiscoverError(i64),
 }
 
 /// Classifies the answer to a `server/discover` probe, per the stdio
-/// backward-compatibility rules: a discover result or a recognised modern
-/// error means modern; any other error means legacy (never keyed to one code).
+/// backward-compatibility rules: a discover result or a recognised 2026-07-28
+/// error means discovery; any other error means the handshake (never keyed to one code).
 pub(crate) fn classify_probe(
     answer: Result<&Value, (i64, Option<&Value>)>,
     ours: &[&str],
@@ -202,8 +207,8 @@ pub(crate) fn classify_probe(
                 return ProbeOutcome::Legacy;
             };
             match pick(&supported) {
-                Some(v) => ProbeOutcome::Modern(v),
-                None => ProbeOutcome::ModernUnsupported(supported),
+                Some(v) => ProbeOutcome::Discovered(v),
+                None => ProbeOutcome::NoCommonVersion(supported),
             }
         }
         Err((code, data)) if code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
@@ -212,15 +217,15 @@ pub(crate) fn classify_probe(
                 .map(|d| d.supported)
                 .unwrap_or_default();
             match pick(&supported) {
-                Some(v) => ProbeOutcome::Modern(v),
-                None => ProbeOutcome::ModernUnsupported(supported),
+                Some(v) => ProbeOutcome::Discovered(v),
+                None => ProbeOutcome::NoCommonVersion(supported),
             }
         }
         Err((code, _))
             if code == codes::HEADER_MISMATCH
                 || code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY =>
         {
-            ProbeOutcome::ModernError(code)
+            ProbeOutcome::DiscoverError(code)
         }
         Err(_) => ProbeOutcome::Legacy,
     }
@@ -248,14 +253,17 @@ mod tests {
     }
 
     #[test]
-    fn a_discover_result_naming_us_settles_on_modern() {
+    fn a_discover_result_naming_us_settles_on_discovery() {
         let (mut l, _) = started(ProtocolMode::Auto);
         let result = json!({"supportedVersions": ["2026-07-28"]});
-        assert_eq!(l.on_discover(DiscoverAnswer::Result(&result)), Step::Modern);
+        assert_eq!(
+            l.on_discover(DiscoverAnswer::Result(&result)),
+            Step::Discovered
+        );
     }
 
     #[test]
-    fn auto_falls_back_and_modern_does_not() {
+    fn auto_falls_back_and_discover_does_not() {
         for legacy in [
             DiscoverAnswer::Error(-32601, None),
             DiscoverAnswer::Timeout,
@@ -270,21 +278,21 @@ mod tests {
                 "{legacy:?}"
             );
         }
-        let (mut modern, _) = started(ProtocolMode::Discover);
+        let (mut discover, _) = started(ProtocolMode::Discover);
         assert_eq!(
-            modern.on_discover(DiscoverAnswer::Error(-32601, None)),
+            discover.on_discover(DiscoverAnswer::Error(-32601, None)),
             Step::Fail(Failure::LegacyServer)
         );
-        // A result that is no discover result: legacy, so no modern-only session.
-        let (mut modern, _) = started(ProtocolMode::Discover);
+        // A result that is no discover result: the handshake, so no discover-only session.
+        let (mut discover, _) = started(ProtocolMode::Discover);
         let not_discover = json!({"content": []});
         assert_eq!(
-            modern.on_discover(DiscoverAnswer::Result(&not_discover)),
+            discover.on_discover(DiscoverAnswer::Result(&not_discover)),
             Step::Fail(Failure::LegacyServer)
         );
-        let (mut modern, _) = started(ProtocolMode::Discover);
+        let (mut discover, _) = started(ProtocolMode::Discover);
         assert_eq!(
-            modern.on_discover(DiscoverAnswer::HttpStatus(404)),
+            discover.on_discover(DiscoverAnswer::HttpStatus(404)),
             Step::Fail(Failure::Refused)
         );
         // A 500 is no era signal even when probing.
@@ -305,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn modern_refusals_are_not_fallbacks() {
+    fn discover_refusals_are_not_fallbacks() {
         for code in [-32020, -32021] {
             let (mut l, _) = started(ProtocolMode::Auto);
             assert_eq!(
@@ -316,7 +324,7 @@ mod tests {
     }
 
     #[test]
-    fn a_modern_server_without_our_version_gets_a_handshake_it_names() {
+    fn a_discovering_server_without_our_version_gets_a_handshake_it_names() {
         let (mut l, _) = started(ProtocolMode::Auto);
         let data = json!({"supported": ["2027-01-01", "2025-06-18"]});
         assert_eq!(
@@ -337,7 +345,7 @@ mod tests {
         let offered = ProtocolVersion::V2025_11_25;
         assert_eq!(
             l.on_initialize(offered, "2024-11-05"),
-            Step::Legacy(ProtocolVersion::V2024_11_05)
+            Step::Initialized(ProtocolVersion::V2024_11_05)
         );
         for bad in ["2026-07-28", "1999-01-01", ""] {
             assert!(
@@ -356,12 +364,12 @@ mod tests {
         let result = json!({"supportedVersions": ["2026-07-28", "2025-11-25"]});
         assert_eq!(
             classify_probe(Ok(&result), &ours),
-            ProbeOutcome::Modern("2026-07-28".into())
+            ProbeOutcome::Discovered("2026-07-28".into())
         );
         let data = json!({"supported": ["2027-01-01"], "requested": "2026-07-28"});
         assert_eq!(
             classify_probe(Err((-32022, Some(&data))), &ours),
-            ProbeOutcome::ModernUnsupported(vec!["2027-01-01".into()])
+            ProbeOutcome::NoCommonVersion(vec!["2027-01-01".into()])
         );
         for legacy_code in [-32601, -32602, -32600, -32000, 1] {
             assert_eq!(
@@ -369,13 +377,13 @@ mod tests {
                 ProbeOutcome::Legacy
             );
         }
-        for modern_code in [-32020, -32021] {
+        for refusal_code in [-32020, -32021] {
             assert_eq!(
-                classify_probe(Err((modern_code, None)), &ours),
-                ProbeOutcome::ModernError(modern_code)
+                classify_probe(Err((refusal_code, None)), &ours),
+                ProbeOutcome::DiscoverError(refusal_code)
             );
         }
-        // A server that answers anything with a result is not thereby modern.
+        // A server that answers anything with a result does not thereby speak 2026-07-28.
         assert_eq!(
             classify_probe(Ok(&json!({"content": []})), &ours),
             ProbeOutcome::Legacy

@@ -22,7 +22,7 @@ use mcp_protocol::{ProtocolVersion, methods};
 use crate::config::{ClientHandler, NotificationListener, ServerNotification};
 use crate::error::SessionError;
 use crate::pending::{Delivery, Outcome, PendingTable};
-use crate::subscriptions::{Subscribers, SubscriptionEvent, SubscriptionFilter, subscription_id};
+use crate::subscribers::{Subscribers, SubscriptionEvent, SubscriptionFilter, subscription_id};
 
 /// Why the connection closed, kept for every request that asks afterwards.
 #[derive(Debug, Clone)]
@@ -77,7 +77,7 @@ pub(crate) struct Shared {
     /// is stale.
     pub(crate) catalog_changes: AtomicU64,
     /// The lists beside tools that the server said changed.
-    pub(crate) stale: crate::features::Staleness,
+    pub(crate) stale: crate::changes::Staleness,
     pub(crate) handler: Option<Arc<dyn ClientHandler>>,
     pub(crate) on_notification: Option<NotificationListener>,
     pub(crate) notifications_seen: AtomicU64,

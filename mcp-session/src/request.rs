@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcp_jsonrpc::{ErrorResponse, Id, Message, Notification, RawJson, Request, Response};
-use mcp_transport::{Answer, SendContext, Transport, TransportKind};
+use mcp_transport::{Answer, SendContext, Transport};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -15,12 +15,12 @@ use tokio::time::Instant;
 use mcp_protocol::methods;
 
 use crate::config::ProgressListener;
+use crate::conn::Inner;
 use crate::error::SessionError;
 use crate::parse::{parse_result, to_raw_params};
 use crate::pending::{Deadline, Outcome, RequestId};
 use crate::queue;
 use crate::reader;
-use crate::session::Inner;
 
 /// Removes a request from the table if its caller stops waiting (timeout,
 /// or the caller's future was dropped), and tells the server to stop.
@@ -66,16 +66,9 @@ impl Drop for InFlight<'_> {
 }
 
 impl Inner {
-    /// Whether requests mirror tool arguments into `Mcp-Param-*` headers:
-    /// a 2026-07-28 session over streamable HTTP.
-    pub(crate) fn mirrors_headers(&self) -> bool {
-        self.version.mirrors_into_headers()
-            && self.transport.kind() == TransportKind::StreamableHttp
-    }
-
     /// The context of an ordinary message: the session's revision.
     pub(crate) fn context(&self) -> SendContext {
-        SendContext::new().revision(self.version)
+        SendContext::new().revision(self.revision.version())
     }
 
     /// The context of a request about `name` (a tool, a prompt, a resource

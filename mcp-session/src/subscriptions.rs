@@ -15,157 +15,26 @@
 //! the request (on HTTP by closing its stream, on stdio with
 //! `notifications/cancelled`).
 
-use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_jsonrpc::Id;
-use serde_json::Value;
 use tokio::task::JoinHandle;
 
+use mcp_protocol::Listening;
+use mcp_protocol::request::{
+    Request, ResourcesSubscribe, ResourcesUnsubscribe, SubscriptionsListen,
+};
+use mcp_protocol::subscriptions::SubscriptionParams;
+use mcp_protocol::types::{Extra, ResourceParams};
+
 use crate::config::ServerNotification;
-use crate::error::SessionError;
+use crate::conn::{Inner, require};
+use crate::error::{SessionError, TimeoutKind};
 use crate::queue;
+use crate::subscribers::{Subscribers, SubscriptionEvent};
 
-pub use mcp_protocol::modern::SubscriptionFilter;
-
-/// What the reader task hands a subscription.
-#[derive(Debug)]
-pub(crate) enum SubscriptionEvent {
-    Acknowledged(SubscriptionFilter),
-    Notification(ServerNotification),
-    /// The listen request ended: `Ok` when the server closed it gracefully.
-    Ended(Result<(), SessionError>),
-}
-
-/// The open subscriptions of a session, by the id of their listen request;
-/// a subscription of a session before 2026-07-28 (no listen request: the
-/// server sends its notifications untagged) also keeps the filter its
-/// notifications are matched against.
-#[derive(Debug, Default)]
-pub(crate) struct Subscribers(Mutex<HashMap<Id, Entry>>);
-
-#[derive(Debug)]
-pub(crate) struct Entry {
-    tx: queue::Sender<SubscriptionEvent>,
-    /// `Some` for a local subscription (before 2026-07-28).
-    local: Option<SubscriptionFilter>,
-}
-
-impl Subscribers {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Entry>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Opens a local subscription: untagged notifications matching `filter`
-    /// reach it ([`route_untagged`](Self::route_untagged)).
-    pub(crate) fn insert_local(
-        &self,
-        id: Id,
-        filter: SubscriptionFilter,
-        dropped: Arc<AtomicU64>,
-    ) -> queue::Receiver<SubscriptionEvent> {
-        let (tx, rx) = queue::bounded(queue::CAPACITY, dropped);
-        self.map().insert(
-            id,
-            Entry {
-                tx,
-                local: Some(filter),
-            },
-        );
-        rx
-    }
-
-    /// Ends every local subscription (the connection closed) with the
-    /// error `why` gives.
-    pub(crate) fn end_local(&self, why: impl Fn() -> SessionError) {
-        let mut map = self.map();
-        let local: Vec<Id> = map
-            .iter()
-            .filter(|(_, e)| e.local.is_some())
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in local {
-            if let Some(entry) = map.remove(&id) {
-                let _ = entry.tx.send_always(SubscriptionEvent::Ended(Err(why())));
-            }
-        }
-    }
-
-    /// Hands an untagged notification to every local subscription whose
-    /// filter asks for it.
-    pub(crate) fn route_untagged(&self, event: &ServerNotification) {
-        for entry in self.map().values() {
-            if let Some(filter) = &entry.local
-                && wants(filter, event)
-            {
-                entry
-                    .tx
-                    .send(SubscriptionEvent::Notification(event.clone()));
-            }
-        }
-    }
-
-    /// Opens the queue of subscription `id`; notifications it cannot keep up
-    /// with are dropped oldest first and counted in `dropped`.
-    pub(crate) fn insert(
-        &self,
-        id: Id,
-        dropped: Arc<AtomicU64>,
-    ) -> queue::Receiver<SubscriptionEvent> {
-        let (tx, rx) = queue::bounded(queue::CAPACITY, dropped);
-        self.map().insert(id, Entry { tx, local: None });
-        rx
-    }
-
-    /// Ends a subscription with this outcome.
-    pub(crate) fn end(&self, id: &Id, outcome: Result<(), SessionError>) {
-        if let Some(entry) = self.map().remove(id) {
-            let _ = entry.tx.send_always(SubscriptionEvent::Ended(outcome));
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.map().is_empty()
-    }
-
-    /// Hands an event to the subscription with this id. `false` when no open
-    /// subscription has it.
-    pub(crate) fn route(&self, id: &Id, event: SubscriptionEvent) -> bool {
-        match self.map().get(id) {
-            // Notifications may be dropped for newer ones; the
-            // acknowledgment never is.
-            Some(entry) => match event {
-                SubscriptionEvent::Notification(_) => entry.tx.send(event),
-                other => entry.tx.send_always(other),
-            },
-            None => false,
-        }
-    }
-}
-
-/// Whether a filter asks for this notification (a resource update matches
-/// a subscribed URI, or one under it).
-fn wants(filter: &SubscriptionFilter, event: &ServerNotification) -> bool {
-    let on = |flag: Option<bool>| flag == Some(true);
-    match event {
-        ServerNotification::ToolsListChanged => on(filter.tools_list_changed),
-        ServerNotification::ResourcesListChanged => on(filter.resources_list_changed),
-        ServerNotification::PromptsListChanged => on(filter.prompts_list_changed),
-        ServerNotification::ResourceUpdated(u) => filter
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .any(|s| u.uri == *s || u.uri.starts_with(&format!("{}/", s.trim_end_matches('/')))),
-        _ => false,
-    }
-}
-
-/// The subscription id a notification's params carry, if any.
-pub(crate) fn subscription_id(params: Option<&Value>) -> Option<Id> {
-    let id = mcp_protocol::meta::get(params?, mcp_protocol::meta::SUBSCRIPTION_ID)?;
-    serde_json::from_value(id.clone()).ok()
-}
+pub use mcp_protocol::subscriptions::SubscriptionFilter;
 
 /// An open subscription: a `subscriptions/listen` stream (2026-07-28), or
 /// before it a local one over `resources/subscribe` and the notifications
@@ -236,9 +105,174 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         // Dropping the request's future sends the cancellation.
         self.task.abort();
-        self.subscribers.map().remove(&self.id);
+        self.subscribers.remove(&self.id);
         if let Some(f) = self.on_drop.take() {
             f();
         }
     }
+}
+
+/// Opens a subscription (see [`Session::listen`](crate::Session::listen)):
+/// a `subscriptions/listen` stream where the revision listens so, else a
+/// local one.
+pub(crate) async fn listen(
+    core: &Arc<Inner>,
+    filter: SubscriptionFilter,
+) -> Result<Subscription, SessionError> {
+    if core.revision.listening() == Listening::Subscribe {
+        return listen_locally(core, filter).await;
+    }
+    let method = SubscriptionsListen::METHOD;
+    let params = SubscriptionParams {
+        notifications: filter,
+        meta: None,
+        extra: Extra::new(),
+    };
+    let raw = core.params(method, &params)?;
+    let id = core.next_id();
+    let subscribers = Arc::clone(&core.shared.subscribers);
+    let events = subscribers.insert(id.id(), Arc::clone(&core.shared.dropped));
+    let inner = Arc::clone(core);
+    let request_id = id;
+    let task = tokio::spawn(async move {
+        // The stream lasts until either side ends it: no deadline.
+        let forever = Duration::from_secs(100 * 365 * 24 * 3600);
+        let context = inner.context();
+        let outcome = inner
+            .request_raw(request_id, method, Some(raw), forever, None, &context)
+            .await
+            .map(drop);
+        inner.shared.subscribers.end(&request_id.id(), outcome);
+    });
+    // Built first: dropping it on a failure below cancels the request.
+    let mut subscription = Subscription {
+        id: id.id(),
+        acknowledged: SubscriptionFilter::default(),
+        events,
+        task,
+        subscribers,
+        ended: false,
+        on_drop: None,
+    };
+    let timeout = core.config.request_timeout;
+    let acknowledged = tokio::time::timeout(timeout, async {
+        loop {
+            match subscription.events.recv().await {
+                Some(SubscriptionEvent::Acknowledged(filter)) => return Ok(filter),
+                // The spec puts the acknowledgment first; tolerate one late.
+                Some(SubscriptionEvent::Notification(_)) => continue,
+                Some(SubscriptionEvent::Ended(Ok(()))) => {
+                    return Err(SessionError::InvalidResponse {
+                        method: method.into(),
+                        reason: "the server ended the subscription before acknowledging it".into(),
+                    });
+                }
+                Some(SubscriptionEvent::Ended(Err(e))) => return Err(e),
+                None => return Err(SessionError::Closed),
+            }
+        }
+    })
+    .await;
+    match acknowledged {
+        Ok(Ok(filter)) => {
+            subscription.acknowledged = filter;
+            Ok(subscription)
+        }
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(SessionError::timeout(
+            format!("{method} (waiting for its acknowledgment)"),
+            TimeoutKind::Request,
+            timeout,
+            timeout,
+        )),
+    }
+}
+
+/// [`listen`] before 2026-07-28: `resources/subscribe` for each resource
+/// the server can take, and the list changes it declares.
+async fn listen_locally(
+    core: &Arc<Inner>,
+    filter: SubscriptionFilter,
+) -> Result<Subscription, SessionError> {
+    let caps = &core.init.capabilities;
+    let asked = |flag: Option<bool>| flag == Some(true);
+    let mut granted = SubscriptionFilter::new();
+    if asked(filter.tools_list_changed)
+        && caps.tools.as_ref().and_then(|t| t.list_changed) == Some(true)
+    {
+        granted = granted.tools_list_changed();
+    }
+    if asked(filter.resources_list_changed)
+        && caps.resources.as_ref().and_then(|r| r.list_changed) == Some(true)
+    {
+        granted = granted.resources_list_changed();
+    }
+    if asked(filter.prompts_list_changed)
+        && caps.prompts.as_ref().and_then(|p| p.list_changed) == Some(true)
+    {
+        granted = granted.prompts_list_changed();
+    }
+    let can_subscribe = caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+    let mut subscribed = Vec::new();
+    for uri in filter.resource_subscriptions.iter().flatten() {
+        if !can_subscribe {
+            break;
+        }
+        resource_subscription::<ResourcesSubscribe>(core, uri).await?;
+        subscribed.push(uri.clone());
+        granted = granted.resource(uri.clone());
+    }
+    let id = Id::from(format!("local-subscription-{}", core.next_id()));
+    let events = core.shared.subscribers.insert_local(
+        id.clone(),
+        granted.clone(),
+        Arc::clone(&core.shared.dropped),
+    );
+    // Unsubscribing on drop needs the connection; the task holds it.
+    let inner = Arc::clone(core);
+    let on_drop: Box<dyn FnOnce() + Send + Sync> = Box::new(move || {
+        if subscribed.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                for uri in subscribed {
+                    let _ = resource_subscription::<ResourcesUnsubscribe>(&inner, &uri).await;
+                }
+            });
+        }
+    });
+    Ok(Subscription {
+        id,
+        acknowledged: granted,
+        events,
+        task: tokio::spawn(async {}),
+        subscribers: Arc::clone(&core.shared.subscribers),
+        ended: false,
+        on_drop: Some(on_drop),
+    })
+}
+
+/// `resources/subscribe` or `resources/unsubscribe` of `uri` (revisions
+/// before 2026-07-28, whose servers declare `resources.subscribe`).
+pub(crate) async fn resource_subscription<R: Request<Params = ResourceParams>>(
+    core: &Inner,
+    uri: &str,
+) -> Result<(), SessionError> {
+    let subscribe = core
+        .init
+        .capabilities
+        .resources
+        .as_ref()
+        .and_then(|r| r.subscribe)
+        == Some(true);
+    require(subscribe, "resources.subscribe")?;
+    if core.revision.listening() == Listening::Stream {
+        return Err(SessionError::NotSupported(
+            "resources/subscribe on 2026-07-28 (use listen with a resource filter)",
+        ));
+    }
+    let timeout = core.config.request_timeout;
+    core.send_acknowledged::<R>(&ResourceParams::new(uri), timeout, &core.named_context(uri))
+        .await
 }

@@ -19,7 +19,7 @@
 //!   `pollIntervalMs`) until the task ends, whose answer carries the result;
 //!   a task that needs input gets it through the handler and `tasks/update`
 //!   (each request answered once). No `tasks/result`, no `tasks/list`.
-//!   [`Session::call_tool`] follows a task the server returns unasked, so
+//!   [`Session::call_tool`](crate::Session::call_tool) follows a task the server returns unasked, so
 //!   plain callers keep working.
 //!
 //! Every wait is bounded; when the bound passes, the wait ends with
@@ -29,10 +29,11 @@
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_jsonrpc::ErrorObject;
-use mcp_protocol::methods;
+use mcp_protocol::request::{Request, TasksCancel, TasksGet, TasksList, TasksResult, TasksUpdate};
 use mcp_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
 use mcp_protocol::tasks::{
     ListTasksResult, Task, TaskIdParams, TaskMetadata, TaskStatus, TaskSupport,
@@ -41,36 +42,21 @@ use mcp_protocol::types::{CallToolResult, Extra};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::calls::{CallAnswer, StartedTask, answer_input};
+use crate::catalog::Tools;
 use crate::config::CallOptions;
+use crate::conn::Inner;
 use crate::error::SessionError;
+use crate::paging::Page;
 use crate::parse::{parse_result, parse_value};
 use crate::pending::Deadline;
-use crate::session::{CallAnswer, Session};
 
 /// How often to poll a task that gives no interval.
 const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// The shortest interval between polls, whatever the server says.
 const MIN_POLL_INTERVAL: Duration = Duration::from_millis(10);
 
-/// A task as the call that created it returned it.
-#[derive(Debug, Clone)]
-pub(crate) enum StartedTask {
-    /// 2025-11-25's `CreateTaskResult`.
-    Legacy(Box<Task>),
-    /// 2026-07-28's `resultType: "task"`.
-    Modern(Box<DetailedTask>),
-}
-
-impl StartedTask {
-    pub(crate) fn summary(&self) -> Task {
-        match self {
-            StartedTask::Legacy(t) => (**t).clone(),
-            StartedTask::Modern(t) => t.summary(),
-        }
-    }
-}
-
-/// What [`Session::call_tool_as_task`] came to: a task, or (the server's
+/// What [`Session::call_tool_as_task`](crate::Session::call_tool_as_task) came to: a task, or (the server's
 /// choice on 2026-07-28, or a 2025-11-25 server ignoring the request) the
 /// result itself.
 #[derive(Debug)]
@@ -97,13 +83,18 @@ impl TaskCall {
 ///
 /// Holds the session open while it lives.
 pub struct TaskHandle {
-    session: Session,
+    core: Arc<Inner>,
+    /// The session's catalog, for the output check.
+    tools: Arc<Tools>,
     /// The tool it runs, when known (for the output check).
     tool: Option<String>,
     task: Task,
     /// 2026-07-28: the last full answer (input requests, result, error).
     detail: Option<Box<DetailedTask>>,
-    modern: bool,
+    /// Run by the tasks extension (2026-07-28): polled to its end, whose
+    /// answer carries the result; input requests answered with
+    /// `tasks/update`.
+    by_extension: bool,
     /// 2026-07-28: the input requests already answered, by key.
     answered: BTreeSet<String>,
 }
@@ -119,17 +110,23 @@ impl fmt::Debug for TaskHandle {
 }
 
 impl TaskHandle {
-    pub(crate) fn new(session: Session, tool: &str, started: StartedTask) -> Self {
-        let (task, detail, modern) = match started {
-            StartedTask::Legacy(task) => (*task, None, false),
-            StartedTask::Modern(detail) => (detail.summary(), Some(detail), true),
+    pub(crate) fn new(
+        core: Arc<Inner>,
+        tools: Arc<Tools>,
+        tool: &str,
+        started: StartedTask,
+    ) -> Self {
+        let (task, detail, by_extension) = match started {
+            StartedTask::Created(task) => (*task, None, false),
+            StartedTask::Detailed(detail) => (detail.summary(), Some(detail), true),
         };
         TaskHandle {
-            session,
+            core,
+            tools,
             tool: Some(tool.to_owned()),
             task,
             detail,
-            modern,
+            by_extension,
             answered: BTreeSet::new(),
         }
     }
@@ -140,7 +137,7 @@ impl TaskHandle {
     }
 
     /// The tool it runs, when known (a handle from
-    /// [`Session::task_handle`] does not know it).
+    /// [`Session::task_handle`](crate::Session::task_handle) does not know it).
     pub fn tool(&self) -> Option<&str> {
         self.tool.as_deref()
     }
@@ -153,7 +150,7 @@ impl TaskHandle {
     /// Asks the server for the task's state (`tasks/get`), bounded by the
     /// request timeout.
     pub async fn status(&mut self) -> Result<&Task, SessionError> {
-        let timeout = self.session.inner.config.request_timeout;
+        let timeout = self.core.config.request_timeout;
         self.poll(timeout).await?;
         Ok(&self.task)
     }
@@ -183,8 +180,8 @@ impl TaskHandle {
     /// method, [`wait`](Self::wait). Either is bounded by the request
     /// timeout.
     pub async fn result(&mut self) -> Result<CallToolResult, SessionError> {
-        let timeout = self.session.inner.config.request_timeout;
-        if self.modern {
+        let timeout = self.core.config.request_timeout;
+        if self.by_extension {
             return self.wait(timeout).await;
         }
         let mut deadline = Deadline::new(Instant::now(), timeout, timeout);
@@ -195,8 +192,8 @@ impl TaskHandle {
     /// the answer is the cancelled task (see [`last`](Self::last)); on
     /// 2026-07-28 an acknowledgment: the task may still end otherwise.
     pub async fn cancel(&mut self) -> Result<(), SessionError> {
-        let inner = &self.session.inner;
-        if !self.modern
+        let inner = &self.core;
+        if !self.by_extension
             && !inner
                 .init
                 .capabilities
@@ -206,26 +203,25 @@ impl TaskHandle {
         {
             return Err(SessionError::NotSupported("tasks/cancel (tasks.cancel)"));
         }
-        let method = methods::TASKS_CANCEL;
         let params = TaskIdParams::new(self.id());
         let context = inner.named_context(self.id());
-        let answer: Value = inner
-            .request(method, &params, inner.config.request_timeout, &context)
+        let answer = inner
+            .send::<TasksCancel>(&params, inner.config.request_timeout, &context)
             .await?;
-        if !self.modern {
-            self.task = parse_value(method, answer)?;
+        if !self.by_extension {
+            self.task = parse_value(TasksCancel::METHOD, answer)?;
         }
         Ok(())
     }
 
     /// One `tasks/get`, bounded by `timeout`.
     async fn poll(&mut self, timeout: Duration) -> Result<(), SessionError> {
-        let inner = &self.session.inner;
-        let method = methods::TASKS_GET;
+        let inner = &self.core;
+        let method = TasksGet::METHOD;
         let params = TaskIdParams::new(self.id());
         let context = inner.named_context(self.id());
-        let answer: Value = inner.request(method, &params, timeout, &context).await?;
-        if self.modern {
+        let answer = inner.send::<TasksGet>(&params, timeout, &context).await?;
+        if self.by_extension {
             let detail: DetailedTask = parse_value(method, answer)?;
             self.task = detail.summary();
             self.detail = Some(Box::new(detail));
@@ -269,13 +265,13 @@ impl TaskHandle {
         extend: bool,
         on_change: &mut (dyn FnMut(&Task) + Send),
     ) -> Result<CallToolResult, SessionError> {
-        let request_timeout = self.session.inner.config.request_timeout;
+        let request_timeout = self.core.config.request_timeout;
         loop {
             let status = self.task.status.clone();
-            if status.is_terminal() || (!self.modern && status == TaskStatus::InputRequired) {
+            if status.is_terminal() || (!self.by_extension && status == TaskStatus::InputRequired) {
                 return self.finish(deadline).await;
             }
-            let answered = if self.modern && status == TaskStatus::InputRequired {
+            let answered = if self.by_extension && status == TaskStatus::InputRequired {
                 self.answer_inputs(deadline).await?
             } else {
                 false
@@ -327,10 +323,10 @@ impl TaskHandle {
         }
         let mut responses = BTreeMap::new();
         for (key, request) in &asked {
-            responses.insert(key.clone(), self.session.answer_input(request).await?);
+            responses.insert(key.clone(), answer_input(&self.core, request).await?);
         }
         let left = self.remaining(deadline)?;
-        let inner = &self.session.inner;
+        let inner = &self.core;
         let params = UpdateTaskParams {
             task_id: self.task.task_id.clone(),
             input_responses: responses,
@@ -339,8 +335,8 @@ impl TaskHandle {
         };
         let context = inner.named_context(self.id());
         let timeout = left.min(inner.config.request_timeout);
-        let _: Value = inner
-            .request(methods::TASKS_UPDATE, &params, timeout, &context)
+        inner
+            .send_acknowledged::<TasksUpdate>(&params, timeout, &context)
             .await?;
         self.answered.extend(asked.into_iter().map(|(key, _)| key));
         Ok(true)
@@ -354,20 +350,20 @@ impl TaskHandle {
                 message: self.task.status_message.clone(),
             });
         }
-        if !self.modern {
+        if !self.by_extension {
             return self.fetch_result(deadline).await;
         }
         let detail = self.detail.take().unwrap_or_else(|| {
-            // Not reached: a modern handle always has its last answer.
+            // Not reached: an extension handle always has its last answer.
             Box::new(DetailedTask::new(self.id(), self.task.status.clone(), ""))
         });
         let outcome = match (&detail.status, &detail.result, &detail.error) {
             (TaskStatus::Completed, Some(result), _) => {
-                let result: CallToolResult = parse_value(methods::TASKS_GET, result.clone())?;
+                let result: CallToolResult = parse_value(TasksGet::METHOD, result.clone())?;
                 self.checked(result).await
             }
             (TaskStatus::Completed, None, _) => Err(SessionError::InvalidResponse {
-                method: methods::TASKS_GET.into(),
+                method: TasksGet::METHOD.into(),
                 reason: format!("task {} completed without a result", detail.task_id),
             }),
             (_, _, error) => Err(SessionError::TaskFailed {
@@ -389,8 +385,8 @@ impl TaskHandle {
         deadline: &mut Deadline,
     ) -> Result<CallToolResult, SessionError> {
         let left = self.remaining(deadline)?;
-        let inner = &self.session.inner;
-        let method = methods::TASKS_RESULT;
+        let inner = &self.core;
+        let method = TasksResult::METHOD;
         let params = inner.params(method, &TaskIdParams::new(self.id()))?;
         let id = inner.next_id();
         match inner
@@ -398,7 +394,7 @@ impl TaskHandle {
             .await
         {
             Ok(raw) => {
-                let result: CallToolResult = parse_result(method, &raw)?;
+                let result: <TasksResult as Request>::Result = parse_result(method, &raw)?;
                 self.checked(result).await
             }
             Err(SessionError::Protocol { error, .. }) => Err(SessionError::TaskFailed {
@@ -418,39 +414,52 @@ impl TaskHandle {
         let Some(tool) = &self.tool else {
             return Ok(result);
         };
-        let catalog = self.session.catalog(false).await?;
-        self.session.checked_output(&catalog, tool, result)
+        let catalog = self.tools.catalog(&self.core, false).await?;
+        Tools::checked_output(&catalog, tool, result)
     }
 }
 
-impl Session {
-    /// Calls a tool as a task (see the [`tasks`](crate::tasks) module):
-    /// the arguments are checked as [`call_tool_with`](Self::call_tool_with)
-    /// checks them, and `options.task_ttl` asks (2025-11-25) for how long the
-    /// server keeps the task.
-    ///
-    /// A server that does not offer tasks for tool calls (on 2025-11-25, no
-    /// `tasks.requests.tools.call`; on 2026-07-28, no tasks extension) is
-    /// [`SessionError::NotSupported`], and a 2025-11-25 tool whose
-    /// `execution.taskSupport` is absent or `forbidden`
-    /// [`SessionError::TaskForbidden`]; nothing is sent.
-    pub async fn call_tool_as_task(
+impl Page for ListTasksResult {
+    type Item = Task;
+    fn into_parts(self) -> (Vec<Task>, Option<String>, Extra) {
+        (self.tasks, self.next_cursor, self.extra)
+    }
+}
+
+/// The tasks feature of a session: tool calls run as tasks, and handles on
+/// tasks. It keeps no state of its own: a task's is its [`TaskHandle`]'s.
+pub(crate) struct Tasks<'a> {
+    core: &'a Arc<Inner>,
+    tools: &'a Arc<Tools>,
+    /// The session's revision runs tasks by the extension (2026-07-28),
+    /// not by request (2025-11-25): asked of the revision once, here.
+    by_extension: bool,
+}
+
+impl<'a> Tasks<'a> {
+    /// The tasks feature over this core and catalog.
+    pub(crate) fn new(core: &'a Arc<Inner>, tools: &'a Arc<Tools>) -> Self {
+        Tasks {
+            core,
+            tools,
+            by_extension: core.revision.tasks_by_extension(),
+        }
+    }
+
+    /// Behind [`Session::call_tool_as_task`](crate::Session::call_tool_as_task).
+    pub(crate) async fn call_as_task(
         &self,
         name: &str,
         arguments: Value,
         options: CallOptions,
     ) -> Result<TaskCall, SessionError> {
         let metadata;
-        let task = if self.inner.version.tasks() == mcp_protocol::TaskModel::Extension {
-            self.tasks_offered()?;
+        self.offered()?;
+        let task = if self.by_extension {
             None
         } else {
-            self.tasks_offered()?;
-            let mut catalog = self.catalog(false).await?;
-            if catalog.get(name).is_none() {
-                catalog = self.refresh_tools().await?;
-            }
-            let entry = self.checked_entry(&catalog, name, &arguments)?;
+            let catalog = self.tools.catalog_naming(self.core, name).await?;
+            let entry = Tools::checked_entry(self.core, &catalog, name, &arguments)?;
             if TaskSupport::of(entry.tool().as_ref()) == TaskSupport::Forbidden {
                 return Err(SessionError::TaskForbidden {
                     tool: name.to_owned(),
@@ -464,46 +473,52 @@ impl Session {
             };
             Some(&metadata)
         };
-        match self.call_inner(name, &arguments, &options, task).await? {
-            CallAnswer::Complete(result, catalog) => Ok(TaskCall::Complete(
-                self.checked_output(&catalog, name, result)?,
-            )),
-            CallAnswer::Task(started) => {
-                Ok(TaskCall::Task(TaskHandle::new(self.clone(), name, started)))
-            }
+        match self
+            .tools
+            .call(self.core, name, &arguments, &options, task)
+            .await?
+        {
+            CallAnswer::Complete(result, catalog) => Ok(TaskCall::Complete(Tools::checked_output(
+                &catalog, name, result,
+            )?)),
+            CallAnswer::Task(started) => Ok(TaskCall::Task(TaskHandle::new(
+                Arc::clone(self.core),
+                Arc::clone(self.tools),
+                name,
+                started,
+            ))),
         }
     }
 
-    /// A handle on a task this client created before (its id kept, say,
-    /// across a restart), with its state from `tasks/get`. The tool is not
-    /// known, so its result is not checked against an output schema.
-    pub async fn task_handle(&self, task_id: &str) -> Result<TaskHandle, SessionError> {
-        self.tasks_offered()?;
-        let modern = self.inner.version.tasks() == mcp_protocol::TaskModel::Extension;
+    /// Behind [`Session::task_handle`](crate::Session::task_handle).
+    pub(crate) async fn handle(&self, task_id: &str) -> Result<TaskHandle, SessionError> {
+        self.offered()?;
+        let by_extension = self.by_extension;
         let placeholder = Task::new(task_id, TaskStatus::Working, "");
         let mut handle = TaskHandle {
-            session: self.clone(),
+            core: Arc::clone(self.core),
+            tools: Arc::clone(self.tools),
             tool: None,
-            detail: modern.then(|| Box::new(DetailedTask::new(task_id, TaskStatus::Working, ""))),
+            detail: by_extension
+                .then(|| Box::new(DetailedTask::new(task_id, TaskStatus::Working, ""))),
             task: placeholder,
-            modern,
+            by_extension,
             answered: BTreeSet::new(),
         };
         handle.status().await?;
         Ok(handle)
     }
 
-    /// The server's tasks, every page (`tasks/list`, 2025-11-25; the
-    /// 2026-07-28 extension has no list). Needs the server's `tasks.list`.
-    pub async fn list_tasks(&self) -> Result<Vec<Task>, SessionError> {
-        if self.inner.version.tasks() == mcp_protocol::TaskModel::Extension {
+    /// Behind [`Session::list_tasks`](crate::Session::list_tasks).
+    pub(crate) async fn list(&self) -> Result<Vec<Task>, SessionError> {
+        if self.by_extension {
             return Err(SessionError::NotSupported(
                 "tasks/list on 2026-07-28 (the tasks extension has no list: keep the ids of the \
                  tasks you create)",
             ));
         }
         let declared = self
-            .inner
+            .core
             .init
             .capabilities
             .tasks
@@ -512,20 +527,20 @@ impl Session {
         if !declared {
             return Err(SessionError::NotSupported("tasks/list (tasks.list)"));
         }
-        Ok(self.pages::<ListTasksResult>(methods::TASKS_LIST).await?.0)
+        Ok(self.core.pages::<TasksList>().await?.0)
     }
 
     /// Whether tool calls may run as tasks on this server, in this
     /// session's revision.
-    fn tasks_offered(&self) -> Result<(), SessionError> {
-        let caps = &self.inner.init.capabilities;
-        if self.inner.version.tasks() == mcp_protocol::TaskModel::Extension {
+    fn offered(&self) -> Result<(), SessionError> {
+        let caps = &self.core.init.capabilities;
+        if self.by_extension {
             if !extension::offered_by(caps) {
                 return Err(SessionError::NotSupported(
                     "tasks (the io.modelcontextprotocol/tasks extension)",
                 ));
             }
-            if !self.inner.config.tasks_extension {
+            if !self.core.config.tasks_extension {
                 return Err(SessionError::NotSupported(
                     "tasks with this client's settings (SessionConfig::tasks_extension is off, \
                      so the extension is not declared)",

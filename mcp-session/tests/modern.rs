@@ -45,7 +45,7 @@ fn echo_tools(ttl: Option<u64>) -> Value {
 }
 
 /// A modern-only server: every request must carry `_meta`.
-fn modern_server(
+fn discover_server(
     list_ttl: Option<u64>,
     call: impl Fn(&Value) -> Reply + Send + Sync + 'static,
 ) -> common::Script {
@@ -75,8 +75,8 @@ fn echo_reply(p: &Value) -> Reply {
 }
 
 #[tokio::test]
-async fn modern_session_discovers_and_sends_meta_on_every_request() {
-    let (t, fake) = start(modern_server(None, echo_reply));
+async fn a_discovered_session_sends_meta_on_every_request() {
+    let (t, fake) = start(discover_server(None, echo_reply));
     let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
@@ -167,8 +167,8 @@ async fn auto_mode_falls_back_when_the_probe_goes_unanswered() {
 }
 
 #[tokio::test]
-async fn auto_mode_stays_modern_with_a_modern_server() {
-    let (t, fake) = start(modern_server(None, echo_reply));
+async fn auto_mode_stays_on_discovery_with_a_discovering_server() {
+    let (t, fake) = start(discover_server(None, echo_reply));
     let s = Session::connect_shared(t, config(ProtocolMode::Auto))
         .await
         .unwrap();
@@ -212,7 +212,7 @@ async fn unsupported_version_error_picks_a_listed_handshake_version() {
 }
 
 #[tokio::test]
-async fn modern_only_refuses_a_legacy_server_clearly() {
+async fn discover_only_refuses_a_handshake_server_clearly() {
     let (t, fake) = start(Arc::new(|_: &Request| {
         Reply::Err(-32601, "Method not found")
     }));
@@ -243,7 +243,7 @@ impl ClientHandler for Answers {
 
 #[tokio::test]
 async fn input_required_results_are_answered_and_retried() {
-    let (t, fake) = start(modern_server(None, |p| {
+    let (t, fake) = start(discover_server(None, |p| {
         if p.get("inputResponses").is_none() {
             return Reply::Ok(json!({
                 "resultType": "input_required",
@@ -291,7 +291,7 @@ async fn input_required_results_are_answered_and_retried() {
 async fn without_a_handler_elicitation_is_declined_and_rounds_are_bounded() {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let a2 = Arc::clone(&asked);
-    let (t, _fake) = start(modern_server(None, move |p| {
+    let (t, _fake) = start(discover_server(None, move |p| {
         a2.lock().unwrap().push(p.get("inputResponses").cloned());
         // Never satisfied, and no requestState: the client must not invent one.
         assert!(p.get("requestState").is_none());
@@ -311,7 +311,7 @@ async fn without_a_handler_elicitation_is_declined_and_rounds_are_bounded() {
 
 #[tokio::test]
 async fn sampling_without_a_handler_is_an_error_not_a_guess() {
-    let (t, _fake) = start(modern_server(None, |_| {
+    let (t, _fake) = start(discover_server(None, |_| {
         Reply::Ok(
             json!({"resultType": "input_required", "inputRequests": {"s": {
             "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}}}),
@@ -327,7 +327,7 @@ async fn sampling_without_a_handler_is_an_error_not_a_guess() {
 
 #[tokio::test(start_paused = true)]
 async fn list_ttl_drives_the_catalog_cache() {
-    let (t, fake) = start(modern_server(Some(1_000), echo_reply));
+    let (t, fake) = start(discover_server(Some(1_000), echo_reply));
     let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
@@ -344,8 +344,8 @@ async fn list_ttl_drives_the_catalog_cache() {
 }
 
 #[tokio::test]
-async fn missing_ttl_means_immediately_stale_for_modern_servers() {
-    let (t, fake) = start(modern_server(None, echo_reply));
+async fn missing_ttl_means_immediately_stale_on_2026_07_28() {
+    let (t, fake) = start(discover_server(None, echo_reply));
     let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
         .unwrap();
@@ -358,8 +358,8 @@ async fn missing_ttl_means_immediately_stale_for_modern_servers() {
 }
 
 #[tokio::test]
-async fn modern_error_codes_are_explained() {
-    let (t, _fake) = start(modern_server(None, |_| {
+async fn discover_error_codes_are_explained() {
+    let (t, _fake) = start(discover_server(None, |_| {
         Reply::ErrData(
             -32021,
             "Server requires the elicitation capability",
@@ -379,8 +379,8 @@ async fn modern_error_codes_are_explained() {
 }
 
 #[tokio::test]
-async fn a_pinned_modern_version_means_modern_mode() {
-    let (t, fake) = start(modern_server(None, echo_reply));
+async fn a_pinned_2026_07_28_version_means_discover_mode() {
+    let (t, fake) = start(discover_server(None, echo_reply));
     let cfg = config(ProtocolMode::Handshake).protocol(mcp_session::ProtocolPin::Version(
         ProtocolVersion::V2026_07_28,
     ));

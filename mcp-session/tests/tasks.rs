@@ -325,13 +325,13 @@ async fn tasks_are_listed_page_by_page_and_status_notifications_typed() {
 
 // ---- 2026-07-28: the tasks extension ----
 
-fn modern_config() -> SessionConfig {
+fn extension_config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
         .protocol(ProtocolPin::Mode(ProtocolMode::Discover))
 }
 
-fn modern_task(id: &str, status: &str) -> Value {
+fn detailed_task(id: &str, status: &str) -> Value {
     json!({"resultType": "complete", "taskId": id, "status": status,
            "createdAt": "2026-07-28T10:30:00Z", "lastUpdatedAt": "2026-07-28T10:30:00Z",
            "ttlMs": 60000, "pollIntervalMs": 200})
@@ -339,7 +339,7 @@ fn modern_task(id: &str, status: &str) -> Value {
 
 /// A 2026-07-28 server with the tasks extension (unless `offer` is false):
 /// `tools/call` answers with a task; `tasks/get` answers `poll(n)`.
-fn modern_server(
+fn extension_server(
     offer: bool,
     poll: impl Fn(usize) -> Value + Send + Sync + 'static,
 ) -> common::Script {
@@ -369,7 +369,7 @@ fn modern_server(
                         .get(TASKS_EXT)
                         .is_some();
                 if declared {
-                    let mut created = modern_task("m-1", "working");
+                    let mut created = detailed_task("m-1", "working");
                     created["resultType"] = json!("task");
                     Reply::Ok(created)
                 } else {
@@ -385,7 +385,7 @@ fn modern_server(
 }
 
 fn completed(n: i64) -> Value {
-    let mut t = modern_task("m-1", "completed");
+    let mut t = detailed_task("m-1", "completed");
     t["result"] =
         json!({"content": [{"type": "text", "text": "done"}], "structuredContent": {"n": n}});
     t
@@ -393,14 +393,16 @@ fn completed(n: i64) -> Value {
 
 #[tokio::test(start_paused = true)]
 async fn call_tool_follows_a_task_the_server_returns_unasked() {
-    let (t, fake) = start(modern_server(true, |n| {
+    let (t, fake) = start(extension_server(true, |n| {
         if n < 3 {
-            modern_task("m-1", "working")
+            detailed_task("m-1", "working")
         } else {
             completed(3)
         }
     }));
-    let s = Session::connect_shared(t, modern_config()).await.unwrap();
+    let s = Session::connect_shared(t, extension_config())
+        .await
+        .unwrap();
     let started = Instant::now();
     let result = s.call_tool("job", json!({"n": 3})).await.unwrap();
     assert_eq!(result.structured_content, Some(json!({"n": 3})));
@@ -432,11 +434,14 @@ async fn call_tool_follows_a_task_the_server_returns_unasked() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_modern_call_waiting_on_a_task_is_bounded_by_its_timeout() {
-    let (t, fake) = start(modern_server(true, |_| modern_task("m-1", "working")));
-    let s = Session::connect_shared(t, modern_config().max_total_timeout(Duration::from_secs(5)))
-        .await
-        .unwrap();
+async fn an_extension_call_waiting_on_a_task_is_bounded_by_its_timeout() {
+    let (t, fake) = start(extension_server(true, |_| detailed_task("m-1", "working")));
+    let s = Session::connect_shared(
+        t,
+        extension_config().max_total_timeout(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap();
     let started = Instant::now();
     let err = s
         .call_tool_with(
@@ -453,10 +458,10 @@ async fn a_modern_call_waiting_on_a_task_is_bounded_by_its_timeout() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_modern_task_asking_for_input_gets_one_update_per_request() {
-    let (t, fake) = start(modern_server(true, |n| match n {
+async fn an_extension_task_asking_for_input_gets_one_update_per_request() {
+    let (t, fake) = start(extension_server(true, |n| match n {
         1 | 2 => {
-            let mut t = modern_task("m-1", "input_required");
+            let mut t = detailed_task("m-1", "input_required");
             t["inputRequests"] = json!({"name": {"method": "elicitation/create", "params": {
                 "mode": "form", "message": "Name?", "requestedSchema": {"type": "object",
                 "properties": {"name": {"type": "string", "default": "octocat"}}}}}});
@@ -466,7 +471,7 @@ async fn a_modern_task_asking_for_input_gets_one_update_per_request() {
     }));
     let s = Session::connect_shared(
         t,
-        modern_config().handler(DefaultsElicitationHandler::new()),
+        extension_config().handler(DefaultsElicitationHandler::new()),
     )
     .await
     .unwrap();
@@ -501,14 +506,16 @@ async fn a_modern_task_asking_for_input_gets_one_update_per_request() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn modern_failures_cancellation_and_refusals() {
-    let (t, _fake) = start(modern_server(true, |_| {
-        let mut t = modern_task("m-1", "failed");
+async fn extension_failures_cancellation_and_refusals() {
+    let (t, _fake) = start(extension_server(true, |_| {
+        let mut t = detailed_task("m-1", "failed");
         t["statusMessage"] = json!("Tool execution failed");
         t["error"] = json!({"code": -32603, "message": "API rate limit exceeded"});
         t
     }));
-    let s = Session::connect_shared(t, modern_config()).await.unwrap();
+    let s = Session::connect_shared(t, extension_config())
+        .await
+        .unwrap();
     let err = s.call_tool("job", json!({})).await.unwrap_err();
     let SessionError::TaskFailed { error, .. } = &err else {
         panic!("{err}")
@@ -517,8 +524,12 @@ async fn modern_failures_cancellation_and_refusals() {
     let err = s.list_tasks().await.unwrap_err();
     assert!(err.to_string().contains("no list"), "{err}");
 
-    let (t, fake) = start(modern_server(true, |_| modern_task("m-1", "cancelled")));
-    let s = Session::connect_shared(t, modern_config()).await.unwrap();
+    let (t, fake) = start(extension_server(true, |_| {
+        detailed_task("m-1", "cancelled")
+    }));
+    let s = Session::connect_shared(t, extension_config())
+        .await
+        .unwrap();
     let TaskCall::Task(mut handle) = s
         .call_tool_as_task("job", json!({}), CallOptions::new())
         .await
@@ -532,8 +543,10 @@ async fn modern_failures_cancellation_and_refusals() {
     assert_eq!(count(&fake, "tasks/cancel"), 1);
 
     // No extension on the server: nothing is sent.
-    let (t, fake) = start(modern_server(false, |_| completed(1)));
-    let s = Session::connect_shared(t, modern_config()).await.unwrap();
+    let (t, fake) = start(extension_server(false, |_| completed(1)));
+    let s = Session::connect_shared(t, extension_config())
+        .await
+        .unwrap();
     let err = s
         .call_tool_as_task("job", json!({}), CallOptions::new())
         .await
@@ -542,8 +555,8 @@ async fn modern_failures_cancellation_and_refusals() {
     assert_eq!(fake.methods(), ["server/discover"]);
 
     // A client that leaves the extension out gets plain results.
-    let (t, fake) = start(modern_server(true, |_| completed(1)));
-    let s = Session::connect_shared(t, modern_config().tasks_extension(false))
+    let (t, fake) = start(extension_server(true, |_| completed(1)));
+    let s = Session::connect_shared(t, extension_config().tasks_extension(false))
         .await
         .unwrap();
     let result = s.call_tool("job", json!({})).await.unwrap();
