@@ -1,5 +1,5 @@
 //! [`OAuthClient`]: the MCP authorization flow, driven. It implements the
-//! transport's [`Authorizer`]: every request gets the current token, and a
+//! HTTP client's [`Authorizer`]: every request gets the current token, and a
 //! 401 or 403 runs the part of the flow it calls for (a refresh, a whole
 //! authorization, a step-up to more scopes). The decisions are the IO-free
 //! functions of this crate; this module only fetches, stores and waits.
@@ -8,11 +8,10 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use mcp_transport::TransportError;
-use mcp_transport::http::auth::{
+use mcp_http::auth::{
     AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
 };
-use mcp_transport::http::{HttpOptions, WebClient};
+use mcp_http::{ClientOptions, HttpError, WebClient};
 use serde_json::json;
 
 use crate::AuthError;
@@ -62,8 +61,9 @@ mod exchange;
 pub use config::{Grant, OAuthConfig};
 
 /// The MCP OAuth client (see the module docs). Cheap to clone; clones share
-/// their state. Give it to the transport with
-/// [`HttpOptions::authorizer`](mcp_transport::http::HttpOptions::authorizer).
+/// their state. Give it to an HTTP transport with `mcp-transport`'s
+/// `HttpOptions::authorizer`, or to any [`mcp_http::Client`] with
+/// [`ClientOptions::authorizer`].
 #[derive(Clone, Debug)]
 pub struct OAuthClient {
     inner: Arc<Inner>,
@@ -127,14 +127,16 @@ fn now_unix() -> u64 {
 
 impl OAuthClient {
     /// A client for one server, keeping its state in `store` and fetching
-    /// with `http`'s TLS roots and timeouts. Tokens already stored for the
-    /// server are used from the first request. `agent` lets it send a user
+    /// with `http`'s TLS roots, timeouts and proxy (a [`ClientOptions`], or
+    /// a transport's `HttpOptions`; their headers and authorizer are left
+    /// out). Tokens already stored for the server are used from the first
+    /// request. `agent` lets it send a user
     /// to authorize (a browser and a loopback listener, or a redirect
     /// follower); without one, a needed login is an error that names
     /// [`OAuthConfig::login_hint`] (the runtime never opens a browser).
     pub fn new(
         config: OAuthConfig,
-        http: &HttpOptions,
+        http: impl Into<ClientOptions>,
         store: Arc<dyn TokenStore>,
         agent: Option<Arc<dyn UserAgent>>,
     ) -> Result<Self, AuthError> {
@@ -698,8 +700,8 @@ fn current_of(entry: &StoredAuth, generation: u64) -> Current {
     }
 }
 
-fn transport_error(target: &RequestTarget, e: AuthError) -> TransportError {
-    TransportError::Unauthorized {
+fn transport_error(target: &RequestTarget, e: AuthError) -> HttpError {
+    HttpError::Unauthorized {
         url: format!(
             "{} {}",
             target.method,
@@ -713,7 +715,7 @@ impl Authorizer for OAuthClient {
     fn credentials<'a>(
         &'a self,
         target: &'a RequestTarget,
-    ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+    ) -> AuthFuture<'a, Result<Option<Credentials>, HttpError>> {
         Box::pin(async move {
             self.credentials_now(target)
                 .await
@@ -724,7 +726,7 @@ impl Authorizer for OAuthClient {
     fn challenged<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+    ) -> AuthFuture<'a, Result<AuthDecision, HttpError>> {
         Box::pin(async move {
             self.on_challenge(challenge)
                 .await

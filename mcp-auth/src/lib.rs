@@ -1,11 +1,12 @@
 //! The MCP OAuth 2.1 client flow (MCP authorization, revisions 2025-03-26
 //! through 2026-07-28): its decisions, IO-free, and (feature `client`, on
-//! by default) the driver that runs them over the transports' HTTP client.
+//! by default) the driver that runs them over `mcp-http`, the HTTP client
+//! the transports use too (this crate does not depend on the transports).
 //!
 //! The decision modules fetch nothing, listen nowhere, open no browser,
 //! read no clock and store no token: each takes what was received and says
 //! what to do next, and every branch is unit-tested. The driver is
-//! [`client::OAuthClient`], an `mcp_transport` `Authorizer` that an HTTP
+//! [`client::OAuthClient`], an `mcp_http` `Authorizer` that an HTTP
 //! transport takes in its options; it keeps tokens in a [`store::TokenStore`]
 //! (a file per server in the user's config folder, or memory) and sends a
 //! user to authorize through an [`agent::UserAgent`] (a browser and a

@@ -17,7 +17,7 @@ use mcp_auth::agent::{Launcher, LoopbackAgent};
 use mcp_auth::client::{OAuthClient, OAuthConfig};
 use mcp_auth::store::{FileStore, StoredAuth, TokenStore};
 use mcp_config::{OAuthSettings, ResolvedServer};
-use mcp_transport::TransportError;
+use mcp_transport::http::HttpError;
 use mcp_transport::http::HttpOptions;
 use mcp_transport::http::auth::{
     AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
@@ -171,7 +171,7 @@ impl Authorizer for Scrubbed {
     fn credentials<'a>(
         &'a self,
         target: &'a RequestTarget,
-    ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+    ) -> AuthFuture<'a, Result<Option<Credentials>, HttpError>> {
         Box::pin(async move {
             let credentials = self.0.credentials(target).await?;
             let sent = credentials
@@ -188,7 +188,7 @@ impl Authorizer for Scrubbed {
     fn challenged<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+    ) -> AuthFuture<'a, Result<AuthDecision, HttpError>> {
         self.0.challenged(challenge)
     }
 }
@@ -421,7 +421,7 @@ mod tests {
         fn credentials<'a>(
             &'a self,
             _target: &'a RequestTarget,
-        ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+        ) -> AuthFuture<'a, Result<Option<Credentials>, HttpError>> {
             Box::pin(async move {
                 let mut c = Credentials::default();
                 let value = format!("Bearer {}", self.0).parse().unwrap();
@@ -433,7 +433,7 @@ mod tests {
         fn challenged<'a>(
             &'a self,
             _challenge: &'a AuthChallenge,
-        ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+        ) -> AuthFuture<'a, Result<AuthDecision, HttpError>> {
             Box::pin(async { Ok(AuthDecision::GiveUp) })
         }
     }
