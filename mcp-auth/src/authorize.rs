@@ -3,8 +3,8 @@
 
 use crate::discovery::check_endpoint;
 use crate::error::{DESCRIPTION_CHARS, ERROR_CODE_CHARS, peer_text};
-use crate::uri::redact;
 use crate::{AuthError, Secret};
+use mcp_protocol::endpoint::redact_url;
 
 /// What goes into the authorization request URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,13 +131,13 @@ impl PendingAuthorization {
         match (iss, self.iss_supported) {
             (Some(found), _) if found != self.issuer => {
                 return Err(AuthError::IssuerMismatch {
-                    expected: redact(&self.issuer),
-                    found: redact(&found),
+                    expected: redact_url(&self.issuer),
+                    found: redact_url(&found),
                 });
             }
             (None, Some(true)) => {
                 return Err(AuthError::IssuerMissing {
-                    issuer: redact(&self.issuer),
+                    issuer: redact_url(&self.issuer),
                 });
             }
             _ => {}

@@ -4,6 +4,7 @@
 //! authorization, a step-up to more scopes). The decisions are the IO-free
 //! functions of this crate; this module only fetches, stores and waits.
 
+use mcp_protocol::endpoint::redact_url;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -376,14 +377,14 @@ impl OAuthClient {
                             "{} refused the request and publishes no OAuth metadata: if it \
                              takes an API key or a token, pass it in a header; if it uses \
                              OAuth, {}",
-                            crate::uri::redact(&config.server_url),
+                            redact_url(&config.server_url),
                             config.login_hint
                         )));
                     }
                     return Err(self.needs_login(&format!(
                         "{} needs a login with {}",
-                        crate::uri::redact(&config.server_url),
-                        crate::uri::redact(&discovered.issuer)
+                        redact_url(&config.server_url),
+                        redact_url(&discovered.issuer)
                     )));
                 };
                 let redirect = agent.prepare().await?;
@@ -416,7 +417,7 @@ impl OAuthClient {
                     scopes: scopes.clone(),
                 };
                 let url = request.url()?;
-                tracing::info!(issuer = %crate::uri::redact(&discovered.issuer), "authorizing");
+                tracing::info!(issuer = %redact_url(&discovered.issuer), "authorizing");
                 let query = redirect.wait(url, pending.state.clone()).await?;
                 let code = pending.accept(&query)?;
                 // The registration is kept once a code proves it works.
@@ -702,11 +703,7 @@ fn current_of(entry: &StoredAuth, generation: u64) -> Current {
 
 fn transport_error(target: &RequestTarget, e: AuthError) -> HttpError {
     HttpError::Unauthorized {
-        url: format!(
-            "{} {}",
-            target.method,
-            crate::uri::redact(&target.uri.to_string())
-        ),
+        url: format!("{} {}", target.method, redact_url(&target.uri)),
         message: e.to_string(),
     }
 }

@@ -7,7 +7,9 @@
 //! them and stops at the first that answers with a usable document.
 
 use crate::AuthError;
-use crate::uri::{Url, redact};
+use mcp_protocol::endpoint::redact_url;
+
+use crate::uri::Url;
 
 const PRM_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 pub(crate) const OAUTH_WELL_KNOWN: &str = "/.well-known/oauth-authorization-server";
@@ -42,7 +44,7 @@ pub fn protected_resource_metadata_urls(
         if url.fragment {
             return Err(AuthError::InvalidUrl {
                 what: "resource_metadata URL",
-                url: redact(from_challenge),
+                url: redact_url(from_challenge),
                 reason: "it has a fragment",
             });
         }
@@ -86,7 +88,7 @@ pub fn authorization_server_metadata_urls(issuer: &str) -> Result<Vec<String>, A
     if url.query.is_some() {
         return Err(AuthError::InvalidUrl {
             what: "authorization server issuer",
-            url: redact(issuer),
+            url: redact_url(issuer),
             reason: "an issuer has no query component",
         });
     }
@@ -160,7 +162,7 @@ pub(crate) fn check_endpoint(url: &str, what: &'static str) -> Result<Url, AuthE
     let parsed = Url::parse(url, what)?;
     let insecure = |reason| AuthError::InsecureUrl {
         what,
-        url: redact(url),
+        url: redact_url(url),
         reason,
     };
     if parsed.userinfo {

@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 use crate::AuthError;
 use crate::canonical::canonical;
 use crate::discovery::check_endpoint;
-use crate::uri::{Url, redact};
+use mcp_protocol::endpoint::redact_url;
+
+use crate::uri::Url;
 
 /// OAuth 2.0 protected resource metadata (RFC 9728 §2), as an MCP server
 /// publishes it.
@@ -61,8 +63,8 @@ impl ProtectedResourceMetadata {
         let server = Url::parse(server_url, "server URL")?;
         let expected = canonical(&server);
         let mismatch = || AuthError::ResourceMismatch {
-            expected: redact(&expected),
-            found: redact(&self.resource),
+            expected: redact_url(&expected),
+            found: redact_url(&self.resource),
         };
         let published = Url::parse(&self.resource, "resource").map_err(|_| mismatch())?;
         if published.fragment {
@@ -176,7 +178,7 @@ impl AuthorizationServerMetadata {
             .is_some_and(|m| m.iter().any(|m| m == "S256"));
         if !s256 {
             return Err(AuthError::PkceUnsupported {
-                issuer: redact(&self.issuer),
+                issuer: redact_url(&self.issuer),
             });
         }
         Ok(())
@@ -219,8 +221,8 @@ impl AuthorizationServerMetadata {
         });
         if !names_origin {
             return Err(AuthError::IssuerMismatch {
-                expected: redact(&expected),
-                found: redact(&self.issuer),
+                expected: redact_url(&expected),
+                found: redact_url(&self.issuer),
             });
         }
         Ok(())
@@ -236,8 +238,8 @@ impl AuthorizationServerMetadata {
     fn check_issuer(&self, issuer_used: &str) -> Result<(), AuthError> {
         if self.issuer != issuer_used {
             return Err(AuthError::IssuerMismatch {
-                expected: redact(issuer_used),
-                found: redact(&self.issuer),
+                expected: redact_url(issuer_used),
+                found: redact_url(&self.issuer),
             });
         }
         Ok(())
@@ -246,7 +248,7 @@ impl AuthorizationServerMetadata {
     fn endpoint(&self, url: Option<&str>, what: &'static str) -> Result<(), AuthError> {
         let url = url.ok_or_else(|| AuthError::InvalidMetadata {
             what: AS_METADATA,
-            reason: format!("{} publishes no {what}", redact(&self.issuer)),
+            reason: format!("{} publishes no {what}", redact_url(&self.issuer)),
         })?;
         check_endpoint(url, what).map(drop)
     }
@@ -452,12 +454,15 @@ mod tests {
             );
         }
         // The message says what was claimed and what was expected, with
-        // neither user info nor query.
+        // neither user info nor query (each shown as `<redacted>`).
         let err = with("https://user:pw@evil.example/x?token=1")
             .check_origin_issuer("https://auth.example.com/mcp")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("https://evil.example/x"), "{err}");
+        assert!(
+            err.contains("https://<redacted>@evil.example/x?<redacted>"),
+            "{err}"
+        );
         assert!(
             err.contains("https://auth.example.com was expected"),
             "{err}"

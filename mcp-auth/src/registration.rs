@@ -2,6 +2,7 @@
 //! Document, or dynamic client registration (RFC 7591), in the
 //! specification's order, and the registration messages.
 
+use mcp_protocol::endpoint::redact_url;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -85,7 +86,7 @@ pub fn check_cimd_url(url: &str) -> Result<(), AuthError> {
     if parsed.scheme != "https" || parsed.path_or_empty().is_empty() {
         return Err(AuthError::InvalidUrl {
             what: "client id metadata document URL",
-            url: crate::uri::redact(url),
+            url: redact_url(url),
             reason: "it must be an https URL with a path",
         });
     }
