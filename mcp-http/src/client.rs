@@ -13,6 +13,7 @@ use hyper::{Method, Request, Response, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 
 use crate::auth::{AuthDecision, MAX_AUTH_RETRIES, RequestTarget, challenge_of};
+use crate::error::timed_out;
 use crate::pool::{Pool, PoolError};
 use crate::proxy::{Failure, ProxyConnector, TunnelError};
 use crate::{ClientOptions, HttpError, HttpTrace, redact_url};
@@ -332,20 +333,6 @@ fn proxy_error(tunnel: &TunnelError, what: &str) -> HttpError {
     }
 }
 
-/// Whether an error (or one of its sources) is a timeout.
-pub(crate) fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = next {
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::TimedOut
-        {
-            return true;
-        }
-        next = err.source();
-    }
-    false
-}
-
 fn describe_client_error(e: &PoolError) -> String {
     use std::error::Error as _;
     let mut message = e.to_string();
@@ -418,29 +405,6 @@ pub fn content_type(response: &Response<Incoming>) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_timeout_is_found_among_the_sources() {
-        #[derive(Debug)]
-        struct Wrapper(std::io::Error);
-        impl std::fmt::Display for Wrapper {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("tcp connect error")
-            }
-        }
-        impl std::error::Error for Wrapper {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.0)
-            }
-        }
-        let timeout = Wrapper(std::io::Error::new(std::io::ErrorKind::TimedOut, "slow"));
-        assert!(timed_out(&timeout));
-        let refused = Wrapper(std::io::Error::new(
-            std::io::ErrorKind::ConnectionRefused,
-            "no",
-        ));
-        assert!(!timed_out(&refused));
-    }
 
     #[derive(Debug)]
     struct NeverAsked;

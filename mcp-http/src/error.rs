@@ -56,16 +56,46 @@ pub enum HttpError {
     InvalidConfig(String),
 }
 
-impl HttpError {
-    /// Something took longer than its bound.
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, HttpError::Timeout { .. })
+/// Whether an error (or one of its sources) is a timeout.
+pub(crate) fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = next {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return true;
+        }
+        next = err.source();
     }
+    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timeout_is_found_among_the_sources() {
+        #[derive(Debug)]
+        struct Wrapper(std::io::Error);
+        impl std::fmt::Display for Wrapper {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("tcp connect error")
+            }
+        }
+        impl std::error::Error for Wrapper {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let timeout = Wrapper(std::io::Error::new(std::io::ErrorKind::TimedOut, "slow"));
+        assert!(timed_out(&timeout));
+        let refused = Wrapper(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "no",
+        ));
+        assert!(!timed_out(&refused));
+    }
 
     #[test]
     fn messages_name_the_bound_and_the_proxy_hint() {
@@ -74,7 +104,6 @@ mod tests {
             after: std::time::Duration::from_millis(1500),
         };
         assert_eq!(e.to_string(), "timed out after 1.5 s: a connection");
-        assert!(e.is_timeout());
         let e = HttpError::ProxyRefused {
             proxy: "http://p:3128".into(),
             target: "h:443".into(),

@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tower_service::Service;
 
 use super::{ProxyEndpoint, ProxyRules, Route};
-use crate::client::timed_out;
+use crate::error::timed_out;
 
 /// The largest answer head to `CONNECT` read before giving up.
 const MAX_HEAD: usize = 8 * 1024;
