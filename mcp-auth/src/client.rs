@@ -16,6 +16,7 @@ use mcp_http::{ClientOptions, HttpError, WebClient};
 use serde_json::json;
 
 use crate::AuthError;
+use crate::Secret;
 use crate::agent::UserAgent;
 use crate::authorize::{AuthorizationRequest, PendingAuthorization};
 use crate::challenge::BearerChallenge;
@@ -31,7 +32,6 @@ use crate::registration::{
     DynamicRegistrationRequest, RegisteredClient, Registration, choose_registration,
 };
 use crate::scope::{initial_scopes, step_up_scopes};
-use crate::secret::Secret;
 use crate::store::{StoredAuth, StoredClient, StoredTokens, TokenStore, entry_for};
 use crate::token::{
     ClientAuthMethod, ClientCredentials, TokenRequest, TokenResponse, Tokens, choose_client_auth,
@@ -39,11 +39,11 @@ use crate::token::{
 
 /// How many authorizations one request may cause (the first, then
 /// step-ups to more scopes): the spec's "no more than a few times".
-pub const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
+pub(crate) const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
 
 /// How long before expiry a token is refreshed (for a token that lives
 /// less than twice this, at half its remaining life instead).
-pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 
 /// When to refresh a token issued at `issued_at` that expires at
 /// `expires_at`: [`REFRESH_MARGIN`] before, or halfway through a short
@@ -193,11 +193,6 @@ impl OAuthClient {
             .store
             .load(&self.inner.key)
             .map_err(|e| AuthError::Store(e.to_string()))
-    }
-
-    /// The store key of this server: its canonical URI.
-    pub fn server_key(&self) -> &str {
-        &self.inner.key
     }
 
     /// POSTs a `ping` without credentials to learn the server's challenge.

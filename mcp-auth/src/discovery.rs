@@ -70,7 +70,7 @@ pub fn protected_resource_metadata_urls(
 /// [`check_endpoint_url`] and have no query (RFC 8414 §2).
 ///
 /// The document found must then name this `issuer` exactly: see
-/// [`crate::metadata::AuthorizationServerMetadata::check`].
+/// `AuthorizationServerMetadata::check`.
 ///
 /// ```
 /// use mcp_auth::discovery::authorization_server_metadata_urls;
@@ -112,7 +112,7 @@ pub fn authorization_server_metadata_urls(issuer: &str) -> Result<Vec<String>, A
 /// For servers that publish no protected resource metadata. The URL is
 /// the one of the issuer identifier `scheme://host[:port]`, so the document
 /// found there must name that origin as its `issuer`: see
-/// [`crate::metadata::AuthorizationServerMetadata::check_origin_issuer`].
+/// `AuthorizationServerMetadata::check_origin_issuer`.
 pub fn legacy_metadata_url(server_url: &str) -> Result<String, AuthError> {
     let server = Url::parse(server_url, "server URL")?;
     Ok(format!("{}{OAUTH_WELL_KNOWN}", server.origin()))

@@ -15,7 +15,7 @@ use crate::uri::Url;
 /// OAuth 2.0 protected resource metadata (RFC 9728 §2), as an MCP server
 /// publishes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProtectedResourceMetadata {
+pub(crate) struct ProtectedResourceMetadata {
     /// The protected resource's resource identifier.
     pub resource: String,
     /// The issuers of the authorization servers that accept tokens for it.
@@ -59,7 +59,7 @@ impl ProtectedResourceMetadata {
     /// After the check, send `self.resource` exactly as published as the
     /// `resource` parameter (RFC 9728 §3.3; authorization servers compare it
     /// byte for byte).
-    pub fn check(&self, server_url: &str) -> Result<(), AuthError> {
+    pub(crate) fn check(&self, server_url: &str) -> Result<(), AuthError> {
         let server = Url::parse(server_url, "server URL")?;
         let expected = canonical(&server);
         let mismatch = || AuthError::ResourceMismatch {
@@ -103,7 +103,7 @@ fn is_parent(parent: &Url, child: &Url) -> bool {
 /// OAuth 2.0 authorization server metadata (RFC 8414 §2), or an OpenID
 /// Connect provider configuration, which shares these fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AuthorizationServerMetadata {
+pub(crate) struct AuthorizationServerMetadata {
     /// The authorization server's issuer identifier.
     pub issuer: String,
     /// The authorization endpoint.
@@ -165,7 +165,7 @@ impl AuthorizationServerMetadata {
     ///   specification is explicit that a missing field means no PKCE and
     ///   that clients MUST refuse to proceed, for OAuth and OpenID metadata
     ///   alike; so does a list without `S256` (the client must use S256).
-    pub fn check(&self, issuer_used: &str) -> Result<(), AuthError> {
+    pub(crate) fn check(&self, issuer_used: &str) -> Result<(), AuthError> {
         self.check_issuer(issuer_used)?;
         self.endpoint(
             self.authorization_endpoint.as_deref(),
@@ -187,7 +187,7 @@ impl AuthorizationServerMetadata {
     /// Checks the document for the `client_credentials` grant, which needs
     /// no authorization endpoint and no PKCE: the issuer (as in
     /// [`check`](Self::check)) and the token endpoint.
-    pub fn check_for_client_credentials(&self, issuer_used: &str) -> Result<(), AuthError> {
+    pub(crate) fn check_for_client_credentials(&self, issuer_used: &str) -> Result<(), AuthError> {
         self.check_issuer(issuer_used)?;
         self.endpoint(self.token_endpoint.as_deref(), "token_endpoint")?;
         Ok(())
@@ -210,7 +210,7 @@ impl AuthorizationServerMetadata {
     /// (the RFC 9207 `iss` is compared with it byte for byte); the rest of
     /// the document is then checked with [`check`](Self::check) or
     /// [`check_for_client_credentials`](Self::check_for_client_credentials).
-    pub fn check_origin_issuer(&self, server_url: &str) -> Result<(), AuthError> {
+    pub(crate) fn check_origin_issuer(&self, server_url: &str) -> Result<(), AuthError> {
         let expected = Url::parse(server_url, "server URL")?.origin();
         let names_origin = Url::parse(&self.issuer, "issuer").is_ok_and(|issuer| {
             !issuer.userinfo
@@ -229,7 +229,8 @@ impl AuthorizationServerMetadata {
     }
 
     /// Whether `scopes_supported` lists `scope`.
-    pub fn supports_scope(&self, scope: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn supports_scope(&self, scope: &str) -> bool {
         self.scopes_supported
             .as_deref()
             .is_some_and(|s| s.iter().any(|s| s == scope))

@@ -1,7 +1,7 @@
 //! What an [`OAuthClient`](super::OAuthClient) is told: who the client is
 //! and which grant obtains its tokens.
 
-use crate::secret::Secret;
+use crate::Secret;
 use mcp_protocol::endpoint::redact_url;
 
 /// Which grant obtains tokens.
