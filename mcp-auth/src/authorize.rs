@@ -3,12 +3,12 @@
 
 use crate::discovery::check_endpoint;
 use crate::error::{DESCRIPTION_CHARS, ERROR_CODE_CHARS, peer_text};
-use crate::uri::redact;
 use crate::{AuthError, Secret};
+use mcp_protocol::endpoint::redact_url;
 
 /// What goes into the authorization request URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthorizationRequest {
+pub(crate) struct AuthorizationRequest {
     /// The authorization server's authorization endpoint (may have a query).
     pub authorization_endpoint: String,
     /// The client id.
@@ -32,7 +32,7 @@ impl AuthorizationRequest {
     /// `code_challenge_method=S256` and `state` appended to its query,
     /// form-encoded. The endpoint and the redirect URI must pass
     /// [`crate::discovery::check_endpoint_url`].
-    pub fn url(&self) -> Result<String, AuthError> {
+    pub(crate) fn url(&self) -> Result<String, AuthError> {
         check_endpoint(&self.authorization_endpoint, "authorization_endpoint")?;
         check_endpoint(&self.redirect_uri, "redirect_uri")?;
         let mut query = form_urlencoded::Serializer::new(String::new());
@@ -65,7 +65,7 @@ impl AuthorizationRequest {
 /// Record `issuer` from the *validated* authorization server metadata
 /// (the 2026-07-28 specification's "Authorization Response Validation").
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingAuthorization {
+pub(crate) struct PendingAuthorization {
     /// The `state` sent.
     pub state: String,
     /// The PKCE verifier.
@@ -101,7 +101,7 @@ impl PendingAuthorization {
     ///
     /// A repeated `state`, `iss`, `code` or `error` is malformed (RFC 6749
     /// §3.1: parameters must not be included more than once).
-    pub fn accept(&self, callback_query: &str) -> Result<Secret, AuthError> {
+    pub(crate) fn accept(&self, callback_query: &str) -> Result<Secret, AuthError> {
         let query = callback_query.strip_prefix('?').unwrap_or(callback_query);
         let mut state = None;
         let mut iss = None;
@@ -131,13 +131,13 @@ impl PendingAuthorization {
         match (iss, self.iss_supported) {
             (Some(found), _) if found != self.issuer => {
                 return Err(AuthError::IssuerMismatch {
-                    expected: redact(&self.issuer),
-                    found: redact(&found),
+                    expected: redact_url(&self.issuer),
+                    found: redact_url(&found),
                 });
             }
             (None, Some(true)) => {
                 return Err(AuthError::IssuerMissing {
-                    issuer: redact(&self.issuer),
+                    issuer: redact_url(&self.issuer),
                 });
             }
             _ => {}

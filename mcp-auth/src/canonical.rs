@@ -20,7 +20,7 @@ use crate::uri::Url;
 ///
 /// When the server publishes protected resource metadata, send its
 /// `resource` value as published instead (see
-/// [`crate::metadata::ProtectedResourceMetadata::check`]).
+/// `ProtectedResourceMetadata::check`).
 ///
 /// ```
 /// use mcp_auth::canonical::canonical_resource;

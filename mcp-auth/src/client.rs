@@ -1,21 +1,22 @@
 //! [`OAuthClient`]: the MCP authorization flow, driven. It implements the
-//! transport's [`Authorizer`]: every request gets the current token, and a
+//! HTTP client's [`Authorizer`]: every request gets the current token, and a
 //! 401 or 403 runs the part of the flow it calls for (a refresh, a whole
 //! authorization, a step-up to more scopes). The decisions are the IO-free
 //! functions of this crate; this module only fetches, stores and waits.
 
+use mcp_protocol::endpoint::redact_url;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use mcp_transport::TransportError;
-use mcp_transport::http::auth::{
+use mcp_http::auth::{
     AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
 };
-use mcp_transport::http::{HttpOptions, WebClient};
+use mcp_http::{ClientOptions, HttpError, WebClient};
 use serde_json::json;
 
 use crate::AuthError;
+use crate::Secret;
 use crate::agent::UserAgent;
 use crate::authorize::{AuthorizationRequest, PendingAuthorization};
 use crate::challenge::BearerChallenge;
@@ -31,7 +32,6 @@ use crate::registration::{
     DynamicRegistrationRequest, RegisteredClient, Registration, choose_registration,
 };
 use crate::scope::{initial_scopes, step_up_scopes};
-use crate::secret::Secret;
 use crate::store::{StoredAuth, StoredClient, StoredTokens, TokenStore, entry_for};
 use crate::token::{
     ClientAuthMethod, ClientCredentials, TokenRequest, TokenResponse, Tokens, choose_client_auth,
@@ -39,11 +39,11 @@ use crate::token::{
 
 /// How many authorizations one request may cause (the first, then
 /// step-ups to more scopes): the spec's "no more than a few times".
-pub const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
+pub(crate) const MAX_AUTHORIZATIONS_PER_REQUEST: u32 = 3;
 
 /// How long before expiry a token is refreshed (for a token that lives
 /// less than twice this, at half its remaining life instead).
-pub const REFRESH_MARGIN: Duration = Duration::from_secs(60);
+pub(crate) const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 
 /// When to refresh a token issued at `issued_at` that expires at
 /// `expires_at`: [`REFRESH_MARGIN`] before, or halfway through a short
@@ -62,8 +62,9 @@ mod exchange;
 pub use config::{Grant, OAuthConfig};
 
 /// The MCP OAuth client (see the module docs). Cheap to clone; clones share
-/// their state. Give it to the transport with
-/// [`HttpOptions::authorizer`](mcp_transport::http::HttpOptions::authorizer).
+/// their state. Give it to an HTTP transport with `mcp-transport`'s
+/// `HttpOptions::authorizer`, or to any [`mcp_http::Client`] with
+/// [`ClientOptions::authorizer`].
 #[derive(Clone, Debug)]
 pub struct OAuthClient {
     inner: Arc<Inner>,
@@ -127,14 +128,16 @@ fn now_unix() -> u64 {
 
 impl OAuthClient {
     /// A client for one server, keeping its state in `store` and fetching
-    /// with `http`'s TLS roots and timeouts. Tokens already stored for the
-    /// server are used from the first request. `agent` lets it send a user
+    /// with `http`'s TLS roots, timeouts and proxy (a [`ClientOptions`], or
+    /// a transport's `HttpOptions`; their headers and authorizer are left
+    /// out). Tokens already stored for the server are used from the first
+    /// request. `agent` lets it send a user
     /// to authorize (a browser and a loopback listener, or a redirect
     /// follower); without one, a needed login is an error that names
     /// [`OAuthConfig::login_hint`] (the runtime never opens a browser).
     pub fn new(
         config: OAuthConfig,
-        http: &HttpOptions,
+        http: impl Into<ClientOptions>,
         store: Arc<dyn TokenStore>,
         agent: Option<Arc<dyn UserAgent>>,
     ) -> Result<Self, AuthError> {
@@ -190,11 +193,6 @@ impl OAuthClient {
             .store
             .load(&self.inner.key)
             .map_err(|e| AuthError::Store(e.to_string()))
-    }
-
-    /// The store key of this server: its canonical URI.
-    pub fn server_key(&self) -> &str {
-        &self.inner.key
     }
 
     /// POSTs a `ping` without credentials to learn the server's challenge.
@@ -374,14 +372,14 @@ impl OAuthClient {
                             "{} refused the request and publishes no OAuth metadata: if it \
                              takes an API key or a token, pass it in a header; if it uses \
                              OAuth, {}",
-                            crate::uri::redact(&config.server_url),
+                            redact_url(&config.server_url),
                             config.login_hint
                         )));
                     }
                     return Err(self.needs_login(&format!(
                         "{} needs a login with {}",
-                        crate::uri::redact(&config.server_url),
-                        crate::uri::redact(&discovered.issuer)
+                        redact_url(&config.server_url),
+                        redact_url(&discovered.issuer)
                     )));
                 };
                 let redirect = agent.prepare().await?;
@@ -414,7 +412,7 @@ impl OAuthClient {
                     scopes: scopes.clone(),
                 };
                 let url = request.url()?;
-                tracing::info!(issuer = %crate::uri::redact(&discovered.issuer), "authorizing");
+                tracing::info!(issuer = %redact_url(&discovered.issuer), "authorizing");
                 let query = redirect.wait(url, pending.state.clone()).await?;
                 let code = pending.accept(&query)?;
                 // The registration is kept once a code proves it works.
@@ -698,13 +696,9 @@ fn current_of(entry: &StoredAuth, generation: u64) -> Current {
     }
 }
 
-fn transport_error(target: &RequestTarget, e: AuthError) -> TransportError {
-    TransportError::Unauthorized {
-        url: format!(
-            "{} {}",
-            target.method,
-            crate::uri::redact(&target.uri.to_string())
-        ),
+fn transport_error(target: &RequestTarget, e: AuthError) -> HttpError {
+    HttpError::Unauthorized {
+        url: format!("{} {}", target.method, redact_url(&target.uri)),
         message: e.to_string(),
     }
 }
@@ -713,7 +707,7 @@ impl Authorizer for OAuthClient {
     fn credentials<'a>(
         &'a self,
         target: &'a RequestTarget,
-    ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+    ) -> AuthFuture<'a, Result<Option<Credentials>, HttpError>> {
         Box::pin(async move {
             self.credentials_now(target)
                 .await
@@ -724,7 +718,7 @@ impl Authorizer for OAuthClient {
     fn challenged<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+    ) -> AuthFuture<'a, Result<AuthDecision, HttpError>> {
         Box::pin(async move {
             self.on_challenge(challenge)
                 .await

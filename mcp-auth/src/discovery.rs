@@ -7,7 +7,9 @@
 //! them and stops at the first that answers with a usable document.
 
 use crate::AuthError;
-use crate::uri::{Url, redact};
+use mcp_protocol::endpoint::redact_url;
+
+use crate::uri::Url;
 
 const PRM_WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 pub(crate) const OAUTH_WELL_KNOWN: &str = "/.well-known/oauth-authorization-server";
@@ -42,7 +44,7 @@ pub fn protected_resource_metadata_urls(
         if url.fragment {
             return Err(AuthError::InvalidUrl {
                 what: "resource_metadata URL",
-                url: redact(from_challenge),
+                url: redact_url(from_challenge),
                 reason: "it has a fragment",
             });
         }
@@ -68,7 +70,7 @@ pub fn protected_resource_metadata_urls(
 /// [`check_endpoint_url`] and have no query (RFC 8414 §2).
 ///
 /// The document found must then name this `issuer` exactly: see
-/// [`crate::metadata::AuthorizationServerMetadata::check`].
+/// `AuthorizationServerMetadata::check`.
 ///
 /// ```
 /// use mcp_auth::discovery::authorization_server_metadata_urls;
@@ -86,7 +88,7 @@ pub fn authorization_server_metadata_urls(issuer: &str) -> Result<Vec<String>, A
     if url.query.is_some() {
         return Err(AuthError::InvalidUrl {
             what: "authorization server issuer",
-            url: redact(issuer),
+            url: redact_url(issuer),
             reason: "an issuer has no query component",
         });
     }
@@ -110,7 +112,7 @@ pub fn authorization_server_metadata_urls(issuer: &str) -> Result<Vec<String>, A
 /// For servers that publish no protected resource metadata. The URL is
 /// the one of the issuer identifier `scheme://host[:port]`, so the document
 /// found there must name that origin as its `issuer`: see
-/// [`crate::metadata::AuthorizationServerMetadata::check_origin_issuer`].
+/// `AuthorizationServerMetadata::check_origin_issuer`.
 pub fn legacy_metadata_url(server_url: &str) -> Result<String, AuthError> {
     let server = Url::parse(server_url, "server URL")?;
     Ok(format!("{}{OAUTH_WELL_KNOWN}", server.origin()))
@@ -160,7 +162,7 @@ pub(crate) fn check_endpoint(url: &str, what: &'static str) -> Result<Url, AuthE
     let parsed = Url::parse(url, what)?;
     let insecure = |reason| AuthError::InsecureUrl {
         what,
-        url: redact(url),
+        url: redact_url(url),
         reason,
     };
     if parsed.userinfo {

@@ -23,10 +23,10 @@ use sha2::{Digest, Sha256};
 use crate::{AuthError, Secret};
 
 /// The `token_type` and `Authorization` scheme of a DPoP-bound token.
-pub const DPOP_SCHEME: &str = "DPoP";
+pub(crate) const DPOP_SCHEME: &str = "DPoP";
 
 /// A DPoP key pair (ES256). `Debug` shows the thumbprint only.
-pub struct DpopKey {
+pub(crate) struct DpopKey {
     pair: EcdsaKeyPair,
     /// The PKCS#8 document, base64 (for the token store).
     pkcs8: Secret,
@@ -45,7 +45,7 @@ impl fmt::Debug for DpopKey {
 
 impl DpopKey {
     /// A fresh P-256 key from the system's random generator.
-    pub fn generate() -> Result<DpopKey, AuthError> {
+    pub(crate) fn generate() -> Result<DpopKey, AuthError> {
         let rng = SystemRandom::new();
         let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(|_| AuthError::Random)?;
@@ -53,7 +53,7 @@ impl DpopKey {
     }
 
     /// A key from a PKCS#8 document (P-256).
-    pub fn from_pkcs8(der: &[u8]) -> Result<DpopKey, AuthError> {
+    pub(crate) fn from_pkcs8(der: &[u8]) -> Result<DpopKey, AuthError> {
         let rng = SystemRandom::new();
         let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
         let pair = EcdsaKeyPair::from_pkcs8(alg, der, &rng).map_err(|_| AuthError::InvalidKey {
@@ -78,12 +78,12 @@ impl DpopKey {
     }
 
     /// The key as the token store keeps it (base64 PKCS#8; a secret).
-    pub fn to_stored(&self) -> Secret {
+    pub(crate) fn to_stored(&self) -> Secret {
         self.pkcs8.clone()
     }
 
     /// A key the token store kept ([`to_stored`](Self::to_stored)).
-    pub fn from_stored(stored: &Secret) -> Result<DpopKey, AuthError> {
+    pub(crate) fn from_stored(stored: &Secret) -> Result<DpopKey, AuthError> {
         let der = base64::engine::general_purpose::STANDARD
             .decode(stored.expose())
             .map_err(|_| AuthError::InvalidKey {
@@ -93,14 +93,14 @@ impl DpopKey {
     }
 
     /// The public key as a JWK.
-    pub fn jwk(&self) -> serde_json::Value {
+    pub(crate) fn jwk(&self) -> serde_json::Value {
         json!({"kty": "EC", "crv": "P-256", "x": self.x, "y": self.y})
     }
 
     /// The JWK thumbprint (RFC 7638): SHA-256 over the required members in
     /// lexicographic order, base64url. The authorization server puts it in
     /// the token's `cnf.jkt`.
-    pub fn thumbprint(&self) -> String {
+    pub(crate) fn thumbprint(&self) -> String {
         let canonical = format!(
             r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
             self.x, self.y
@@ -111,7 +111,7 @@ impl DpopKey {
     /// A proof for one request. `url` loses its query and fragment (`htu`);
     /// `access_token` adds `ath` (requests to the MCP server); `nonce` the
     /// server's `DPoP-Nonce`. `jti` must be unique per proof.
-    pub fn proof(
+    pub(crate) fn proof(
         &self,
         method: &str,
         url: &str,
@@ -155,19 +155,19 @@ impl DpopKey {
 }
 
 /// `htu`: the URL without query and fragment (RFC 9449 §4.2).
-pub fn htu(url: &str) -> &str {
+pub(crate) fn htu(url: &str) -> &str {
     let end = url.find(['?', '#']).unwrap_or(url.len());
     url.get(..end).unwrap_or(url)
 }
 
 /// `ath`: base64url(SHA-256(access token)).
-pub fn token_hash(token: &Secret) -> String {
+pub(crate) fn token_hash(token: &Secret) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(token.expose().as_bytes()))
 }
 
 /// Whether an error answer asks for a (new) nonce: `use_dpop_nonce` in
 /// the token endpoint's JSON error or in a `DPoP` challenge's `error`.
-pub fn is_nonce_error(error: Option<&str>) -> bool {
+pub(crate) fn is_nonce_error(error: Option<&str>) -> bool {
     error == Some("use_dpop_nonce")
 }
 

@@ -20,12 +20,12 @@ use serde_json::json;
 use crate::{AuthError, Secret};
 
 /// How long an assertion is valid: five minutes.
-pub const ASSERTION_LIFETIME_SECS: u64 = 300;
+pub(crate) const ASSERTION_LIFETIME_SECS: u64 = 300;
 
 /// A JWS signing algorithm this crate implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Algorithm {
+pub(crate) enum Algorithm {
     /// ECDSA with P-256 and SHA-256.
     Es256,
     /// RSASSA-PKCS1-v1_5 with SHA-256.
@@ -34,7 +34,7 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// The JWS name (`ES256`, `RS256`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Algorithm::Es256 => "ES256",
             Algorithm::Rs256 => "RS256",
@@ -42,7 +42,7 @@ impl Algorithm {
     }
 
     /// The algorithm of a JWS name; `None` for others.
-    pub fn from_name(name: &str) -> Option<Algorithm> {
+    pub(crate) fn from_name(name: &str) -> Option<Algorithm> {
         match name {
             "ES256" => Some(Algorithm::Es256),
             "RS256" => Some(Algorithm::Rs256),
@@ -58,7 +58,7 @@ enum KeyPair {
 
 /// A private key for signing client assertions. `Debug` shows the
 /// algorithm and key id, never key material.
-pub struct SigningKey {
+pub(crate) struct SigningKey {
     alg: Algorithm,
     kid: Option<String>,
     pair: KeyPair,
@@ -77,7 +77,7 @@ impl SigningKey {
     /// Reads an unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) for
     /// `alg` (`"ES256"`: a P-256 key; `"RS256"`: an RSA key of 2048 bits or
     /// more). Other PEM kinds are refused with the command that converts them.
-    pub fn from_pem(pem: &str, alg: &str) -> Result<SigningKey, AuthError> {
+    pub(crate) fn from_pem(pem: &str, alg: &str) -> Result<SigningKey, AuthError> {
         let algorithm = Algorithm::from_name(alg).ok_or_else(|| AuthError::InvalidKey {
             reason: format!(
                 "signing algorithm {:?} is not supported; use ES256 or RS256",
@@ -89,7 +89,7 @@ impl SigningKey {
     }
 
     /// Reads a PKCS#8 DER private key for `alg`.
-    pub fn from_pkcs8(der: &[u8], alg: Algorithm) -> Result<SigningKey, AuthError> {
+    pub(crate) fn from_pkcs8(der: &[u8], alg: Algorithm) -> Result<SigningKey, AuthError> {
         let rejected = |e: ring::error::KeyRejected| AuthError::InvalidKey {
             reason: format!("not a usable {} key ({e})", alg.as_str()),
         };
@@ -113,13 +113,15 @@ impl SigningKey {
 
     /// The key with a key id (`kid` in the JWS header), as registered in the
     /// client's JWKS.
-    pub fn with_kid(mut self, kid: impl Into<String>) -> SigningKey {
+    #[cfg(test)]
+    pub(crate) fn with_kid(mut self, kid: impl Into<String>) -> SigningKey {
         self.kid = Some(kid.into());
         self
     }
 
     /// The algorithm.
-    pub fn algorithm(&self) -> Algorithm {
+    #[cfg(test)]
+    pub(crate) fn algorithm(&self) -> Algorithm {
         self.alg
     }
 
@@ -179,7 +181,7 @@ fn pem_pkcs8(pem: &str) -> Result<Vec<u8>, AuthError> {
 /// aud: audience, iat: now, exp: now + 300, jti}`. `audience` is the
 /// authorization server's issuer (see the module docs); `jti` must be unique
 /// per assertion ([`crate::pkce::random_state`] makes one).
-pub fn client_assertion(
+pub(crate) fn client_assertion(
     client_id: &str,
     audience: &str,
     key: &SigningKey,

@@ -1,38 +1,32 @@
 //! The MCP OAuth 2.1 client flow (MCP authorization, revisions 2025-03-26
 //! through 2026-07-28): its decisions, IO-free, and (feature `client`, on
-//! by default) the driver that runs them over the transports' HTTP client.
+//! by default) the driver that runs them over `mcp-http`, the HTTP client
+//! the transports use too (this crate does not depend on the transports).
 //!
-//! The decision modules fetch nothing, listen nowhere, open no browser,
-//! read no clock and store no token: each takes what was received and says
-//! what to do next, and every branch is unit-tested. The driver is
-//! [`client::OAuthClient`], an `mcp_transport` `Authorizer` that an HTTP
+//! The decisions fetch nothing, listen nowhere, open no browser, read no
+//! clock and store no token: each takes what was received and says what to
+//! do next, and every branch is unit-tested. The driver is
+//! [`client::OAuthClient`], an `mcp_http` `Authorizer` that an HTTP
 //! transport takes in its options; it keeps tokens in a [`store::TokenStore`]
 //! (a file per server in the user's config folder, or memory) and sends a
 //! user to authorize through an [`agent::UserAgent`] (a browser and a
-//! loopback listener, or nothing at all in a runtime). The flow, module by
-//! module:
+//! loopback listener, or nothing at all in a runtime).
 //!
-//! 1. A `401` from the MCP server: [`challenge`] reads its
-//!    `WWW-Authenticate` (`resource_metadata`, `scope`, `error`).
-//! 2. [`discovery`] lists the protected resource metadata URLs to try;
-//!    [`metadata::ProtectedResourceMetadata::check`] checks the document
-//!    against the server ([`canonical`] is the server's RFC 8707 resource).
-//! 3. [`discovery`] lists the authorization server metadata URLs of the
-//!    chosen issuer; [`metadata::AuthorizationServerMetadata::check`]
-//!    checks the issuer, the endpoints and PKCE (2025-03-26 servers without
-//!    protected resource metadata: [`discovery::legacy_metadata_url`], whose
-//!    document must name the server's origin as its issuer
-//!    ([`metadata::AuthorizationServerMetadata::check_origin_issuer`]), and
-//!    [`discovery::legacy_default_endpoints`] when there is none).
-//! 4. [`registration`] picks pre-registration, a Client ID Metadata
-//!    Document or dynamic registration.
-//! 5. [`scope`] picks the scopes, [`pkce`] makes the verifier and `state`,
-//!    [`authorize`] builds the URL and checks the redirect (state, RFC 9207
-//!    `iss`, errors).
-//! 6. [`token`] builds the token request (client authentication, [`jwt`]
-//!    for `private_key_jwt`) and reads the answer into [`token::Tokens`].
-//! 7. A `403` with `insufficient_scope`: [`scope::step_up_scopes`] and
-//!    [`scope::StepUp`].
+//! The public surface is what an application embedding OAuth uses: the
+//! driver ([`client`]: `OAuthClient`, `OAuthConfig`, `Grant`), its stores
+//! ([`store`]), its user agents ([`agent`]), [`AuthError`] and [`Secret`];
+//! and the decisions a program outside the driver has a use for:
+//! [`challenge`] (reading `WWW-Authenticate`), [`discovery`] (the metadata
+//! URLs to try, in the spec's order) and [`canonical`] (the server's RFC
+//! 8707 resource, the key tokens are stored under). The other steps of the
+//! flow are private modules the driver runs, in order: a 401's challenge;
+//! the protected resource metadata and its checks against the server; the
+//! authorization server metadata (issuer, endpoints, PKCE S256; the
+//! 2025-03-26 fallbacks); registration (pre-registered, a Client ID
+//! Metadata Document, dynamic); scopes and PKCE; the authorization URL and
+//! the redirect's checks (state, RFC 9207 `iss`); the token request (client
+//! authentication, `private_key_jwt`) and its answer; DPoP proofs; a 403's
+//! step-up to more scopes.
 //!
 //! Secrets (tokens, codes, verifiers, client secrets, request bodies) are
 //! [`Secret`]s, which never show themselves through `Debug`; [`AuthError`]
@@ -62,24 +56,33 @@
 
 #[cfg(feature = "client")]
 pub mod agent;
-pub mod authorize;
+#[cfg(feature = "client")]
+mod authorize;
 pub mod canonical;
 pub mod challenge;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod discovery;
-pub mod dpop;
-pub mod error;
-pub mod jwt;
-pub mod metadata;
-pub mod pkce;
-pub mod registration;
-pub mod scope;
-pub use mcp_protocol::secret;
+#[cfg(feature = "client")]
+mod dpop;
+mod error;
+// Partly used by the public decisions (challenge, discovery, canonical),
+// wholly by the driver: without it, what only the driver uses is idle.
+#[cfg_attr(not(feature = "client"), allow(dead_code, unused_imports))]
+mod jwt;
+#[cfg_attr(not(feature = "client"), allow(dead_code, unused_imports))]
+mod metadata;
+#[cfg_attr(not(feature = "client"), allow(dead_code, unused_imports))]
+mod pkce;
+#[cfg(feature = "client")]
+mod registration;
+#[cfg(feature = "client")]
+mod scope;
 #[cfg(feature = "client")]
 pub mod store;
-pub mod token;
+#[cfg_attr(not(feature = "client"), allow(dead_code, unused_imports))]
+mod token;
 mod uri;
 
 pub use error::AuthError;
-pub use secret::Secret;
+pub use mcp_protocol::secret::Secret;

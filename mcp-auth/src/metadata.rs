@@ -8,12 +8,14 @@ use serde_json::{Map, Value};
 use crate::AuthError;
 use crate::canonical::canonical;
 use crate::discovery::check_endpoint;
-use crate::uri::{Url, redact};
+use mcp_protocol::endpoint::redact_url;
+
+use crate::uri::Url;
 
 /// OAuth 2.0 protected resource metadata (RFC 9728 §2), as an MCP server
 /// publishes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProtectedResourceMetadata {
+pub(crate) struct ProtectedResourceMetadata {
     /// The protected resource's resource identifier.
     pub resource: String,
     /// The issuers of the authorization servers that accept tokens for it.
@@ -57,12 +59,12 @@ impl ProtectedResourceMetadata {
     /// After the check, send `self.resource` exactly as published as the
     /// `resource` parameter (RFC 9728 §3.3; authorization servers compare it
     /// byte for byte).
-    pub fn check(&self, server_url: &str) -> Result<(), AuthError> {
+    pub(crate) fn check(&self, server_url: &str) -> Result<(), AuthError> {
         let server = Url::parse(server_url, "server URL")?;
         let expected = canonical(&server);
         let mismatch = || AuthError::ResourceMismatch {
-            expected: redact(&expected),
-            found: redact(&self.resource),
+            expected: redact_url(&expected),
+            found: redact_url(&self.resource),
         };
         let published = Url::parse(&self.resource, "resource").map_err(|_| mismatch())?;
         if published.fragment {
@@ -101,7 +103,7 @@ fn is_parent(parent: &Url, child: &Url) -> bool {
 /// OAuth 2.0 authorization server metadata (RFC 8414 §2), or an OpenID
 /// Connect provider configuration, which shares these fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AuthorizationServerMetadata {
+pub(crate) struct AuthorizationServerMetadata {
     /// The authorization server's issuer identifier.
     pub issuer: String,
     /// The authorization endpoint.
@@ -163,7 +165,7 @@ impl AuthorizationServerMetadata {
     ///   specification is explicit that a missing field means no PKCE and
     ///   that clients MUST refuse to proceed, for OAuth and OpenID metadata
     ///   alike; so does a list without `S256` (the client must use S256).
-    pub fn check(&self, issuer_used: &str) -> Result<(), AuthError> {
+    pub(crate) fn check(&self, issuer_used: &str) -> Result<(), AuthError> {
         self.check_issuer(issuer_used)?;
         self.endpoint(
             self.authorization_endpoint.as_deref(),
@@ -176,7 +178,7 @@ impl AuthorizationServerMetadata {
             .is_some_and(|m| m.iter().any(|m| m == "S256"));
         if !s256 {
             return Err(AuthError::PkceUnsupported {
-                issuer: redact(&self.issuer),
+                issuer: redact_url(&self.issuer),
             });
         }
         Ok(())
@@ -185,7 +187,7 @@ impl AuthorizationServerMetadata {
     /// Checks the document for the `client_credentials` grant, which needs
     /// no authorization endpoint and no PKCE: the issuer (as in
     /// [`check`](Self::check)) and the token endpoint.
-    pub fn check_for_client_credentials(&self, issuer_used: &str) -> Result<(), AuthError> {
+    pub(crate) fn check_for_client_credentials(&self, issuer_used: &str) -> Result<(), AuthError> {
         self.check_issuer(issuer_used)?;
         self.endpoint(self.token_endpoint.as_deref(), "token_endpoint")?;
         Ok(())
@@ -208,7 +210,7 @@ impl AuthorizationServerMetadata {
     /// (the RFC 9207 `iss` is compared with it byte for byte); the rest of
     /// the document is then checked with [`check`](Self::check) or
     /// [`check_for_client_credentials`](Self::check_for_client_credentials).
-    pub fn check_origin_issuer(&self, server_url: &str) -> Result<(), AuthError> {
+    pub(crate) fn check_origin_issuer(&self, server_url: &str) -> Result<(), AuthError> {
         let expected = Url::parse(server_url, "server URL")?.origin();
         let names_origin = Url::parse(&self.issuer, "issuer").is_ok_and(|issuer| {
             !issuer.userinfo
@@ -219,15 +221,16 @@ impl AuthorizationServerMetadata {
         });
         if !names_origin {
             return Err(AuthError::IssuerMismatch {
-                expected: redact(&expected),
-                found: redact(&self.issuer),
+                expected: redact_url(&expected),
+                found: redact_url(&self.issuer),
             });
         }
         Ok(())
     }
 
     /// Whether `scopes_supported` lists `scope`.
-    pub fn supports_scope(&self, scope: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn supports_scope(&self, scope: &str) -> bool {
         self.scopes_supported
             .as_deref()
             .is_some_and(|s| s.iter().any(|s| s == scope))
@@ -236,8 +239,8 @@ impl AuthorizationServerMetadata {
     fn check_issuer(&self, issuer_used: &str) -> Result<(), AuthError> {
         if self.issuer != issuer_used {
             return Err(AuthError::IssuerMismatch {
-                expected: redact(issuer_used),
-                found: redact(&self.issuer),
+                expected: redact_url(issuer_used),
+                found: redact_url(&self.issuer),
             });
         }
         Ok(())
@@ -246,7 +249,7 @@ impl AuthorizationServerMetadata {
     fn endpoint(&self, url: Option<&str>, what: &'static str) -> Result<(), AuthError> {
         let url = url.ok_or_else(|| AuthError::InvalidMetadata {
             what: AS_METADATA,
-            reason: format!("{} publishes no {what}", redact(&self.issuer)),
+            reason: format!("{} publishes no {what}", redact_url(&self.issuer)),
         })?;
         check_endpoint(url, what).map(drop)
     }
@@ -452,12 +455,15 @@ mod tests {
             );
         }
         // The message says what was claimed and what was expected, with
-        // neither user info nor query.
+        // neither user info nor query (each shown as `<redacted>`).
         let err = with("https://user:pw@evil.example/x?token=1")
             .check_origin_issuer("https://auth.example.com/mcp")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("https://evil.example/x"), "{err}");
+        assert!(
+            err.contains("https://<redacted>@evil.example/x?<redacted>"),
+            "{err}"
+        );
         assert!(
             err.contains("https://auth.example.com was expected"),
             "{err}"

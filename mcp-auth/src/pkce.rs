@@ -10,7 +10,7 @@ use crate::{AuthError, Secret};
 
 /// A PKCE verifier and its S256 challenge.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pkce {
+pub(crate) struct Pkce {
     /// The `code_verifier`: kept by the client, sent to the token endpoint.
     pub verifier: Secret,
     /// The `code_challenge`: `BASE64URL(SHA256(verifier))`, sent in the
@@ -21,7 +21,7 @@ pub struct Pkce {
 impl Pkce {
     /// A fresh verifier (32 random bytes, base64url without padding: 43
     /// characters) and its challenge.
-    pub fn generate() -> Result<Pkce, AuthError> {
+    pub(crate) fn generate() -> Result<Pkce, AuthError> {
         let verifier = URL_SAFE_NO_PAD.encode(random_bytes::<32>()?);
         Ok(Self::with_verifier(Secret::new(verifier)))
     }
@@ -29,7 +29,8 @@ impl Pkce {
     /// The pair for a given verifier, which RFC 7636 §4.1 restricts to 43–128
     /// characters of `A-Z a-z 0-9 - . _ ~`. For tests and for resuming a
     /// stored flow.
-    pub fn from_verifier(verifier: &str) -> Result<Pkce, AuthError> {
+    #[cfg(test)]
+    pub(crate) fn from_verifier(verifier: &str) -> Result<Pkce, AuthError> {
         let valid_chars = verifier
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
@@ -50,7 +51,7 @@ impl Pkce {
 
 /// A fresh value for the `state` parameter (and usable as a JWT `jti`): 16
 /// random bytes, base64url without padding (22 characters).
-pub fn random_state() -> Result<String, AuthError> {
+pub(crate) fn random_state() -> Result<String, AuthError> {
     Ok(URL_SAFE_NO_PAD.encode(random_bytes::<16>()?))
 }
 

@@ -2,6 +2,7 @@
 //! Document, or dynamic client registration (RFC 7591), in the
 //! specification's order, and the registration messages.
 
+use mcp_protocol::endpoint::redact_url;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -13,7 +14,7 @@ use crate::{AuthError, Secret};
 /// How the client will identify itself to an authorization server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Registration {
+pub(crate) enum Registration {
     /// Use the client information configured for this server.
     PreRegistered,
     /// Use this HTTPS URL (the client's metadata document) as the client id.
@@ -26,7 +27,7 @@ pub enum Registration {
 
 impl Registration {
     /// The error to show when nothing applies and no one can be asked.
-    pub fn into_result(self) -> Result<Registration, AuthError> {
+    pub(crate) fn into_result(self) -> Result<Registration, AuthError> {
         match self {
             Registration::Unavailable(reason) => Err(AuthError::NoRegistration { reason }),
             other => Ok(other),
@@ -44,7 +45,7 @@ impl Registration {
 /// 3. dynamic client registration, when the server publishes a
 ///    `registration_endpoint` that passes [`crate::discovery::check_endpoint_url`];
 /// 4. otherwise [`Registration::Unavailable`].
-pub fn choose_registration(
+pub(crate) fn choose_registration(
     pre_registered: bool,
     cimd_url: Option<&str>,
     as_meta: &AuthorizationServerMetadata,
@@ -80,12 +81,12 @@ pub fn choose_registration(
 
 /// Checks a Client ID Metadata Document URL: `https`, with a path other
 /// than `/`, no user info, no fragment.
-pub fn check_cimd_url(url: &str) -> Result<(), AuthError> {
+pub(crate) fn check_cimd_url(url: &str) -> Result<(), AuthError> {
     let parsed = check_endpoint(url, "client id metadata document URL")?;
     if parsed.scheme != "https" || parsed.path_or_empty().is_empty() {
         return Err(AuthError::InvalidUrl {
             what: "client id metadata document URL",
-            url: crate::uri::redact(url),
+            url: redact_url(url),
             reason: "it must be an https URL with a path",
         });
     }
@@ -94,7 +95,7 @@ pub fn check_cimd_url(url: &str) -> Result<(), AuthError> {
 
 /// A dynamic client registration request body (RFC 7591 §2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DynamicRegistrationRequest {
+pub(crate) struct DynamicRegistrationRequest {
     /// The client's name, shown to the user.
     pub client_name: String,
     /// The redirect URIs.
@@ -117,7 +118,7 @@ pub struct DynamicRegistrationRequest {
 impl DynamicRegistrationRequest {
     /// The registration of a native public client (a CLI or desktop app
     /// with loopback redirects).
-    pub fn native(
+    pub(crate) fn native(
         client_name: impl Into<String>,
         redirect_uris: Vec<String>,
         scopes: Option<&[String]>,
@@ -136,7 +137,7 @@ impl DynamicRegistrationRequest {
 
 /// A dynamic client registration response (RFC 7591 §3.2.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegisteredClient {
+pub(crate) struct RegisteredClient {
     /// The client id.
     pub client_id: String,
     /// The client secret, for a confidential client.
@@ -168,7 +169,7 @@ pub struct RegisteredClient {
 impl RegisteredClient {
     /// Reads a registration response body; a missing or empty `client_id`
     /// is [`AuthError::InvalidRegistration`].
-    pub fn parse(body: &[u8]) -> Result<RegisteredClient, AuthError> {
+    pub(crate) fn parse(body: &[u8]) -> Result<RegisteredClient, AuthError> {
         let client: RegisteredClient =
             serde_json::from_slice(body).map_err(|e| AuthError::InvalidRegistration {
                 reason: format!("not a registration response ({})", json_problem(&e)),
@@ -182,7 +183,8 @@ impl RegisteredClient {
     }
 
     /// Whether the secret has expired at `now_unix` (`0` means it never does).
-    pub fn secret_expired(&self, now_unix: u64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn secret_expired(&self, now_unix: u64) -> bool {
         self.client_secret_expires_at
             .is_some_and(|at| at != 0 && now_unix >= at)
     }

@@ -2,7 +2,7 @@
 //! `offline_access`, and the step-up after `insufficient_scope`.
 
 /// The `offline_access` scope, which asks for a refresh token.
-pub const OFFLINE_ACCESS: &str = "offline_access";
+pub(crate) const OFFLINE_ACCESS: &str = "offline_access";
 
 /// The scopes of the first authorization request; `None` means omit the
 /// `scope` parameter.
@@ -20,7 +20,7 @@ pub const OFFLINE_ACCESS: &str = "offline_access";
 /// alone would replace the server's default scopes with a request for a
 /// refresh token only, narrowing what the user is asked to grant.
 /// Empty lists count as absent.
-pub fn initial_scopes(
+pub(crate) fn initial_scopes(
     challenge_scope: Option<&[String]>,
     prm_scopes_supported: Option<&[String]>,
     as_scopes_supported: Option<&[String]>,
@@ -41,7 +41,7 @@ pub fn initial_scopes(
 /// requested) and then the challenged ones, in order, without duplicates.
 /// The 2026-07-28 specification asks for this union so that permissions
 /// needed by other operations are not lost.
-pub fn step_up_scopes(held: &[String], challenged: &[String]) -> Vec<String> {
+pub(crate) fn step_up_scopes(held: &[String], challenged: &[String]) -> Vec<String> {
     union(held, challenged)
 }
 
@@ -59,28 +59,30 @@ fn union(first: &[String], second: &[String]) -> Vec<String> {
 /// specification asks clients to retry "no more than a few times" and to
 /// track attempts. Keep one per (resource, operation) while it fails.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepUp {
+#[cfg(test)]
+pub(crate) struct StepUp {
     attempts: u32,
     limit: u32,
 }
 
+#[cfg(test)]
 impl StepUp {
     /// The default limit: three re-authorizations.
-    pub const DEFAULT_LIMIT: u32 = 3;
+    pub(crate) const DEFAULT_LIMIT: u32 = 3;
 
     /// A counter with the default limit.
-    pub fn new() -> StepUp {
+    pub(crate) fn new() -> StepUp {
         StepUp::with_limit(Self::DEFAULT_LIMIT)
     }
 
     /// A counter allowing `limit` re-authorizations.
-    pub fn with_limit(limit: u32) -> StepUp {
+    pub(crate) fn with_limit(limit: u32) -> StepUp {
         StepUp { attempts: 0, limit }
     }
 
     /// Whether one more re-authorization is allowed; counts it if so. After
     /// `false`, treat the failure as permanent.
-    pub fn try_again(&mut self) -> bool {
+    pub(crate) fn try_again(&mut self) -> bool {
         if self.attempts >= self.limit {
             return false;
         }
@@ -89,11 +91,12 @@ impl StepUp {
     }
 
     /// How many re-authorizations were made.
-    pub fn attempts(&self) -> u32 {
+    pub(crate) fn attempts(&self) -> u32 {
         self.attempts
     }
 }
 
+#[cfg(test)]
 impl Default for StepUp {
     fn default() -> Self {
         Self::new()

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::secret::Secret;
+use crate::Secret;
 
 /// A client registration: how this client is known to one authorization server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,7 +178,7 @@ pub trait TokenStore: Send + Sync + fmt::Debug {
 }
 
 /// One entry of a server, by issuer.
-pub fn entry_for(entries: Vec<StoredAuth>, issuer: &str) -> Option<StoredAuth> {
+pub(crate) fn entry_for(entries: Vec<StoredAuth>, issuer: &str) -> Option<StoredAuth> {
     entries.into_iter().find(|e| e.issuer == issuer)
 }
 

@@ -9,12 +9,12 @@ use crate::{AuthError, Secret};
 mod response;
 
 pub(crate) use response::json_problem;
-pub use response::{IdJagResponse, TokenError, TokenResponse, TokenType, Tokens};
+pub(crate) use response::{IdJagResponse, TokenError, TokenResponse, TokenType, Tokens};
 
 /// The client authentication method at the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum ClientAuthMethod {
+pub(crate) enum ClientAuthMethod {
     /// `client_secret_basic`: HTTP Basic with the form-encoded id and secret.
     Basic,
     /// `client_secret_post`: id and secret in the form body.
@@ -27,7 +27,7 @@ pub enum ClientAuthMethod {
 
 impl ClientAuthMethod {
     /// The registered name (`client_secret_basic`, …).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ClientAuthMethod::Basic => "client_secret_basic",
             ClientAuthMethod::Post => "client_secret_post",
@@ -38,7 +38,7 @@ impl ClientAuthMethod {
 
     /// The method of a registered name; `None` for methods this crate does
     /// not implement (`client_secret_jwt`, `tls_client_auth`, …).
-    pub fn from_name(name: &str) -> Option<ClientAuthMethod> {
+    pub(crate) fn from_name(name: &str) -> Option<ClientAuthMethod> {
         [Self::Basic, Self::Post, Self::None, Self::PrivateKeyJwt]
             .into_iter()
             .find(|m| m.as_str() == name)
@@ -62,7 +62,7 @@ impl ClientAuthMethod {
 ///
 /// When a client was registered with a `token_endpoint_auth_method`, use
 /// that one ([`ClientAuthMethod::from_name`]) instead.
-pub fn choose_client_auth(
+pub(crate) fn choose_client_auth(
     supported: Option<&[String]>,
     have_secret: bool,
     have_private_key: bool,
@@ -103,7 +103,7 @@ pub fn choose_client_auth(
 
 /// The client's identity and credentials for a token request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientCredentials {
+pub(crate) struct ClientCredentials {
     /// The client id.
     pub client_id: String,
     /// The client secret, for `client_secret_basic` and `client_secret_post`.
@@ -115,7 +115,7 @@ pub struct ClientCredentials {
 
 impl ClientCredentials {
     /// A public client: an id and nothing else.
-    pub fn public(client_id: impl Into<String>) -> ClientCredentials {
+    pub(crate) fn public(client_id: impl Into<String>) -> ClientCredentials {
         ClientCredentials {
             client_id: client_id.into(),
             client_secret: None,
@@ -125,13 +125,14 @@ impl ClientCredentials {
 }
 
 /// The `client_assertion_type` of a JWT client assertion (RFC 7523 §2.2).
-pub const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+pub(crate) const JWT_BEARER_ASSERTION: &str =
+    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// A token request, by grant type. Every one carries the RFC 8707
 /// `resource` (the specification requires it in all token requests).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum TokenRequest {
+pub(crate) enum TokenRequest {
     /// `authorization_code` with the PKCE verifier.
     AuthorizationCode {
         /// The code from the authorization response.
@@ -186,19 +187,19 @@ pub enum TokenRequest {
 }
 
 /// The JWT bearer grant type (RFC 7523 §2.1).
-pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+pub(crate) const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 /// The token exchange grant type (RFC 8693 §2.1).
-pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+pub(crate) const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 /// The token type of an Identity Assertion JWT Authorization Grant.
-pub const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
+pub(crate) const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 /// The token type of an OpenID Connect ID token (RFC 8693 §3).
-pub const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+pub(crate) const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
 
 /// A token request ready to send: `POST` these headers and this
 /// `application/x-www-form-urlencoded` body to the token endpoint. Both
 /// may hold secrets, so both are [`Secret`]s.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FormRequest {
+pub(crate) struct FormRequest {
     /// The headers (`Content-Type`, `Accept`, and `Authorization` for Basic).
     pub headers: Vec<(&'static str, Secret)>,
     /// The form body.
@@ -207,7 +208,7 @@ pub struct FormRequest {
 
 impl TokenRequest {
     /// An `authorization_code` request.
-    pub fn authorization_code(
+    pub(crate) fn authorization_code(
         code: Secret,
         redirect_uri: impl Into<String>,
         verifier: Secret,
@@ -222,7 +223,7 @@ impl TokenRequest {
     }
 
     /// A `refresh_token` request.
-    pub fn refresh(
+    pub(crate) fn refresh(
         refresh_token: Secret,
         resource: impl Into<String>,
         scopes: Option<Vec<String>>,
@@ -235,7 +236,7 @@ impl TokenRequest {
     }
 
     /// A `client_credentials` request.
-    pub fn client_credentials(
+    pub(crate) fn client_credentials(
         scopes: Option<Vec<String>>,
         resource: impl Into<String>,
     ) -> TokenRequest {
@@ -257,7 +258,7 @@ impl TokenRequest {
     ///   in the body.
     ///
     /// Fails when `client` lacks the secret or assertion the method needs.
-    pub fn form(
+    pub(crate) fn form(
         &self,
         client: &ClientCredentials,
         method: ClientAuthMethod,

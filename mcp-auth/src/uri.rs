@@ -1,9 +1,10 @@
-//! URL parsing shared by the modules: `http::Uri` plus the checks it skips
-//! (the fragment, which it silently drops; user info; unreadable ports).
+//! URL parsing shared by the modules: the stack's one URL rule
+//! (`mcp_protocol::endpoint::check_url`), split into the parts the flow
+//! needs, with what that rule lets through noted (user info, a fragment).
 
 use std::net::Ipv4Addr;
 
-use http::Uri;
+use mcp_protocol::endpoint::{UrlProblem, check_url, redact_url};
 
 use crate::AuthError;
 
@@ -31,7 +32,7 @@ impl Url {
     pub(crate) fn parse(url: &str, what: &'static str) -> Result<Url, AuthError> {
         let invalid = |reason| AuthError::InvalidUrl {
             what,
-            url: redact(url),
+            url: redact_url(url),
             reason,
         };
         if url.contains(|c: char| c.is_whitespace() || c.is_control()) {
@@ -41,30 +42,30 @@ impl Url {
             Some((rest, _)) => (rest, true),
             None => (url, false),
         };
-        let uri: Uri = rest.parse().map_err(|_| invalid("it is not a valid URL"))?;
-        let scheme = match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
-            Some("https") => "https",
-            Some("http") => "http",
-            Some(_) => return Err(invalid("it is not an http:// or https:// URL")),
-            None => return Err(invalid("it is not an absolute URL (no scheme)")),
+        // The stack's one URL rule (what the config validator and the
+        // transports apply too); this type only splits what it accepted.
+        let uri = check_url(rest).map_err(|problem| {
+            invalid(match problem {
+                UrlProblem::NotHttp if !rest.contains("://") => {
+                    "it is not an absolute URL (no scheme)"
+                }
+                UrlProblem::NotHttp => "it is not an http:// or https:// URL",
+                UrlProblem::NoHost => "it has no host",
+                UrlProblem::Whitespace => "it contains whitespace or control characters",
+                _ => "it is not a valid URL (or its port is not a number from 0 to 65535)",
+            })
+        })?;
+        let scheme = if uri
+            .scheme_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("https"))
+        {
+            "https"
+        } else {
+            "http"
         };
-        let authority = uri
-            .authority()
-            .ok_or_else(|| invalid("it has no host"))?
-            .as_str();
-        let (userinfo, host_port) = match authority.rsplit_once('@') {
-            Some((_, hp)) => (true, hp),
-            None => (false, authority),
-        };
-        // The port is what follows the last `:` outside an IPv6 literal.
-        let after_literal = host_port.rsplit_once(']').map_or(host_port, |(_, a)| a);
-        let port = match after_literal.rsplit_once(':') {
-            Some((_, "")) | None => None,
-            Some((_, p)) => Some(
-                p.parse::<u16>()
-                    .map_err(|_| invalid("its port is not a number from 0 to 65535"))?,
-            ),
-        };
+        let authority = uri.authority().map_or("", |a| a.as_str());
+        let userinfo = authority.contains('@');
+        let port = uri.port_u16();
         let host = uri.host().unwrap_or("").to_ascii_lowercase();
         if host.is_empty() {
             return Err(invalid("it has no host"));
@@ -111,22 +112,6 @@ impl Url {
                 .parse::<Ipv4Addr>()
                 .is_ok_and(|ip| ip.is_loopback())
     }
-}
-
-/// A URL fit for an error message: no user info, no query, no fragment,
-/// at most 200 characters, no control character (each one is `\u{FFFD}`:
-/// the URL may be a peer's, such as a metadata document's `issuer`).
-pub(crate) fn redact(url: &str) -> String {
-    let cut = url.split(['?', '#']).next().unwrap_or("");
-    let shown = match cut.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-            format!("{scheme}://{host}{path}")
-        }
-        None => cut.to_owned(),
-    };
-    crate::error::peer_text(&shown, 200)
 }
 
 #[cfg(test)]
@@ -193,20 +178,5 @@ mod tests {
         ] {
             assert_eq!(Url::parse(url, "x").unwrap().is_loopback(), lo, "{url}");
         }
-    }
-
-    #[test]
-    fn redact_drops_credentials_and_query() {
-        assert_eq!(
-            redact("https://u:p@h.example/a?token=x#y"),
-            "https://h.example/a"
-        );
-        assert_eq!(redact("no scheme?q"), "no scheme");
-        let long = format!("https://h/{}", "a".repeat(300));
-        assert_eq!(redact(&long).chars().count(), 201);
-        assert_eq!(
-            redact("https://h\u{1b}]52;c;eA==\u{7}/\u{9b}2J"),
-            "https://h\u{FFFD}]52;c;eA==\u{FFFD}/\u{FFFD}2J"
-        );
     }
 }

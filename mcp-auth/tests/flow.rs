@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use mcp_auth::Secret;
 use mcp_auth::agent::{FollowRedirect, UserAgent};
 use mcp_auth::client::{Grant, OAuthClient, OAuthConfig};
-use mcp_auth::secret::Secret;
 use mcp_auth::store::{FileStore, MemoryStore, TokenStore};
 use mcp_session::{Session, SessionConfig, SessionError};
 use mcp_testkit::http::{

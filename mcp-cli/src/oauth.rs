@@ -11,7 +11,7 @@ use mcp_auth::client::{OAuthClient, OAuthConfig};
 use mcp_auth::store::{FileStore, TokenStore};
 use mcp_config::{OAuthSettings, ResolvedServer};
 use mcp_runtime::HttpSettings;
-use mcp_transport::TransportError;
+use mcp_transport::http::HttpError;
 use mcp_transport::http::auth::{
     AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
 };
@@ -72,7 +72,7 @@ impl Authorizer for Scrubbed {
     fn credentials<'a>(
         &'a self,
         target: &'a RequestTarget,
-    ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+    ) -> AuthFuture<'a, Result<Option<Credentials>, HttpError>> {
         Box::pin(async move {
             let credentials = self.0.credentials(target).await?;
             let sent = credentials
@@ -89,7 +89,7 @@ impl Authorizer for Scrubbed {
     fn challenged<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+    ) -> AuthFuture<'a, Result<AuthDecision, HttpError>> {
         self.0.challenged(challenge)
     }
 }
@@ -125,7 +125,7 @@ mod tests {
         fn credentials<'a>(
             &'a self,
             _target: &'a RequestTarget,
-        ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>> {
+        ) -> AuthFuture<'a, Result<Option<Credentials>, HttpError>> {
             Box::pin(async move {
                 let mut c = Credentials::default();
                 let value = format!("Bearer {}", self.0).parse().unwrap();
@@ -137,7 +137,7 @@ mod tests {
         fn challenged<'a>(
             &'a self,
             _challenge: &'a AuthChallenge,
-        ) -> AuthFuture<'a, Result<AuthDecision, TransportError>> {
+        ) -> AuthFuture<'a, Result<AuthDecision, HttpError>> {
             Box::pin(async { Ok(AuthDecision::GiveUp) })
         }
     }

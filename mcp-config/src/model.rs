@@ -318,27 +318,9 @@ impl fmt::Debug for TransportConfig {
     }
 }
 
-/// A URL with its user info and query string (where tokens hide) redacted.
-pub fn redact_url(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let (authority, path) = match rest.find(['/', '?', '#']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let authority = match authority.rsplit_once('@') {
-        Some((_, host)) => format!("<redacted>@{host}"),
-        None => authority.to_owned(),
-    };
-    let path = match path.split_once('?') {
-        Some((p, _)) => format!("{p}?<redacted>"),
-        None => path.to_owned(),
-    };
-    if scheme.is_empty() {
-        format!("{authority}{path}")
-    } else {
-        format!("{scheme}://{authority}{path}")
-    }
-}
+/// A URL with its user info and query string (where tokens hide) redacted:
+/// the stack's one redactor, `mcp_protocol::endpoint::redact_url`.
+pub use mcp_protocol::endpoint::redact_url;
 
 /// Which of a server's tools are exposed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -2,7 +2,13 @@
 //! validator, the resolver (after `${VAR}` expansion) and the HTTP
 //! transports all call [`check_url`], so a URL one layer accepts is never
 //! refused by another. An HTTP proxy's URL is checked the same way, by
-//! [`check_proxy_url`].
+//! [`check_proxy_url`]. A URL is shown (in an error, a trace, a config
+//! listing) through [`redact_url`] alone.
+//!
+//! These rules live here, below the HTTP client, because the IO-free
+//! layers need them too: the config validator checks URLs and shows them,
+//! and `mcp-auth`'s decisions (built without any HTTP stack) name URLs in
+//! their errors.
 
 use std::fmt;
 
@@ -162,6 +168,79 @@ pub fn check_proxy_url(url: &str) -> Result<Uri, ProxyProblem> {
     Ok(uri)
 }
 
+/// A URL as it may be shown, in an error, a trace or a listing: user info
+/// and query replaced by `<redacted>` (so a reader sees they were there),
+/// the fragment dropped, control characters (a peer's URL may carry
+/// terminal escapes) each `U+FFFD`, and at most 200 characters. Text that
+/// is no URL is shown the same way, up to its first `?` or `#`.
+///
+/// ```
+/// use mcp_protocol::endpoint::redact_url;
+/// assert_eq!(
+///     redact_url("https://user:pw@h.example:8443/mcp?token=abc#f"),
+///     "https://<redacted>@h.example:8443/mcp?<redacted>"
+/// );
+/// let uri: mcp_protocol::endpoint::Uri = "http://127.0.0.1/sse".parse().unwrap();
+/// assert_eq!(redact_url(&uri), "http://127.0.0.1/sse");
+/// ```
+pub fn redact_url<U: fmt::Display + ?Sized>(url: &U) -> String {
+    const MAX: usize = 200;
+    let url = url.to_string();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", &url));
+    let (authority, path) = match rest.find(['/', '?', '#']) {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let mut shown = String::with_capacity(url.len().min(MAX) + 20);
+    if !scheme.is_empty() {
+        shown.push_str(scheme);
+        shown.push_str("://");
+    }
+    match authority.rsplit_once('@') {
+        Some((_, host)) => {
+            shown.push_str("<redacted>@");
+            shown.push_str(host);
+        }
+        None => shown.push_str(authority),
+    }
+    let (path, fragment_or_query) = match path.find(['?', '#']) {
+        Some(i) => path.split_at(i),
+        None => (path, ""),
+    };
+    shown.push_str(path);
+    if fragment_or_query.starts_with('?') {
+        shown.push_str("?<redacted>");
+    }
+    let mut out: String = shown
+        .chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .take(MAX)
+        .collect();
+    if shown.chars().nth(MAX).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// What a proxy's refusal of `CONNECT` asks of the user, from its status
+/// (407: credentials; 403: a destination it does not allow; 502–504: it
+/// could not reach the server), or nothing.
+pub fn proxy_refusal_hint(status: u16, credentials_sent: bool) -> &'static str {
+    match (status, credentials_sent) {
+        (407, false) => {
+            " (the proxy needs credentials: put them in the proxy URL, \
+             http://user:password@host:port, percent-encoded)"
+        }
+        (407, true) => " (the proxy refused the credentials in the proxy URL)",
+        (403, _) => {
+            " (the proxy does not allow this destination; some allow CONNECT only to \
+             port 443, or the server's host must be in NO_PROXY)"
+        }
+        (502..=504, _) => " (the proxy could not reach the server)",
+        _ => "",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,5 +300,36 @@ mod tests {
         ] {
             assert_eq!(check_proxy_url(bad).unwrap_err(), why, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn redact_url_hides_user_info_query_fragment_and_controls() {
+        assert_eq!(
+            redact_url("https://u:p@h.example/mcp?key=1#x"),
+            "https://<redacted>@h.example/mcp?<redacted>"
+        );
+        assert_eq!(redact_url("http://h:8080/mcp"), "http://h:8080/mcp");
+        assert_eq!(redact_url("http://h?k=v"), "http://h?<redacted>");
+        assert_eq!(redact_url("http://h/p#frag"), "http://h/p");
+        assert_eq!(redact_url("no scheme?q"), "no scheme?<redacted>");
+        assert_eq!(
+            redact_url("https://h\u{1b}]52;c;eA==\u{7}/\u{9b}2J"),
+            "https://h\u{FFFD}]52;c;eA==\u{FFFD}/\u{FFFD}2J"
+        );
+        let long = format!("https://h/{}", "a".repeat(300));
+        assert_eq!(redact_url(&long).chars().count(), 201);
+        let uri: Uri = "https://user:pw@example.com:8443/mcp?token=abc"
+            .parse()
+            .unwrap();
+        let shown = redact_url(&uri);
+        assert_eq!(shown, "https://<redacted>@example.com:8443/mcp?<redacted>");
+    }
+
+    #[test]
+    fn proxy_hints_follow_the_status() {
+        assert!(proxy_refusal_hint(407, false).contains("needs credentials"));
+        assert!(proxy_refusal_hint(407, true).contains("refused the credentials"));
+        assert!(proxy_refusal_hint(403, true).contains("NO_PROXY"));
+        assert_eq!(proxy_refusal_hint(500, false), "");
     }
 }

@@ -86,7 +86,7 @@ pub enum TransportError {
     /// not the server's ([`http_status`](Self::http_status) is `None`).
     #[error(
         "the proxy {proxy} answered HTTP {status} to CONNECT {target}{}",
-        proxy_hint(*.status, *.credentials_sent)
+        mcp_protocol::endpoint::proxy_refusal_hint(*.status, *.credentials_sent)
     )]
     ProxyRefused {
         /// The proxy, `http://host:port` (never its user info).
@@ -99,7 +99,7 @@ pub enum TransportError {
         credentials_sent: bool,
     },
     /// Something took longer than its bound.
-    #[error("timed out after {}: {what}", crate::describe_duration(*.after))]
+    #[error("timed out after {}: {what}", mcp_protocol::defaults::describe_duration(*.after))]
     Timeout {
         /// What was being waited for.
         what: String,
@@ -138,22 +138,6 @@ fn status_hint(status: u16) -> &'static str {
         403 => " (the credentials were accepted but are not allowed here)",
         404 => " (check the URL path, e.g. /mcp or /sse)",
         405 => " (the server does not take this method here; try the other HTTP transport)",
-        _ => "",
-    }
-}
-
-fn proxy_hint(status: u16, credentials_sent: bool) -> &'static str {
-    match (status, credentials_sent) {
-        (407, false) => {
-            " (the proxy needs credentials: put them in the proxy URL, \
-             http://user:password@host:port, percent-encoded)"
-        }
-        (407, true) => " (the proxy refused the credentials in the proxy URL)",
-        (403, _) => {
-            " (the proxy does not allow this destination; some allow CONNECT only to \
-             port 443, or the server's host must be in NO_PROXY)"
-        }
-        (502..=504, _) => " (the proxy could not reach the server)",
         _ => "",
     }
 }
@@ -230,6 +214,36 @@ impl TransportError {
         match self {
             TransportError::Closed { stderr_tail, .. } => stderr_tail,
             _ => &[],
+        }
+    }
+}
+
+/// The HTTP client's errors keep their names: a proxy's refusal is a
+/// [`TransportError::ProxyRefused`], a timeout a [`TransportError::Timeout`].
+#[cfg(feature = "http")]
+impl From<mcp_http::HttpError> for TransportError {
+    fn from(e: mcp_http::HttpError) -> Self {
+        use mcp_http::HttpError as H;
+        match e {
+            H::Http { url, message } => TransportError::Http { url, message },
+            H::ProxyRefused {
+                proxy,
+                target,
+                status,
+                credentials_sent,
+            } => TransportError::ProxyRefused {
+                proxy,
+                target,
+                status,
+                credentials_sent,
+            },
+            H::Timeout { what, after } => TransportError::Timeout { what, after },
+            H::Unauthorized { url, message } => TransportError::Unauthorized { url, message },
+            H::InvalidConfig(message) => TransportError::InvalidConfig(message),
+            other => TransportError::Http {
+                url: String::new(),
+                message: other.to_string(),
+            },
         }
     }
 }

@@ -49,31 +49,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::Uri;
-use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_payload_with};
 
 use crate::{BatchGate, InvalidFrame, Received, TransportError, batch_to_received};
 
-pub mod auth;
+/// The HTTP client's authorization hook ([`mcp_http::auth`]): an
+/// [`Authorizer`](auth::Authorizer) gives each request its credentials and
+/// hears each 401 and 403.
+pub use mcp_http::auth;
 pub mod auto;
 mod client;
 mod legacy_sse;
 mod mirror;
-mod pool;
-mod proxy;
 mod streamable;
-mod web;
 
 pub use legacy_sse::SseTransport;
-pub use proxy::Proxy;
+pub use mcp_http::{
+    ClientOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpError, HttpObserver,
+    HttpTrace, Proxy, WEB_BODY_LIMIT, WebClient, WebResponse, redact_url,
+};
 pub use streamable::StreamableHttpTransport;
-pub use web::{WEB_BODY_LIMIT, WebClient, WebResponse};
-
-/// Default bound on establishing a TCP (and TLS) connection.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default bound on waiting for an HTTP answer's head (and a JSON body):
-/// the stack's request timeout.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = mcp_protocol::defaults::REQUEST_TIMEOUT;
 /// Default wait before reconnecting a dropped SSE stream when the server gave no `retry`.
 pub const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Default number of reconnection attempts for one dropped SSE stream.
@@ -87,47 +82,6 @@ pub const DEFAULT_CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default time `send` waits for the head of a request's answer before
 /// returning (the answer then arrives through `recv` all the same).
 pub const DEFAULT_ACCEPT_WAIT: Duration = Duration::from_secs(1);
-
-/// What an [`HttpObserver`] sees: one line of an HTTP exchange, redacted.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum HttpTrace {
-    /// A request is going out.
-    Request {
-        /// `POST`, `GET`, `DELETE`.
-        method: String,
-        /// The URL without query or user info.
-        url: String,
-        /// The relevant headers; values of `Authorization` and of every
-        /// configured header are `<redacted>`.
-        headers: Vec<(String, String)>,
-    },
-    /// The head of an answer arrived.
-    Response {
-        /// The method of the request it answers.
-        method: String,
-        /// The URL without query or user info.
-        url: String,
-        /// The status code.
-        status: u16,
-        /// The relevant headers (`Content-Type`, `Mcp-Session-Id`, …).
-        headers: Vec<(String, String)>,
-    },
-    /// A request failed without an answer.
-    Failed {
-        /// The method.
-        method: String,
-        /// The URL without query or user info.
-        url: String,
-        /// Why.
-        error: String,
-    },
-    /// Something the transport did on its own (resume, re-initialize, fall back).
-    Note(String),
-}
-
-/// Sees every HTTP exchange of a transport, redacted (for tracing).
-pub type HttpObserver = Arc<dyn Fn(&HttpTrace) + Send + Sync>;
 
 /// Settings shared by the HTTP transports. `HttpOptions::new()` gives the
 /// documented defaults.
@@ -158,6 +112,34 @@ pub struct HttpOptions {
     server_name: Option<String>,
     authorizer: Option<Arc<dyn auth::Authorizer>>,
     proxy: Proxy,
+}
+
+/// The client's part of a transport's settings: what a [`WebClient`] (or
+/// `mcp-auth`'s OAuth client) built from them uses.
+impl From<&HttpOptions> for ClientOptions {
+    fn from(options: &HttpOptions) -> Self {
+        let mut client = ClientOptions::new()
+            .headers(options.headers.iter().cloned())
+            .connect_timeout(options.connect_timeout)
+            .request_timeout(options.request_timeout)
+            .os_roots(options.os_roots)
+            .http2(options.http2)
+            .observer_arc(options.observer.clone())
+            .proxy(options.proxy.clone());
+        if let Some(path) = &options.extra_ca_file {
+            client = client.extra_ca_file(path.clone());
+        }
+        if let Some(pem) = &options.extra_ca_pem {
+            client = client.extra_ca_pem(pem.clone());
+        }
+        if let Some(name) = &options.server_name {
+            client = client.server_name(name.clone());
+        }
+        if let Some(authorizer) = &options.authorizer {
+            client = client.authorizer(Arc::clone(authorizer));
+        }
+        client
+    }
 }
 
 impl Default for HttpOptions {
@@ -243,9 +225,7 @@ impl HttpOptions {
     /// assert!(!HttpOptions::new().header("X-Api-Key", "k").has_authorization_header());
     /// ```
     pub fn has_authorization_header(&self) -> bool {
-        self.headers
-            .iter()
-            .any(|(name, _)| name.trim().eq_ignore_ascii_case("authorization"))
+        mcp_http::has_authorization(&self.headers)
     }
 
     /// Adds headers (see [`header`](Self::header)).
@@ -417,72 +397,14 @@ impl HttpOptions {
             observer(&trace);
         }
     }
-
-    /// The configured headers, checked: names valid, values free of CR, LF
-    /// and NUL, and marked sensitive.
-    fn header_map(&self) -> Result<HeaderMap, TransportError> {
-        let mut map = HeaderMap::new();
-        for (name, value) in &self.headers {
-            let header = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
-                TransportError::InvalidConfig(format!("{name:?} is not a valid header name"))
-            })?;
-            if value.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
-                return Err(TransportError::InvalidConfig(format!(
-                    "the value of header {name} contains a line break or NUL; \
-                     header values must be one line"
-                )));
-            }
-            let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
-                TransportError::InvalidConfig(format!(
-                    "the value of header {name} has characters a header cannot carry"
-                ))
-            })?;
-            value.set_sensitive(true);
-            map.append(header, value);
-        }
-        Ok(map)
-    }
 }
 
 /// Parses a URL for the HTTP transports: `http` or `https`, with a host.
 pub(crate) fn parse_url(url: &str) -> Result<Uri, TransportError> {
-    // The same rule the config validator applies: a URL one accepts, the
-    // other does not refuse.
-    mcp_protocol::endpoint::check_url(url.trim())
-        .map_err(|problem| TransportError::InvalidConfig(format!("{} {problem}", redact_str(url))))
+    Ok(mcp_http::parse_url(url)?)
 }
 
-/// A URL as it may be shown: scheme, host, port and path; no user info, no query.
-pub fn redact_url(uri: &Uri) -> String {
-    let scheme = uri.scheme_str().unwrap_or("http");
-    let host = uri.host().unwrap_or("");
-    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
-    let path = uri.path();
-    let query = if uri.query().is_some() { "?…" } else { "" };
-    format!("{scheme}://{host}{port}{path}{query}")
-}
-
-/// [`redact_url`] for text that may not parse.
-fn redact_str(url: &str) -> String {
-    match url.trim().parse::<Uri>() {
-        Ok(uri) if uri.host().is_some() => redact_url(&uri),
-        _ => "the URL".to_owned(),
-    }
-}
-
-/// Whether two URLs have the same scheme, host and port.
-fn same_origin(a: &Uri, b: &Uri) -> bool {
-    fn port(u: &Uri) -> Option<u16> {
-        u.port_u16().or(match u.scheme_str() {
-            Some("https") => Some(443),
-            Some("http") => Some(80),
-            _ => None,
-        })
-    }
-    a.scheme() == b.scheme()
-        && a.host().map(str::to_ascii_lowercase) == b.host().map(str::to_ascii_lowercase)
-        && port(a) == port(b)
-}
+use mcp_http::same_origin;
 
 /// A message as the body of a POST.
 fn encode(message: &mcp_jsonrpc::Message) -> Result<bytes::Bytes, TransportError> {
@@ -531,46 +453,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn header_values_with_line_breaks_are_rejected_without_showing_them() {
-        for bad in ["a\r\nX-Evil: 1", "a\nb", "a\rb", "a\0b"] {
-            let err = HttpOptions::new()
-                .header("Authorization", bad)
-                .header_map()
-                .unwrap_err();
-            assert!(matches!(err, TransportError::InvalidConfig(_)));
-            assert!(!err.to_string().contains("Evil"), "{err}");
-        }
-        let err = HttpOptions::new()
-            .header("Bad Name", "x")
-            .header_map()
-            .unwrap_err();
-        assert!(err.to_string().contains("Bad Name"));
-        let map = HttpOptions::new()
-            .header("X-Key", " v ")
-            .header_map()
-            .unwrap();
-        assert!(map.get("x-key").unwrap().is_sensitive());
-        assert_eq!(map.get("x-key").unwrap(), "v");
-    }
-
-    #[test]
-    fn urls_are_checked_and_redacted() {
-        let uri = parse_url("https://user:pw@example.com:8443/mcp?token=abc").unwrap();
-        assert_eq!(redact_url(&uri), "https://example.com:8443/mcp?…");
-        assert!(parse_url("ftp://example.com/").is_err());
-        let err = parse_url("not a url?token=abc").unwrap_err();
-        assert!(!err.to_string().contains("abc"), "{err}");
-    }
-
-    #[test]
-    fn origins() {
-        let a: Uri = "http://127.0.0.1:80/sse".parse().unwrap();
-        assert!(same_origin(
-            &a,
-            &"http://127.0.0.1/messages?x=1".parse().unwrap()
-        ));
-        assert!(!same_origin(&a, &"http://127.0.0.1:81/".parse().unwrap()));
-        assert!(!same_origin(&a, &"https://127.0.0.1:80/".parse().unwrap()));
-        assert!(!same_origin(&a, &"http://evil.example/".parse().unwrap()));
+    fn the_client_options_are_the_transport_options_client_part() {
+        let options = HttpOptions::new()
+            .header("X-Key", "k3y")
+            .connect_timeout(Duration::from_secs(3))
+            .server_name("srv")
+            .proxy(Proxy::none());
+        let client = ClientOptions::from(&options);
+        let shown = format!("{client:?}");
+        assert!(shown.contains("X-Key") && !shown.contains("k3y"), "{shown}");
+        assert!(shown.contains("connect_timeout: 3s"), "{shown}");
+        assert!(shown.contains("\"srv\""), "{shown}");
+        assert!(shown.contains("Proxy::none()"), "{shown}");
+        assert!(client.has_authorization_header() == options.has_authorization_header());
     }
 }

@@ -436,21 +436,9 @@ macro_rules! forward_transport {
 
 forward_transport!(Arc, Box);
 
-/// A duration as every message of the stack writes it: milliseconds below a
-/// second, else seconds with one decimal.
-///
-/// ```
-/// use std::time::Duration;
-/// assert_eq!(mcp_transport::describe_duration(Duration::from_millis(250)), "250 ms");
-/// assert_eq!(mcp_transport::describe_duration(Duration::from_millis(1500)), "1.5 s");
-/// ```
-pub fn describe_duration(d: std::time::Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{} ms", d.as_millis())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
+/// A duration as every message of the stack writes it (milliseconds below
+/// a second, else seconds with one decimal): the one in `mcp-protocol`.
+pub use mcp_protocol::defaults::describe_duration;
 
 /// Whether a transport accepts batches from its peer, shared with the
 /// codec or parser that reads them: refused until a message's context

@@ -83,6 +83,8 @@ use crate::{
 
 mod config;
 mod process;
+#[cfg(unix)]
+pub use process::signal_group;
 mod spawn;
 
 pub use config::{

@@ -1,7 +1,8 @@
 //! What an [`OAuthClient`](super::OAuthClient) is told: who the client is
 //! and which grant obtains its tokens.
 
-use crate::secret::Secret;
+use crate::Secret;
+use mcp_protocol::endpoint::redact_url;
 
 /// Which grant obtains tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -77,7 +78,7 @@ pub struct OAuthConfig {
 impl std::fmt::Debug for OAuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthConfig")
-            .field("server_url", &crate::uri::redact(&self.server_url))
+            .field("server_url", &redact_url(&self.server_url))
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret)
             .field(

@@ -2,6 +2,7 @@
 //! issuer's metadata, or the 2025-03-26 fallbacks.
 
 use http::header::HeaderMap;
+use mcp_protocol::endpoint::redact_url;
 use serde_json::json;
 
 use super::*;
@@ -18,14 +19,14 @@ impl OAuthClient {
             .await
             .map_err(|e| AuthError::Http(e.to_string()))?;
         if !answer.is_success() {
-            tracing::debug!(url = %crate::uri::redact(url), status = answer.status, "metadata not here");
+            tracing::debug!(url = %redact_url(url), status = answer.status, "metadata not here");
             return Ok(None);
         }
         serde_json::from_slice(&answer.body)
             .map(Some)
             .map_err(|e| AuthError::InvalidMetadata {
                 what: "metadata document",
-                reason: format!("{} is not valid metadata: {e}", crate::uri::redact(url)),
+                reason: format!("{} is not valid metadata: {e}", redact_url(url)),
             })
     }
 
@@ -78,7 +79,7 @@ impl OAuthClient {
             what: "authorization server metadata",
             reason: format!(
                 "none at any well-known URL of the issuer {}",
-                crate::uri::redact(&issuer)
+                redact_url(&issuer)
             ),
         })
     }

@@ -10,7 +10,7 @@ use crate::{AuthError, Secret};
 /// The answer of an ID-JAG exchange: the grant, to present at the
 /// authorization server with [`TokenRequest::JwtBearer`](super::TokenRequest::JwtBearer).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct IdJagResponse {
+pub(crate) struct IdJagResponse {
     /// The ID-JAG (RFC 8693 puts the issued token in `access_token`).
     pub access_token: Secret,
     /// Must be [`ID_JAG_TOKEN_TYPE`].
@@ -21,7 +21,7 @@ impl IdJagResponse {
     /// Reads an exchange answer: an OAuth error is
     /// [`AuthError::TokenRejected`]; anything but an ID-JAG is
     /// [`AuthError::InvalidTokenResponse`].
-    pub fn parse(body: &[u8]) -> Result<IdJagResponse, AuthError> {
+    pub(crate) fn parse(body: &[u8]) -> Result<IdJagResponse, AuthError> {
         if let Some(e) = TokenError::parse(body) {
             return Err(e.rejected());
         }
@@ -71,7 +71,7 @@ impl TokenType {
 
 /// A successful token response (RFC 6749 §5.1), as received.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct TokenResponse {
+pub(crate) struct TokenResponse {
     /// The access token.
     pub access_token: Secret,
     /// The token type (`Bearer`, `DPoP`; any case).
@@ -99,7 +99,7 @@ fn lenient_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
 
 /// An error response of the token endpoint (RFC 6749 §5.2).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct TokenError {
+pub(crate) struct TokenError {
     /// The error code (`invalid_grant`, `invalid_client`, …).
     pub error: String,
     /// A human-readable description.
@@ -112,7 +112,7 @@ pub struct TokenError {
 
 impl TokenError {
     /// The error in a response body, if it is one.
-    pub fn parse(body: &[u8]) -> Option<TokenError> {
+    pub(crate) fn parse(body: &[u8]) -> Option<TokenError> {
         serde_json::from_slice::<TokenError>(body)
             .ok()
             .filter(|e| !e.error.is_empty())
@@ -135,7 +135,7 @@ impl TokenResponse {
     /// error becomes [`AuthError::TokenRejected`]; a response without a
     /// non-empty `access_token` or with a `token_type` other than `Bearer`
     /// or `DPoP` (any case) is [`AuthError::InvalidTokenResponse`].
-    pub fn parse(body: &[u8]) -> Result<TokenResponse, AuthError> {
+    pub(crate) fn parse(body: &[u8]) -> Result<TokenResponse, AuthError> {
         if let Some(e) = TokenError::parse(body) {
             return Err(e.rejected());
         }
@@ -149,7 +149,7 @@ impl TokenResponse {
     }
 
     /// Checks the fields: a non-empty access token, a known token type.
-    pub fn check(&self) -> Result<TokenType, AuthError> {
+    pub(crate) fn check(&self) -> Result<TokenType, AuthError> {
         if self.access_token.is_empty() {
             return Err(AuthError::InvalidTokenResponse {
                 reason: "the access_token is empty".into(),
@@ -176,7 +176,7 @@ pub(crate) fn json_problem(e: &serde_json::Error) -> &'static str {
 
 /// The tokens a client holds for one resource.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Tokens {
+pub(crate) struct Tokens {
     /// The access token.
     pub access: Secret,
     /// The refresh token, if any.
@@ -193,7 +193,7 @@ impl Tokens {
     /// The tokens of a checked response received at `now_unix`. The scopes
     /// are the response's `scope`, or the requested ones when it has none
     /// (RFC 6749 §5.1: the server omits it when it granted what was asked).
-    pub fn from_response(
+    pub(crate) fn from_response(
         response: TokenResponse,
         requested_scopes: Option<&[String]>,
         now_unix: u64,
@@ -215,7 +215,8 @@ impl Tokens {
     /// The tokens after a refresh: the new ones, keeping the old refresh
     /// token when the server issued none (RFC 6749 §6 lets it keep the old one
     /// valid).
-    pub fn refreshed(self, new: Tokens) -> Tokens {
+    #[cfg(test)]
+    pub(crate) fn refreshed(self, new: Tokens) -> Tokens {
         Tokens {
             refresh: new.refresh.or(self.refresh),
             ..new
@@ -224,13 +225,15 @@ impl Tokens {
 
     /// Whether the access token expires within `margin_secs` of `now_unix`
     /// (or already has). Unknown expiry: `false` (refresh on a 401 instead).
-    pub fn needs_refresh(&self, now_unix: u64, margin_secs: u64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn needs_refresh(&self, now_unix: u64, margin_secs: u64) -> bool {
         self.expires_at_unix
             .is_some_and(|at| now_unix.saturating_add(margin_secs) >= at)
     }
 
     /// The `Authorization` header value: `Bearer <token>` or `DPoP <token>`.
-    pub fn authorization_header(&self) -> Secret {
+    #[cfg(test)]
+    pub(crate) fn authorization_header(&self) -> Secret {
         Secret::new(format!(
             "{} {}",
             self.token_type.scheme(),

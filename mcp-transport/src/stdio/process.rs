@@ -183,12 +183,17 @@ impl StderrState {
 }
 
 #[cfg(unix)]
+pub use sys::signal_group;
+
+#[cfg(unix)]
 mod sys {
     use std::io;
 
-    /// Sends `signal` (0: only check) to every process in the group `pgid`.
+    /// Sends `signal` (0: only check) to every process in the group `pgid`
+    /// (the one such function of the workspace: `xtask`'s supervisor uses
+    /// it too, through `mcp_transport::stdio::signal_group`).
     #[allow(unsafe_code)]
-    pub(super) fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
+    pub fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
         let pgid = libc::pid_t::try_from(pgid)
             .ok()
             .filter(|&p| p > 1)

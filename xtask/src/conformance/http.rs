@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_auth::Secret;
 use mcp_auth::agent::FollowRedirect;
 use mcp_auth::client::{Grant, OAuthClient, OAuthConfig};
-use mcp_auth::secret::Secret;
 use mcp_auth::store::MemoryStore;
 use mcp_transport::Transport;
 use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, WebClient, auto};

@@ -225,29 +225,11 @@ impl Group {
 
 #[cfg(unix)]
 mod sys {
-    use std::io;
-
     pub(super) const TERM: i32 = libc::SIGTERM;
     pub(super) const KILL: i32 = libc::SIGKILL;
 
     /// Sends `signal` to every process of group `pgid` (0 only checks).
-    #[allow(unsafe_code)]
-    pub(super) fn signal_group(pgid: u32, signal: i32) -> io::Result<()> {
-        let pgid = libc::pid_t::try_from(pgid)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
-        if pgid <= 1 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a group"));
-        }
-        // SAFETY: kill(2) takes plain integers and touches no memory of ours;
-        // a negative pid addresses the process group, never this process
-        // (it leads no group of ours).
-        let rc = unsafe { libc::kill(-pgid, signal) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
+    pub(super) use mcp_transport::stdio::signal_group;
 }
 
 #[cfg(not(unix))]

@@ -1,6 +1,6 @@
 //! A small client for the HTTP exchanges around MCP rather than in it:
-//! OAuth metadata, registration and token requests. The same pooled hyper
-//! client, TLS roots, timeouts and tracing as the transports; bodies capped;
+//! OAuth metadata, registration and token requests. The same pooled
+//! [`Client`], TLS roots, timeouts and tracing as the transports; bodies capped;
 //! redirects never followed (a 3xx comes back with its `Location`).
 
 use bytes::Bytes;
@@ -8,20 +8,21 @@ use http_body_util::Full;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request};
 
-use super::client::{HttpClient, read_body};
-use super::{HttpOptions, parse_url, redact_url};
-use crate::TransportError;
+use crate::client::{Client, read_body};
+use crate::{ClientOptions, HttpError, parse_url, redact_url};
 
 /// The largest body a [`WebClient`] reads: metadata documents and token
 /// answers are a few KiB.
 pub const WEB_BODY_LIMIT: usize = 1024 * 1024;
 
-/// An HTTP client for the exchanges around MCP (see the module docs). It
-/// sends none of the transport's configured headers and no authorization:
+/// An HTTP client for the exchanges around MCP: OAuth metadata,
+/// registration and token requests. Bodies are capped at
+/// [`WEB_BODY_LIMIT`]; redirects are never followed (a 3xx comes back with
+/// its `Location`). It sends none of the configured headers and no authorization:
 /// those are for the MCP server, and these requests go to other origins.
 #[derive(Debug, Clone)]
 pub struct WebClient {
-    client: HttpClient,
+    client: Client,
 }
 
 /// An answer: status, headers, and the whole body (at most
@@ -50,19 +51,20 @@ impl WebResponse {
 }
 
 impl WebClient {
-    /// A client with these options' TLS roots, timeouts and observer (its
-    /// headers and authorizer are left out).
-    pub fn new(options: &HttpOptions) -> Result<Self, TransportError> {
-        let mut options = options.clone();
+    /// A client with these options' TLS roots, timeouts, proxy and
+    /// observer (their headers and authorizer are left out): a
+    /// [`ClientOptions`], or a transport's options.
+    pub fn new(options: impl Into<ClientOptions>) -> Result<Self, HttpError> {
+        let mut options = options.into();
         options.headers.clear();
         options.authorizer = None;
         Ok(WebClient {
-            client: HttpClient::new(options)?,
+            client: Client::new(options)?,
         })
     }
 
     /// `GET url` with these extra headers.
-    pub async fn get(&self, url: &str, headers: HeaderMap) -> Result<WebResponse, TransportError> {
+    pub async fn get(&self, url: &str, headers: HeaderMap) -> Result<WebResponse, HttpError> {
         self.exchange(Method::GET, url, headers, None).await
     }
 
@@ -74,7 +76,7 @@ impl WebClient {
         headers: HeaderMap,
         content_type: &'static str,
         body: impl Into<Bytes>,
-    ) -> Result<WebResponse, TransportError> {
+    ) -> Result<WebResponse, HttpError> {
         self.exchange(
             Method::POST,
             url,
@@ -90,7 +92,7 @@ impl WebClient {
         url: &str,
         headers: HeaderMap,
         body: Option<(&'static str, Bytes)>,
-    ) -> Result<WebResponse, TransportError> {
+    ) -> Result<WebResponse, HttpError> {
         let uri = parse_url(url)?;
         let what = format!("{method} {}", redact_url(&uri));
         let mut request = Request::new(Full::new(Bytes::new()));

@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use tower_service::Service;
 
 use super::{ProxyEndpoint, ProxyRules, Route};
-use crate::http::client::timed_out;
+use crate::error::timed_out;
 
 /// The largest answer head to `CONNECT` read before giving up.
 const MAX_HEAD: usize = 8 * 1024;
@@ -192,7 +192,7 @@ fn status_of(head: &[u8]) -> Option<u16> {
 
 /// Why a tunnel could not be opened. Travels inside hyper's connect error;
 /// the client finds it in the error's sources and makes the typed
-/// [`TransportError`](crate::TransportError).
+/// [`HttpError`](crate::HttpError).
 #[derive(Debug)]
 pub(crate) struct TunnelError {
     /// The proxy, as shown (`http://host:port`; never user info).

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use hyper::Uri;
 use hyper::header::HeaderValue;
 
-use crate::TransportError;
+use crate::HttpError;
 
 mod tunnel;
 
@@ -39,7 +39,7 @@ pub(crate) use tunnel::{Failure, ProxyConnector, TunnelError};
 /// * Loopback never goes through a proxy the environment names (Go's rule,
 ///   not curl's): `localhost`, `*.localhost`, `127.0.0.0/8` and `::1` are
 ///   this machine, which a proxy elsewhere cannot reach for it, and local
-///   MCP servers are common. A proxy given explicitly (`HttpOptions::proxy`,
+///   MCP servers are common. A proxy given explicitly (`ClientOptions::proxy`,
 ///   a server's `proxy` setting) is used for every host, loopback included.
 /// * A value without a scheme is an `http://` proxy (`proxy.corp:3128`); the
 ///   port defaults to 80 (curl would use 1080: write the port). An
@@ -53,16 +53,16 @@ pub(crate) use tunnel::{Failure, ProxyConnector, TunnelError};
 /// `CONNECT host:port` tunnel (TLS to an `https://` server then runs inside
 /// it, with the same roots and ALPN as a direct connection). Some proxies
 /// allow `CONNECT` only to port 443; their refusal of an `http://` server
-/// is a [`TransportError::ProxyRefused`] naming the status. Credentials in
+/// is a [`HttpError::ProxyRefused`] naming the status. Credentials in
 /// the proxy URL's user info (percent-decoded) go in a `Proxy-Authorization:
 /// Basic` header of the `CONNECT` only, never to the server, and are never
 /// logged or shown.
 ///
 /// ```
-/// use mcp_transport::http::{HttpOptions, Proxy};
-/// let options = HttpOptions::new().proxy(Proxy::url("http://me:s3cret@proxy.corp:3128"));
+/// use mcp_http::{ClientOptions, Proxy};
+/// let options = ClientOptions::new().proxy(Proxy::url("http://me:s3cret@proxy.corp:3128"));
 /// assert!(!format!("{options:?}").contains("s3cret"));
-/// let direct = HttpOptions::new().proxy(Proxy::none());
+/// let direct = ClientOptions::new().proxy(Proxy::none());
 /// ```
 #[derive(Clone, Default)]
 pub struct Proxy(Choice);
@@ -108,7 +108,7 @@ impl Proxy {
     }
 
     /// The rules for a client being built.
-    pub(crate) fn rules(&self) -> Result<Arc<ProxyRules>, TransportError> {
+    pub(crate) fn rules(&self) -> Result<Arc<ProxyRules>, HttpError> {
         match &self.0 {
             Choice::Environment => Ok(Arc::new(ProxyRules::from_lookup(&|name| {
                 std::env::var(name).ok()
@@ -116,9 +116,9 @@ impl Proxy {
             Choice::Direct => Ok(Arc::new(ProxyRules::default())),
             Choice::Url(url) => {
                 let endpoint = ProxyEndpoint::parse(url).map_err(|problem| {
-                    TransportError::InvalidConfig(format!(
+                    HttpError::InvalidConfig(format!(
                         "the proxy {} {problem}",
-                        redact_proxy(url)
+                        crate::redact_url(url.trim())
                     ))
                 })?;
                 Ok(Arc::new(ProxyRules {
@@ -136,22 +136,9 @@ impl fmt::Debug for Proxy {
         match &self.0 {
             Choice::Environment => f.write_str("Proxy::from_env()"),
             Choice::Direct => f.write_str("Proxy::none()"),
-            Choice::Url(url) => write!(f, "Proxy::url({:?})", redact_proxy(url)),
+            Choice::Url(url) => write!(f, "Proxy::url({:?})", crate::redact_url(url.trim())),
             Choice::Rules(rules) => write!(f, "Proxy::from_lookup({rules:?})"),
         }
-    }
-}
-
-/// A proxy URL as it may be shown: scheme, host and port; never user info.
-fn redact_proxy(url: &str) -> String {
-    let trimmed = url.trim();
-    let (scheme, rest) = trimmed.split_once("://").unwrap_or(("http", trimmed));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    if host.is_empty() || host.contains(char::is_whitespace) {
-        "(unreadable URL)".to_owned()
-    } else {
-        format!("{scheme}://{host}")
     }
 }
 
@@ -271,7 +258,7 @@ impl FromVariable {
             Ok(endpoint) => FromVariable::Use(Arc::new(endpoint)),
             Err(problem) => FromVariable::Unusable {
                 variable,
-                problem: format!("{variable} ({}) {problem}", redact_proxy(value)),
+                problem: format!("{variable} ({}) {problem}", crate::redact_url(value.trim())),
             },
         }
     }
@@ -662,7 +649,7 @@ mod tests {
             panic!()
         };
         assert!(
-            why.starts_with("ALL_PROXY (socks5h://socks:1080) is a SOCKS proxy"),
+            why.starts_with("ALL_PROXY (socks5h://<redacted>@socks:1080) is a SOCKS proxy"),
             "{why}"
         );
         assert!(!why.contains("pw"), "{why}");
@@ -683,8 +670,11 @@ mod tests {
         let err = Proxy::url("https://u:secret@proxy:3128")
             .rules()
             .unwrap_err();
-        assert!(matches!(err, TransportError::InvalidConfig(_)));
-        assert!(err.to_string().contains("https://proxy:3128"), "{err}");
+        assert!(matches!(err, HttpError::InvalidConfig(_)));
+        assert!(
+            err.to_string().contains("https://<redacted>@proxy:3128"),
+            "{err}"
+        );
         assert!(!err.to_string().contains("secret"), "{err}");
         assert!(ProxyEndpoint::parse("http://u:%zz@proxy:1").is_err());
         // A user without a password.

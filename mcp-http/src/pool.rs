@@ -1,4 +1,4 @@
-//! The connections an [`HttpClient`](super::client::HttpClient) keeps:
+//! The connections a [`Client`](crate::Client) keeps:
 //! HTTP/1.1 connections reused one request at a time, and one shared
 //! HTTP/2 connection per origin where TLS negotiated `h2`.
 //!
@@ -39,7 +39,7 @@ use hyper_util::client::legacy::connect::Connection as _;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tower_service::Service;
 
-use super::proxy::ProxyConnector;
+use crate::proxy::ProxyConnector;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Body = Full<Bytes>;
@@ -367,8 +367,8 @@ fn origin_form(uri: &Uri) -> Uri {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::client::{HttpClient, read_body};
-    use crate::http::{HttpOptions, Proxy};
+    use crate::client::{Client, read_body};
+    use crate::{ClientOptions, Proxy};
     use hyper::Method;
     use hyper::header::HeaderMap;
     use std::sync::Arc;
@@ -469,12 +469,12 @@ mod tests {
         }
     }
 
-    fn client() -> HttpClient {
-        HttpClient::new(HttpOptions::new().proxy(Proxy::none())).unwrap()
+    fn client() -> Client {
+        Client::new(ClientOptions::new().proxy(Proxy::none())).unwrap()
     }
 
     /// One POST, its whole body read; the body.
-    async fn post(client: &HttpClient, url: &str) -> String {
+    async fn post(client: &Client, url: &str) -> String {
         let uri: Uri = url.parse().unwrap();
         let request = client.build(
             Method::POST,

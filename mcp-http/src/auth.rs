@@ -1,4 +1,4 @@
-//! The hook through which an HTTP transport is authorized: an
+//! The hook through which a [`Client`](crate::Client) is authorized: an
 //! [`Authorizer`] gives the headers for each request (`Authorization:
 //! Bearer …`, a DPoP proof) and hears each 401 and 403 answer.
 //!
@@ -9,7 +9,8 @@
 //! credentials (refresh a token, authorize again with more scopes) and ask
 //! for the request to be sent again. `mcp-auth` implements the OAuth 2.1
 //! flow of the MCP specification on this trait; a static token needs none
-//! of it (use [`HttpOptions::header`](super::HttpOptions::header)).
+//! of it (use [`ClientOptions::header`](crate::ClientOptions::header), or
+//! the transport options' header of the same name).
 
 use std::fmt;
 use std::future::Future;
@@ -18,7 +19,7 @@ use std::pin::Pin;
 use hyper::header::HeaderMap;
 use hyper::{Method, Uri};
 
-use crate::TransportError;
+use crate::HttpError;
 
 /// The future an [`Authorizer`] returns.
 pub type AuthFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -38,7 +39,7 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
     fn credentials<'a>(
         &'a self,
         target: &'a RequestTarget,
-    ) -> AuthFuture<'a, Result<Option<Credentials>, TransportError>>;
+    ) -> AuthFuture<'a, Result<Option<Credentials>, HttpError>>;
 
     /// The server answered a request with 401 or 403. Return
     /// [`AuthDecision::Retry`] once there are new credentials to send the
@@ -48,7 +49,7 @@ pub trait Authorizer: Send + Sync + fmt::Debug {
     fn challenged<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> AuthFuture<'a, Result<AuthDecision, TransportError>>;
+    ) -> AuthFuture<'a, Result<AuthDecision, HttpError>>;
 }
 
 /// The request that credentials are for.
