@@ -393,23 +393,19 @@ pub(crate) struct ListenArgs {
 /// One notification as JSON (what `--json` prints, a line each).
 fn notification_json(n: &mcp_session::ServerNotification) -> Value {
     use mcp_session::ServerNotification as N;
-    match n {
-        N::Progress(p) => json!({"method": "notifications/progress", "params": p}),
-        N::ToolsListChanged => json!({"method": "notifications/tools/list_changed"}),
-        N::ResourcesListChanged => json!({"method": "notifications/resources/list_changed"}),
-        N::PromptsListChanged => json!({"method": "notifications/prompts/list_changed"}),
-        N::ResourceUpdated(u) => {
-            json!({"method": "notifications/resources/updated", "params": u})
+    let params = match n {
+        N::Progress(p) => json!(p),
+        N::ToolsListChanged | N::ResourcesListChanged | N::PromptsListChanged => {
+            return json!({"method": n.method()});
         }
-        N::Log(m) => json!({"method": "notifications/message", "params": m}),
-        N::Cancelled(c) => json!({"method": "notifications/cancelled", "params": c}),
-        N::ElicitationComplete { elicitation_id } => json!({
-            "method": "notifications/elicitation/complete",
-            "params": {"elicitationId": elicitation_id}
-        }),
-        N::Other { method, params } => json!({"method": method, "params": params}),
-        _ => json!({"method": "unknown"}),
-    }
+        N::ResourceUpdated(u) => json!(u),
+        N::Log(m) => json!(m),
+        N::Cancelled(c) => json!(c),
+        N::ElicitationComplete(e) => json!(e),
+        N::Other { params, .. } => json!(params),
+        _ => return json!({"method": "unknown"}),
+    };
+    json!({"method": n.method(), "params": params})
 }
 
 /// One notification as a line for people.
@@ -431,8 +427,8 @@ fn notification_line(n: &mcp_session::ServerNotification) -> String {
             printable(&m.data.to_string())
         ),
         N::Cancelled(c) => format!("cancelled request {}", printable(&c.request_id.to_string())),
-        N::ElicitationComplete { elicitation_id } => {
-            format!("elicitation {} complete", printable(elicitation_id))
+        N::ElicitationComplete(e) => {
+            format!("elicitation {} complete", printable(&e.elicitation_id))
         }
         N::Other { method, .. } => printable(method),
         _ => "a notification".into(),

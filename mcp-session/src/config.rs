@@ -9,9 +9,7 @@ use mcp_jsonrpc::{ErrorObject, RawValue};
 use mcp_transport::BoxFuture;
 use serde_json::Value;
 
-use mcp_protocol::types::{
-    CancelledParams, ClientCapabilities, Implementation, LoggingMessageParams, ProgressParams,
-};
+use mcp_protocol::types::{ClientCapabilities, Implementation, ProgressParams};
 use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, defaults};
 
 /// Answers requests the server sends to the client (sampling, elicitation,
@@ -45,43 +43,12 @@ impl<H: ClientHandler + ?Sized> ClientHandler for Arc<H> {
     }
 }
 
-/// A notification from the server, as the session dispatches it.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum ServerNotification {
-    /// Progress of one of our requests.
-    Progress(ProgressParams),
-    /// The tool list changed; the catalog is marked stale.
-    ToolsListChanged,
-    /// The resource list changed; the cached resources and templates are
-    /// marked stale.
-    ResourcesListChanged,
-    /// The prompt list changed; the cached prompts are marked stale.
-    PromptsListChanged,
-    /// A subscribed resource changed (read it again to see how).
-    ResourceUpdated(mcp_protocol::types::ResourceUpdatedParams),
-    /// A URL-mode elicitation finished (`notifications/elicitation/complete`,
-    /// 2025-11-25): the user did what the page asked.
-    ElicitationComplete {
-        /// The elicitation's id.
-        elicitation_id: String,
-    },
-    /// A log message.
-    Log(LoggingMessageParams),
-    /// The server cancelled a request it had sent us.
-    Cancelled(CancelledParams),
-    /// A task's status changed (`notifications/tasks/status` on 2025-11-25,
-    /// `notifications/tasks` from the 2026-07-28 extension; its inline
-    /// result or input requests are left out here).
-    TaskStatus(mcp_protocol::tasks::Task),
-    /// Any other notification.
-    Other {
-        /// Its method.
-        method: String,
-        /// Its parameters.
-        params: Option<Value>,
-    },
-}
+/// A notification from the server, read once into its type
+/// (`mcp_protocol::from_server`); the session hands it to the notification
+/// listener and to the subscriptions that asked for it. A
+/// `notifications/tasks` (2026-07-28) reaches them as
+/// [`TaskStatus`](ServerNotification::TaskStatus), its summary.
+pub use mcp_protocol::from_server::ServerNotification;
 
 /// The default of [`SessionConfig::max_list_bytes`]: 64 MiB.
 pub(crate) const DEFAULT_MAX_LIST_BYTES: usize = 64 * 1024 * 1024;

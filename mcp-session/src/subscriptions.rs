@@ -20,7 +20,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Id;
-use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use crate::config::ServerNotification;
@@ -159,12 +158,6 @@ fn wants(filter: &SubscriptionFilter, event: &ServerNotification) -> bool {
             .any(|s| u.uri == *s || u.uri.starts_with(&format!("{}/", s.trim_end_matches('/')))),
         _ => false,
     }
-}
-
-/// The subscription id a notification's params carry, if any.
-pub(crate) fn subscription_id(params: Option<&Value>) -> Option<Id> {
-    let id = mcp_protocol::meta::get(params?, mcp_protocol::meta::SUBSCRIPTION_ID)?;
-    serde_json::from_value(id.clone()).ok()
 }
 
 /// An open subscription: a `subscriptions/listen` stream (2026-07-28), or
