@@ -4,7 +4,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use mcp_protocol::methods;
+use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::types::{CallToolResult, Content, Extra, ProgressParams, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
@@ -658,7 +658,9 @@ async fn progress(args: &Args<'_>, ctx: &CallContext) -> Result<CallToolResult, 
                 message: Some(format!("step {i} of {steps}")),
                 extra: Extra::new(),
             };
-            ctx.outbox.notify(methods::PROGRESS, &params).await;
+            ctx.outbox
+                .notify(notification::Progress::METHOD, &params)
+                .await;
         }
     }
     Ok(text_result(format!("completed {steps} steps")))

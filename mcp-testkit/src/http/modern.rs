@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use hyper::HeaderMap;
 use hyper::StatusCode;
 use mcp_jsonrpc::{Message, codes};
-use mcp_protocol::{meta, methods, x_mcp_header};
+use mcp_protocol::request::{self, Request as _};
+use mcp_protocol::{meta, x_mcp_header};
 use serde_json::{Map, Value, json};
 
 use crate::options::{Era, ServerOptions};
@@ -24,7 +25,7 @@ pub(super) fn is_modern(era: Era, headers: &HeaderMap, message: &Message) -> boo
         Era::Modern => true,
         _ => match message {
             Message::Request(r) => {
-                r.method == methods::SERVER_DISCOVER
+                r.method == request::ServerDiscover::METHOD
                     || meta_version(r.params.as_deref().map(|p| p.get())).is_some()
             }
             Message::Notification(n) => {
@@ -175,7 +176,7 @@ pub(super) fn validate(
     check_version(options.era, headers, params)?;
     check_method(options, headers, method)?;
     check_name(headers, method, params)?;
-    if method == methods::TOOLS_CALL {
+    if method == request::ToolsCall::METHOD {
         check_tool_params(headers, params)?;
     }
     Ok(())

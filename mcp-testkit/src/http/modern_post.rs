@@ -12,7 +12,7 @@ use hyper::body::Frame;
 use hyper::header::HeaderMap;
 use hyper::{Response, StatusCode};
 use mcp_jsonrpc::{Id, Message, Request, codes};
-use mcp_protocol::methods;
+use mcp_protocol::request::{self, Request as _};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -147,7 +147,9 @@ impl Shared {
         if let Some(refused) = self.misbehave_before_answer(&req.method, true).await {
             return refused;
         }
-        if req.method == methods::TOOLS_CALL && self.options.has(HttpMisbehaviour::DropStream) {
+        if req.method == request::ToolsCall::METHOD
+            && self.options.has(HttpMisbehaviour::DropStream)
+        {
             // The stream ends before the answer, and nothing can resume it.
             let (_, rx) = mpsc::unbounded_channel();
             return sse_response(rx);
@@ -170,7 +172,7 @@ impl Shared {
         req: &Request,
         params: &Map<String, Value>,
     ) -> Result<(), Rejection> {
-        let checked = if req.method == methods::INITIALIZE {
+        let checked = if req.method == request::Initialize::METHOD {
             Err(modern::refuse_initialize(self.options.server.era, params))
         } else {
             modern::validate(&self.options.server, headers, &req.method, params)

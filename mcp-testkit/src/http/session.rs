@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use mcp_jsonrpc::{Id, Message, from_raw};
+use mcp_protocol::meta;
+use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::types::ProgressParams;
-use mcp_protocol::{meta, methods};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, WriteHalf};
 use tokio::sync::{mpsc, oneshot};
@@ -161,7 +162,7 @@ impl Routes {
             Some(Message::Response(_) | Message::Error(_)) => message
                 .and_then(Message::id)
                 .and_then(|id| self.pending.remove(&key(id))),
-            Some(Message::Notification(n)) if n.method == methods::PROGRESS => n
+            Some(Message::Notification(n)) if n.method == notification::Progress::METHOD => n
                 .params
                 .as_deref()
                 .and_then(|p| from_raw::<ProgressParams>(p).ok())

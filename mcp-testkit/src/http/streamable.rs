@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use mcp_jsonrpc::{Message, codes};
-use mcp_protocol::methods;
+use mcp_protocol::request::{self, Request as _};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -84,7 +84,7 @@ impl Shared {
         if modern::is_modern(self.options.server.era, &headers, &message) {
             return self.modern_post(&headers, body, message).await;
         }
-        let is_init = message.method() == Some(methods::INITIALIZE);
+        let is_init = message.method() == Some(request::Initialize::METHOD);
         let session = match self.session_for(&headers, is_init) {
             Ok(s) => s,
             Err(r) => return *r,
@@ -176,8 +176,8 @@ impl Shared {
                 .map(|answer| json_answer(answer, wrong_type))
                 .ok_or_else(|| empty(StatusCode::INTERNAL_SERVER_ERROR));
         }
-        let drop_stream =
-            req.method == methods::TOOLS_CALL && self.options.has(HttpMisbehaviour::DropStream);
+        let drop_stream = req.method == request::ToolsCall::METHOD
+            && self.options.has(HttpMisbehaviour::DropStream);
         let params = req
             .params
             .as_ref()
@@ -196,7 +196,7 @@ impl Shared {
         method: &str,
         slow: bool,
     ) -> Option<Response<Body>> {
-        if method == methods::TOOLS_CALL && self.options.has(HttpMisbehaviour::Status500) {
+        if method == request::ToolsCall::METHOD && self.options.has(HttpMisbehaviour::Status500) {
             return Some(internal_error());
         }
         if slow && self.options.has(HttpMisbehaviour::SlowHead) {

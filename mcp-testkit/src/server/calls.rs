@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
 use mcp_jsonrpc::{Id, codes};
+use mcp_protocol::meta;
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
 use mcp_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, ElicitRequestParams, ElicitResult, Extra,
 };
-use mcp_protocol::{meta, methods};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -283,7 +284,7 @@ fn ask_name(
                     "name": {"type": "string", "default": "octocat"}}, "required": ["name"]}),
             );
             let request = InputRequest {
-                method: methods::ELICITATION_CREATE.to_owned(),
+                method: request::ElicitationCreate::METHOD.to_owned(),
                 params: Some(serde_json::to_value(&ask).map_err(|e| {
                     ProtocolError::new(codes::INTERNAL_ERROR, format!("cannot ask: {e}"))
                 })?),

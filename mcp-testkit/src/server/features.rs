@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mcp_jsonrpc::RawJson;
+use mcp_protocol::codes;
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{
     CompleteParams, CompleteResult, CompletionReference, EmptyResult, Extra, GetPromptParams,
     GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedParams, ReadResourceResult, ResourceParams,
 };
-use mcp_protocol::{codes, methods};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -137,24 +138,26 @@ impl Server {
         modern: bool,
     ) -> Option<Result<RawJson, ProtocolError>> {
         Some(match method {
-            methods::RESOURCES_LIST => params
+            request::ResourcesList::METHOD => params
                 .and_then(parse_list)
                 .and_then(|p| self.list_resources(&p, modern)),
-            methods::RESOURCES_TEMPLATES_LIST => params
+            request::ResourcesTemplatesList::METHOD => params
                 .and_then(parse_list)
                 .and_then(|p| self.list_templates(&p, modern)),
-            methods::RESOURCES_READ => params
+            request::ResourcesRead::METHOD => params
                 .and_then(parse_resource)
                 .and_then(|p| self.read_resource(&p.uri, modern)),
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if modern => {
+            request::ResourcesSubscribe::METHOD | request::ResourcesUnsubscribe::METHOD
+                if modern =>
+            {
                 Err(ProtocolError::method_not_found(
                     method,
                     " (2026-07-28 replaced it with subscriptions/listen and resourceSubscriptions)",
                 ))
             }
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            request::ResourcesSubscribe::METHOD | request::ResourcesUnsubscribe::METHOD => {
                 params.and_then(parse_resource).and_then(|p| {
-                    let on = method == methods::RESOURCES_SUBSCRIBE;
+                    let on = method == request::ResourcesSubscribe::METHOD;
                     if on && !self.world.exists(&p.uri) {
                         return Err(not_found(&p.uri, false));
                     }
@@ -162,15 +165,15 @@ impl Server {
                     raw(&EmptyResult::default())
                 })
             }
-            methods::PROMPTS_LIST => params
+            request::PromptsList::METHOD => params
                 .and_then(parse_list)
                 .and_then(|p| self.list_prompts(&p, modern)),
-            methods::PROMPTS_GET => params.and_then(parse_get_prompt).and_then(|p| {
+            request::PromptsGet::METHOD => params.and_then(parse_get_prompt).and_then(|p| {
                 let arguments = p.arguments.unwrap_or_default();
                 let result: GetPromptResult = prompts::get(&p.name, &arguments)?;
                 finish(result, |r| &mut r.extra, modern, None)
             }),
-            methods::COMPLETION_COMPLETE => params
+            request::CompletionComplete::METHOD => params
                 .and_then(parse_complete)
                 .and_then(|p| self.complete(p, modern)),
             _ => return None,

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use mcp_jsonrpc::Id;
 use mcp_protocol::discover::{DiscoverResult, UnsupportedVersionData};
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{
     Extra, Implementation, InitializeParams, InitializeResult, PromptsCapability,
     ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
-use mcp_protocol::{ProtocolVersion, meta, methods};
+use mcp_protocol::{ProtocolVersion, meta};
 use serde_json::{Map, Value};
 
 use super::hostile;
@@ -54,26 +55,28 @@ pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String,
 #[cfg(feature = "http")]
 pub(crate) fn modern_method_known(options: &crate::options::ServerOptions, method: &str) -> bool {
     match method {
-        methods::SERVER_DISCOVER
-        | methods::LOGGING_SET_LEVEL
-        | methods::SUBSCRIPTIONS_LISTEN
-        | methods::RESOURCES_LIST
-        | methods::RESOURCES_TEMPLATES_LIST
-        | methods::RESOURCES_READ
-        | methods::PROMPTS_LIST
-        | methods::PROMPTS_GET
-        | methods::COMPLETION_COMPLETE
-        | methods::TASKS_GET
-        | methods::TASKS_UPDATE
-        | methods::TASKS_CANCEL => true,
-        methods::TOOLS_LIST | methods::TOOLS_CALL => !options.has(Misbehaviour::NoToolsCapability),
+        request::ServerDiscover::METHOD
+        | request::LoggingSetLevel::METHOD
+        | request::SubscriptionsListen::METHOD
+        | request::ResourcesList::METHOD
+        | request::ResourcesTemplatesList::METHOD
+        | request::ResourcesRead::METHOD
+        | request::PromptsList::METHOD
+        | request::PromptsGet::METHOD
+        | request::CompletionComplete::METHOD
+        | request::TasksGet::METHOD
+        | request::TasksUpdate::METHOD
+        | request::TasksCancel::METHOD => true,
+        request::ToolsList::METHOD | request::ToolsCall::METHOD => {
+            !options.has(Misbehaviour::NoToolsCapability)
+        }
         _ => false,
     }
 }
 
 /// The `-32601` of a method 2026-07-28 does not have (`ping`, `initialize`).
 pub(super) fn not_modern(method: &str) -> ProtocolError {
-    let why = if method == methods::PING {
+    let why = if method == request::Ping::METHOD {
         " (2026-07-28 has no ping)"
     } else {
         " (2026-07-28 has no initialize handshake; send requests with _meta)"
@@ -145,7 +148,7 @@ impl Server {
         let modern = match era {
             Era::Legacy => false,
             Era::Modern => true,
-            _ => requested.is_some() || method == methods::SERVER_DISCOVER,
+            _ => requested.is_some() || method == request::ServerDiscover::METHOD,
         };
         if modern && requested != Some(MODERN.as_str()) {
             // Every modern request names its version; `initialize` to a

@@ -18,13 +18,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcp_jsonrpc::{Id, codes};
+use mcp_protocol::notification::{self, Notification as _};
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::ResultType;
 use mcp_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
 use mcp_protocol::tasks::{
     CreateTaskResult, ListTasksResult, RELATED_TASK, Task, TaskIdParams, TaskMetadata, TaskStatus,
 };
 use mcp_protocol::types::{CallToolParams, CallToolResult, EmptyResult, Extra, PaginatedParams};
-use mcp_protocol::{codes as mcp_codes, meta, methods};
+use mcp_protocol::{codes as mcp_codes, meta};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
@@ -79,7 +81,9 @@ struct Announcement {
 
 impl Announcement {
     async fn send(self) {
-        self.outbox.notify(methods::TASKS_STATUS, &self.task).await;
+        self.outbox
+            .notify(notification::TasksStatus::METHOD, &self.task)
+            .await;
     }
 }
 
@@ -463,7 +467,7 @@ impl Server {
                 task_answer(task, false)
             }
             other => Err(ProtocolError::method_not_found(
-                methods::TOOLS_CALL,
+                request::ToolsCall::METHOD,
                 &format!(
                     " as a task: tool {other:?} does not run as a task (execution.taskSupport)"
                 ),
@@ -480,14 +484,17 @@ impl Server {
         params: &Result<Map<String, Value>, ProtocolError>,
         modern: bool,
     ) -> Option<Option<Result<mcp_jsonrpc::RawJson, ProtocolError>>> {
-        let legacy_only = matches!(method, methods::TASKS_RESULT | methods::TASKS_LIST);
+        let legacy_only = matches!(
+            method,
+            request::TasksResult::METHOD | request::TasksList::METHOD
+        );
         let known = matches!(
             method,
-            methods::TASKS_GET
-                | methods::TASKS_CANCEL
-                | methods::TASKS_RESULT
-                | methods::TASKS_LIST
-        ) || (modern && method == methods::TASKS_UPDATE);
+            request::TasksGet::METHOD
+                | request::TasksCancel::METHOD
+                | request::TasksResult::METHOD
+                | request::TasksList::METHOD
+        ) || (modern && method == request::TasksUpdate::METHOD);
         if !known || (modern && legacy_only) || (!modern && !self.speaks_tasks()) {
             return None;
         }
@@ -505,7 +512,7 @@ impl Server {
         }
         let store = &self.world.tasks;
         Some(Some(match method {
-            methods::TASKS_LIST => typed::<PaginatedParams>(params, |p| {
+            request::TasksList::METHOD => typed::<PaginatedParams>(params, |p| {
                 super::params::expect(
                     p,
                     "cursor",
@@ -524,16 +531,18 @@ impl Server {
                     extra: Extra::new(),
                 })
             }),
-            methods::TASKS_UPDATE => typed::<UpdateTaskParams>(params, |_| None).and_then(|p| {
-                // These tasks never ask for input: answers are acknowledged and ignored.
-                store
-                    .entries()
-                    .get(&p.task_id)
-                    .map(|_| ())
-                    .ok_or_else(|| not_found(&p.task_id))?;
-                raw(&complete(EmptyResult::default()))
-            }),
-            methods::TASKS_RESULT => {
+            request::TasksUpdate::METHOD => {
+                typed::<UpdateTaskParams>(params, |_| None).and_then(|p| {
+                    // These tasks never ask for input: answers are acknowledged and ignored.
+                    store
+                        .entries()
+                        .get(&p.task_id)
+                        .map(|_| ())
+                        .ok_or_else(|| not_found(&p.task_id))?;
+                    raw(&complete(EmptyResult::default()))
+                })
+            }
+            request::TasksResult::METHOD => {
                 let p = match typed::<TaskIdParams>(params, |_| None) {
                     Ok(p) => p,
                     Err(e) => return Some(Some(Err(e))),
@@ -550,13 +559,13 @@ impl Server {
                     Ok(p) => p,
                     Err(e) => return Some(Some(Err(e))),
                 };
-                let entry = if method == methods::TASKS_GET {
+                let entry = if method == request::TasksGet::METHOD {
                     store.get(&p.task_id).await
                 } else {
                     store.cancel(&p.task_id).await
                 };
                 entry.and_then(|e| match (modern, method) {
-                    (true, methods::TASKS_CANCEL) => raw(&complete(EmptyResult::default())),
+                    (true, request::TasksCancel::METHOD) => raw(&complete(EmptyResult::default())),
                     (true, _) => {
                         let mut d = e.detailed();
                         ResultType::Complete.write(&mut d.extra);
