@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use mcp_session::protocol::request::{
+    CompletionComplete, PromptsGet, PromptsList, Request as _, ResourcesList, ResourcesRead,
+};
 use mcp_session::types::{CompletionReference, Content, ResourceContents};
 use mcp_session::{Session, SessionError};
 use serde_json::{Value, json};
@@ -123,7 +126,7 @@ pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) 
     s.close().await;
     let resources = match listed {
         Ok(r) => r,
-        Err(e) => return failed(style, "resources/list", &e),
+        Err(e) => return failed(style, ResourcesList::METHOD, &e),
     };
     // A server may list resources and refuse templates (older ones).
     let templates = templates.unwrap_or_default();
@@ -184,7 +187,7 @@ pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
         s.close().await;
         match result {
             Ok(r) => r,
-            Err(e) => return failed(style, "resources/read", &e),
+            Err(e) => return failed(style, ResourcesRead::METHOD, &e),
         }
     };
     if let Some(path) = &a.out {
@@ -257,7 +260,7 @@ pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) ->
     s.close().await;
     let prompts = match listed {
         Ok(p) => p,
-        Err(e) => return failed(style, "prompts/list", &e),
+        Err(e) => return failed(style, PromptsList::METHOD, &e),
     };
     if show.json {
         print_json(serde_json::to_value(&*prompts).unwrap_or_default());
@@ -308,7 +311,7 @@ pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
         s.close().await;
         match result {
             Ok(r) => r,
-            Err(e) => return failed(style, "prompts/get", &e),
+            Err(e) => return failed(style, PromptsGet::METHOD, &e),
         }
     };
     if a.show.json {
@@ -349,7 +352,7 @@ pub(crate) async fn complete(a: CompleteArgs, style: Style) -> ExitCode {
     s.close().await;
     let completion = match result {
         Ok(c) => c,
-        Err(e) => return failed(style, "completion/complete", &e),
+        Err(e) => return failed(style, CompletionComplete::METHOD, &e),
     };
     if a.show.json {
         print_json(serde_json::to_value(&completion).unwrap_or_default());

@@ -85,15 +85,15 @@ pub struct SessionConfig {
     pub capabilities: ClientCapabilities,
     /// Which revision to speak, as one setting: a mode —
     /// [`ProtocolMode::Auto`] (the default: a `server/discover` probe that
-    /// falls back to the handshake for a legacy server), `Legacy` (the
-    /// handshake, offering 2025-11-25) or `Modern` (2026-07-28 only) — or one
+    /// falls back to the handshake for a server without `server/discover`),
+    /// `Handshake` (offering 2025-11-25) or `Discover` (2026-07-28 only) — or one
     /// revision (a handshake revision is offered in `initialize`; 2026-07-28
-    /// means modern).
+    /// means `Discover`).
     pub protocol: ProtocolPin,
     /// In [`ProtocolMode::Auto`], how long a silent `server/discover` probe
-    /// waits before the server is taken for a legacy one. Default: 3 s.
+    /// waits before the server is taken for a handshake one. Default: 3 s.
     pub probe_timeout: Duration,
-    /// For modern servers: the log level to ask for in each request's
+    /// For servers without a handshake (2026-07-28): the log level to ask for in each request's
     /// `_meta` (servers send no log messages without one). Default: none.
     pub log_level: Option<String>,
     /// Most multi-round-trip rounds (`input_required` results) one call may
@@ -186,7 +186,7 @@ impl SessionConfig {
         /// Sets which revision to speak.
         protocol: ProtocolPin,
         /// Sets how long a silent probe waits before the server is taken for
-        /// a legacy one.
+        /// a handshake one.
         probe_timeout: Duration,
         /// Sets the most multi-round-trip rounds one call may take.
         max_input_rounds: usize,
@@ -215,7 +215,7 @@ impl SessionConfig {
         self
     }
 
-    /// Asks modern servers for log messages at this level and above.
+    /// Asks servers without a handshake (2026-07-28) for log messages at this level and above.
     #[must_use]
     pub fn log_level(mut self, level: impl Into<String>) -> Self {
         self.log_level = Some(level.into());
@@ -257,8 +257,9 @@ impl SessionConfig {
         }
     }
 
-    /// Applies a protocol pin as configs write it: `legacy`, `modern`,
-    /// `auto`, or a revision date (a modern one selects the modern mode).
+    /// Applies a protocol pin as configs write it: `handshake`, `discover`,
+    /// `auto` (or the older `legacy`, `modern`), or a revision date (one
+    /// without a handshake selects the discover mode).
     ///
     /// ```
     /// use mcp_session::{ProtocolMode, SessionConfig};

@@ -342,26 +342,26 @@ impl Server {
             return Err(self.strict_exit(&method));
         }
         // `None`: a modern request of another revision, already refused.
-        let Some(modern) = self.revision_of(&id, &method, params.as_ref().ok()).await else {
+        let Some(discover) = self.revision_of(&id, &method, params.as_ref().ok()).await else {
             return Ok(());
         };
-        self.dispatch(id, &method, params, modern).await
+        self.dispatch(id, &method, params, discover).await
     }
 
-    /// Answers a request (or starts the task that will). `modern`: it
+    /// Answers a request (or starts the task that will). `discover`: it
     /// speaks 2026-07-28.
     async fn dispatch(
         &mut self,
         id: Id,
         method: &str,
         params: Result<Map<String, Value>, ProtocolError>,
-        modern: bool,
+        discover: bool,
     ) -> io::Result<()> {
         let no_tools = self.options().has(Misbehaviour::NoToolsCapability);
         let result = match method {
-            request::ServerDiscover::METHOD if modern => raw(&self.discover()),
-            request::Ping::METHOD | request::Initialize::METHOD if modern => {
-                Err(lifecycle::not_modern(method))
+            request::ServerDiscover::METHOD if discover => raw(&self.discover()),
+            request::Ping::METHOD | request::Initialize::METHOD if discover => {
+                Err(lifecycle::handshake_only(method))
             }
             request::Initialize::METHOD => match self.initialize_request(params) {
                 Some(result) => {
@@ -386,9 +386,9 @@ impl Server {
             }
             request::ToolsList::METHOD => params
                 .and_then(tools_list::parse_list)
-                .and_then(|p| self.list_tools(&p, modern))
+                .and_then(|p| self.list_tools(&p, discover))
                 .and_then(|r| raw(&r)),
-            request::SubscriptionsListen::METHOD if modern => {
+            request::SubscriptionsListen::METHOD if discover => {
                 self.listen(id, params).await;
                 return Ok(());
             }
@@ -399,8 +399,8 @@ impl Server {
                 let declared = params.as_ref().is_ok_and(tasks::declares_extension);
                 match params.and_then(calls::parse_call) {
                     Ok(call) => {
-                        if !self.maybe_task(&id, &call, modern, declared).await {
-                            self.spawn_call(id, call, modern);
+                        if !self.maybe_task(&id, &call, discover, declared).await {
+                            self.spawn_call(id, call, discover);
                         }
                         return Ok(());
                     }
@@ -412,13 +412,13 @@ impl Server {
             | request::TasksList::METHOD
             | request::TasksCancel::METHOD
             | request::TasksUpdate::METHOD => {
-                match self.task_method(&id, method, &params, modern).await {
+                match self.task_method(&id, method, &params, discover).await {
                     Some(Some(answer)) => answer,
                     Some(None) => return Ok(()),
                     None => Err(ProtocolError::method_not_found(method, "")),
                 }
             }
-            _ => match self.feature(method, params, modern).await {
+            _ => match self.feature(method, params, discover).await {
                 Some(result) => result,
                 None => Err(ProtocolError::method_not_found(method, "")),
             },

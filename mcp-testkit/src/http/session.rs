@@ -65,7 +65,7 @@ pub(super) enum SessionKind {
     /// A legacy HTTP+SSE session.
     LegacySse,
     /// One 2026-07-28 request.
-    Modern,
+    Discover,
 }
 
 /// One in-process [`crate::serve`] instance and its routes. Dropping it
@@ -232,7 +232,7 @@ impl Session {
                 }
                 // A modern request's instance ended (a crash, say): end its
                 // stream or JSON wait rather than leave the client hanging.
-                if kind == SessionKind::Modern
+                if kind == SessionKind::Discover
                     && let Some(session) = weak.upgrade()
                 {
                     session.hang_up();
@@ -243,7 +243,7 @@ impl Session {
                 legacy,
                 input: tokio::sync::Mutex::new(client_write),
                 routes: Mutex::new(Routes {
-                    no_event_ids: kind == SessionKind::Modern,
+                    no_event_ids: kind == SessionKind::Discover,
                     ..Routes::default()
                 }),
                 posts: AtomicUsize::new(0),

@@ -1,6 +1,6 @@
 //! Streamable HTTP with sessions (2024-11-05 to 2025-11-25): POST, GET
 //! and DELETE at `/mcp`. A 2026-07-28 POST branches off to
-//! [`super::modern_post`] once its body is read.
+//! [`super::discover_post`] once its body is read.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -21,7 +21,7 @@ use super::response::{
 };
 use super::session::{Session, SessionKind, progress_token};
 use super::sse::{priming_event, sse_response};
-use super::{HttpMisbehaviour, Shared, lock, modern};
+use super::{HttpMisbehaviour, Shared, discover, lock};
 use crate::options::Era;
 
 /// Adds the `Mcp-Session-Id` header a new session's first answer carries.
@@ -81,8 +81,8 @@ impl Shared {
         if let Some(forbidden) = self.insufficient_scope(&headers, "/mcp", &message) {
             return forbidden;
         }
-        if modern::is_modern(self.options.server.era, &headers, &message) {
-            return self.modern_post(&headers, body, message).await;
+        if discover::speaks_discover(self.options.server.era, &headers, &message) {
+            return self.discover_post(&headers, body, message).await;
         }
         let is_init = message.method() == Some(request::Initialize::METHOD);
         let session = match self.session_for(&headers, is_init) {

@@ -60,7 +60,7 @@ impl ClientSide {
 
     /// What a 2026-07-28 request declares in its `_meta` (capabilities
     /// that do not parse declare nothing).
-    pub(crate) fn modern(meta: Option<&Map<String, Value>>) -> Self {
+    pub(crate) fn discover(meta: Option<&Map<String, Value>>) -> Self {
         let capabilities = meta
             .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
             .and_then(|c| ClientCapabilities::deserialize(c).ok())
@@ -144,7 +144,7 @@ pub(super) async fn call(
             ))));
         }
     };
-    if !ctx.modern {
+    if !ctx.discover {
         let answer = ctx.outbox.request(asking.method, &asking.params).await;
         let result = asking.report(answer);
         if let Some(id) = asking.elicitation_id.as_deref()
@@ -345,7 +345,7 @@ fn ask_user(arguments: &Map<String, Value>, ctx: &CallContext) -> Prepared {
             let mut extra = Extra::new();
             // 2026-07-28 dropped `elicitationId` (and the completion
             // notification): the retry tells the server the outcome.
-            if !ctx.modern {
+            if !ctx.discover {
                 extra.insert("elicitationId".into(), Value::from(id.clone()));
             }
             let request = ElicitRequestParams {

@@ -36,10 +36,10 @@ const CHANGING: CacheHints = CacheHints {
 fn finish<T: Serialize>(
     mut result: T,
     extra: impl FnOnce(&mut T) -> &mut Extra,
-    modern: bool,
+    discover: bool,
     cache: Option<CacheHints>,
 ) -> Result<RawJson, ProtocolError> {
-    if modern {
+    if discover {
         let fields = extra(&mut result);
         ResultType::Complete.write(fields);
         if let Some(cache) = cache {
@@ -120,8 +120,8 @@ fn parse_complete(params: Map<String, Value>) -> Result<CompleteParams, Protocol
 
 /// The error for a URI this server has no resource at: `-32002` before
 /// 2026-07-28, `-32602` in it (the spec's change), `data.uri` either way.
-fn not_found(uri: &str, modern: bool) -> ProtocolError {
-    let code = if modern {
+fn not_found(uri: &str, discover: bool) -> ProtocolError {
+    let code = if discover {
         mcp_jsonrpc::codes::INVALID_PARAMS
     } else {
         codes::RESOURCE_NOT_FOUND
@@ -135,20 +135,20 @@ impl Server {
         &self,
         method: &str,
         params: Result<Map<String, Value>, ProtocolError>,
-        modern: bool,
+        discover: bool,
     ) -> Option<Result<RawJson, ProtocolError>> {
         Some(match method {
             request::ResourcesList::METHOD => params
                 .and_then(parse_list)
-                .and_then(|p| self.list_resources(&p, modern)),
+                .and_then(|p| self.list_resources(&p, discover)),
             request::ResourcesTemplatesList::METHOD => params
                 .and_then(parse_list)
-                .and_then(|p| self.list_templates(&p, modern)),
+                .and_then(|p| self.list_templates(&p, discover)),
             request::ResourcesRead::METHOD => params
                 .and_then(parse_resource)
-                .and_then(|p| self.read_resource(&p.uri, modern)),
+                .and_then(|p| self.read_resource(&p.uri, discover)),
             request::ResourcesSubscribe::METHOD | request::ResourcesUnsubscribe::METHOD
-                if modern =>
+                if discover =>
             {
                 Err(ProtocolError::method_not_found(
                     method,
@@ -167,15 +167,15 @@ impl Server {
             }
             request::PromptsList::METHOD => params
                 .and_then(parse_list)
-                .and_then(|p| self.list_prompts(&p, modern)),
+                .and_then(|p| self.list_prompts(&p, discover)),
             request::PromptsGet::METHOD => params.and_then(parse_get_prompt).and_then(|p| {
                 let arguments = p.arguments.unwrap_or_default();
                 let result: GetPromptResult = prompts::get(&p.name, &arguments)?;
-                finish(result, |r| &mut r.extra, modern, None)
+                finish(result, |r| &mut r.extra, discover, None)
             }),
             request::CompletionComplete::METHOD => params
                 .and_then(parse_complete)
-                .and_then(|p| self.complete(p, modern)),
+                .and_then(|p| self.complete(p, discover)),
             _ => return None,
         })
     }
@@ -183,7 +183,7 @@ impl Server {
     fn list_resources(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<RawJson, ProtocolError> {
         let (range, next_cursor) = page(
             params.cursor.as_deref(),
@@ -195,13 +195,13 @@ impl Server {
             next_cursor,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(CHANGING))
+        finish(result, |r| &mut r.extra, discover, Some(CHANGING))
     }
 
     fn list_templates(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<RawJson, ProtocolError> {
         let all = resources::templates();
         let (range, next_cursor) = page(
@@ -214,22 +214,25 @@ impl Server {
             next_cursor,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(LIST_CACHE))
+        finish(result, |r| &mut r.extra, discover, Some(LIST_CACHE))
     }
 
-    fn read_resource(&self, uri: &str, modern: bool) -> Result<RawJson, ProtocolError> {
-        let contents = self.world.read(uri).ok_or_else(|| not_found(uri, modern))?;
+    fn read_resource(&self, uri: &str, discover: bool) -> Result<RawJson, ProtocolError> {
+        let contents = self
+            .world
+            .read(uri)
+            .ok_or_else(|| not_found(uri, discover))?;
         let result = ReadResourceResult {
             contents: vec![contents],
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(CHANGING))
+        finish(result, |r| &mut r.extra, discover, Some(CHANGING))
     }
 
     fn list_prompts(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<RawJson, ProtocolError> {
         let all = &*prompts::DEFINITIONS;
         let (range, next_cursor) = page(
@@ -242,10 +245,10 @@ impl Server {
             next_cursor,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(LIST_CACHE))
+        finish(result, |r| &mut r.extra, discover, Some(LIST_CACHE))
     }
 
-    fn complete(&self, params: CompleteParams, modern: bool) -> Result<RawJson, ProtocolError> {
+    fn complete(&self, params: CompleteParams, discover: bool) -> Result<RawJson, ProtocolError> {
         let context: BTreeMap<String, String> =
             params.context.and_then(|c| c.arguments).unwrap_or_default();
         let argument = &params.argument;
@@ -282,7 +285,7 @@ impl Server {
             completion,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, None)
+        finish(result, |r| &mut r.extra, discover, None)
     }
 }
 
@@ -333,7 +336,7 @@ mod tests {
             legacy.contains("-32002") && legacy.contains("test://x"),
             "{legacy}"
         );
-        let modern = format!("{:?}", not_found("test://x", true));
-        assert!(modern.contains("-32602"), "{modern}");
+        let discover = format!("{:?}", not_found("test://x", true));
+        assert!(discover.contains("-32602"), "{discover}");
     }
 }

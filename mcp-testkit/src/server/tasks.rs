@@ -52,7 +52,7 @@ enum Outcome {
 #[derive(Debug)]
 struct Entry {
     /// Made by a 2026-07-28 request (its shapes and rules).
-    modern: bool,
+    discover: bool,
     task: Task,
     outcome: Option<Outcome>,
     /// `countdown`: the polls left before it completes, and whether it then fails.
@@ -179,7 +179,7 @@ impl TaskStore {
 
     fn create(
         &self,
-        modern: bool,
+        discover: bool,
         ttl: Option<u64>,
         countdown: Option<(u64, bool)>,
         notify: Option<Outbox>,
@@ -189,7 +189,7 @@ impl TaskStore {
         task.ttl = Some(ttl.unwrap_or(DEFAULT_TTL_MS));
         task.poll_interval = Some(POLL_INTERVAL_MS);
         let entry = Entry {
-            modern,
+            discover,
             task: task.clone(),
             outcome: None,
             countdown,
@@ -329,7 +329,7 @@ impl TaskStore {
     fn legacy_tasks(&self) -> Vec<Task> {
         self.entries()
             .values()
-            .filter(|e| !e.modern)
+            .filter(|e| !e.discover)
             .map(|e| e.task.clone())
             .collect()
     }
@@ -339,7 +339,7 @@ impl Entry {
     /// A copy of what a request reports.
     fn snapshot(&self) -> Entry {
         Entry {
-            modern: self.modern,
+            discover: self.discover,
             task: self.task.clone(),
             outcome: self.outcome.clone(),
             countdown: self.countdown,
@@ -404,11 +404,11 @@ impl Server {
         &mut self,
         id: &Id,
         call: &CallToolParams,
-        modern: bool,
+        discover: bool,
         declared: bool,
     ) -> bool {
         let augmented = call.extra.get("task").filter(|t| t.is_object());
-        let wanted = if modern {
+        let wanted = if discover {
             declared && call.name == "countdown"
         } else {
             augmented.is_some() && self.speaks_tasks()
@@ -416,7 +416,7 @@ impl Server {
         if !wanted {
             return false;
         }
-        let answer = self.start_task(call, modern, augmented).await;
+        let answer = self.start_task(call, discover, augmented).await;
         self.outbox.respond(id.clone(), answer).await;
         true
     }
@@ -429,7 +429,7 @@ impl Server {
     async fn start_task(
         &mut self,
         call: &CallToolParams,
-        modern: bool,
+        discover: bool,
         augmented: Option<&Value>,
     ) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
         let ttl = augmented
@@ -439,18 +439,18 @@ impl Server {
         match call.name.as_str() {
             "countdown" => {
                 let countdown = countdown_args(call)?;
-                let notify = (!modern).then(|| self.outbox.clone());
-                let task = store.create(modern, ttl, Some(countdown), notify);
+                let notify = (!discover).then(|| self.outbox.clone());
+                let task = store.create(discover, ttl, Some(countdown), notify);
                 self.log(&format!("task {} started (countdown)", task.task_id));
-                task_answer(task, modern)
+                task_answer(task, discover)
             }
-            "slow" if !modern => {
+            "slow" if !discover => {
                 let task = store.create(false, ttl, None, Some(self.outbox.clone()));
                 let ctx = CallContext {
                     workspace: self.workspace.clone(),
                     outbox: self.outbox.clone(),
                     progress_token: None,
-                    modern,
+                    discover,
                     world: Arc::clone(&self.world),
                     client: self.client.clone(),
                     roots_changed: Arc::clone(&self.roots_changed),
@@ -482,7 +482,7 @@ impl Server {
         id: &Id,
         method: &str,
         params: &Result<Map<String, Value>, ProtocolError>,
-        modern: bool,
+        discover: bool,
     ) -> Option<Option<Result<mcp_jsonrpc::RawJson, ProtocolError>>> {
         let legacy_only = matches!(
             method,
@@ -494,8 +494,8 @@ impl Server {
                 | request::TasksCancel::METHOD
                 | request::TasksResult::METHOD
                 | request::TasksList::METHOD
-        ) || (modern && method == request::TasksUpdate::METHOD);
-        if !known || (modern && legacy_only) || (!modern && !self.speaks_tasks()) {
+        ) || (discover && method == request::TasksUpdate::METHOD);
+        if !known || (discover && legacy_only) || (!discover && !self.speaks_tasks()) {
             return None;
         }
         let params = match params {
@@ -507,7 +507,7 @@ impl Server {
                 ))));
             }
         };
-        if modern && !declares_extension(&params) {
+        if discover && !declares_extension(&params) {
             return Some(Some(Err(missing_extension())));
         }
         let store = &self.world.tasks;
@@ -564,7 +564,7 @@ impl Server {
                 } else {
                     store.cancel(&p.task_id).await
                 };
-                entry.and_then(|e| match (modern, method) {
+                entry.and_then(|e| match (discover, method) {
                     (true, request::TasksCancel::METHOD) => raw(&complete(EmptyResult::default())),
                     (true, _) => {
                         let mut d = e.detailed();
@@ -585,8 +585,8 @@ fn complete(mut result: EmptyResult) -> EmptyResult {
 }
 
 /// The answer that creates a task, in the request's design.
-fn task_answer(task: Task, modern: bool) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
-    if modern {
+fn task_answer(task: Task, discover: bool) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
+    if discover {
         let mut d = DetailedTask::new(task.task_id, task.status, task.created_at);
         d.status_message = task.status_message;
         d.ttl_ms = task.ttl;
