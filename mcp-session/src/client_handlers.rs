@@ -392,4 +392,44 @@ mod tests {
                 .is_none()
         );
     }
+
+    #[tokio::test]
+    async fn params_that_do_not_fit_are_invalid_only_where_a_handler_answers() {
+        let bad = raw(json!({"requestedSchema": {"type": "object"}}));
+        let with = ClientHandlers::new().elicitation(Fixed(accept(json!({})), false));
+        let err = with
+            .handle("elicitation/create", Some(&bad))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code, codes::INVALID_PARAMS);
+        assert!(
+            err.message
+                .starts_with("elicitation/create: the parameters are not valid"),
+            "{}",
+            err.message
+        );
+        // Nobody here answers it: not handled, whatever the params.
+        let without = ClientHandlers::new();
+        assert!(
+            without
+                .handle("elicitation/create", Some(&bad))
+                .await
+                .is_none()
+        );
+        let err = without
+            .handle("sampling/createMessage", Some(&raw(json!({"messages": 5}))))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code, codes::METHOD_NOT_FOUND);
+        // A garbled roots/list is still answered: its params are not read.
+        let roots = ClientHandlers::new().roots(Vec::<Root>::new());
+        let answer = roots
+            .handle("roots/list", Some(&raw(json!([1]))))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer, json!({"roots": []}));
+    }
 }
