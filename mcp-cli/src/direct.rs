@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use mcp_session::protocol::request::{
+    PromptsGet, PromptsList, Request as _, ResourcesList, ResourcesRead, ToolsCall,
+};
 use mcp_session::types::{CallToolResult, GetPromptResult, ReadResourceResult};
 use mcp_session::{CallOptions, Session, SessionConfig, SessionError, TaskCall};
 use mcp_transport::BoxFuture;
@@ -123,7 +126,7 @@ impl Servers for OneServer {
         Box::pin(async move {
             let listed = self.session.list_resources().await;
             let templates = self.session.list_resource_templates().await;
-            let resources = listed.map_err(|e| failed("resources/list", &e))?;
+            let resources = listed.map_err(|e| failed(ResourcesList::METHOD, &e))?;
             // A server may list resources and refuse templates (older ones).
             let templates = templates.unwrap_or_default();
             Ok(Resources {
@@ -148,7 +151,7 @@ impl Servers for OneServer {
                 .session
                 .list_prompts()
                 .await
-                .map_err(|e| failed("prompts/list", &e))?;
+                .map_err(|e| failed(PromptsList::METHOD, &e))?;
             Ok(Listing {
                 notes: Vec::new(),
                 items: prompts
@@ -188,7 +191,7 @@ impl Servers for OneServer {
             self.session
                 .read_resource(uri)
                 .await
-                .map_err(|e| failed("resources/read", &e))
+                .map_err(|e| failed(ResourcesRead::METHOD, &e))
         })
     }
 
@@ -201,7 +204,7 @@ impl Servers for OneServer {
             self.session
                 .get_prompt(name, arguments)
                 .await
-                .map_err(|e| failed("prompts/get", &e))
+                .map_err(|e| failed(PromptsGet::METHOD, &e))
         })
     }
 
@@ -247,7 +250,7 @@ async fn call_as_task(
             Ok(result)
         }
         _ => Err(mcp_session::SessionError::InvalidResponse {
-            method: "tools/call".into(),
+            method: ToolsCall::METHOD.into(),
             reason: "an answer this client does not know".into(),
         }),
     }

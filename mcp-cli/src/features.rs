@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
+use mcp_session::protocol::request::{CompletionComplete, Request as _};
 use mcp_session::types::CompletionReference;
 use mcp_session::{Session, SessionError};
 use serde_json::{Value, json};
@@ -127,7 +128,7 @@ pub(crate) async fn complete(a: CompleteArgs, style: Style) -> ExitCode {
     s.close().await;
     let completion = match result {
         Ok(c) => c,
-        Err(e) => return failed(style, "completion/complete", &e),
+        Err(e) => return failed(style, CompletionComplete::METHOD, &e),
     };
     if a.show.json {
         print_json(serde_json::to_value(&completion).unwrap_or_default());
@@ -171,23 +172,19 @@ pub(crate) struct ListenArgs {
 /// One notification as JSON (what `--json` prints, a line each).
 fn notification_json(n: &mcp_session::ServerNotification) -> Value {
     use mcp_session::ServerNotification as N;
-    match n {
-        N::Progress(p) => json!({"method": "notifications/progress", "params": p}),
-        N::ToolsListChanged => json!({"method": "notifications/tools/list_changed"}),
-        N::ResourcesListChanged => json!({"method": "notifications/resources/list_changed"}),
-        N::PromptsListChanged => json!({"method": "notifications/prompts/list_changed"}),
-        N::ResourceUpdated(u) => {
-            json!({"method": "notifications/resources/updated", "params": u})
+    let params = match n {
+        N::Progress(p) => json!(p),
+        N::ToolsListChanged | N::ResourcesListChanged | N::PromptsListChanged => {
+            return json!({"method": n.method()});
         }
-        N::Log(m) => json!({"method": "notifications/message", "params": m}),
-        N::Cancelled(c) => json!({"method": "notifications/cancelled", "params": c}),
-        N::ElicitationComplete { elicitation_id } => json!({
-            "method": "notifications/elicitation/complete",
-            "params": {"elicitationId": elicitation_id}
-        }),
-        N::Other { method, params } => json!({"method": method, "params": params}),
-        _ => json!({"method": "unknown"}),
-    }
+        N::ResourceUpdated(u) => json!(u),
+        N::Log(m) => json!(m),
+        N::Cancelled(c) => json!(c),
+        N::ElicitationComplete(e) => json!(e),
+        N::Other { params, .. } => json!(params),
+        _ => return json!({"method": "unknown"}),
+    };
+    json!({"method": n.method(), "params": params})
 }
 
 /// One notification as a line for people.
@@ -209,8 +206,8 @@ fn notification_line(n: &mcp_session::ServerNotification) -> String {
             printable(&m.data.to_string())
         ),
         N::Cancelled(c) => format!("cancelled request {}", printable(&c.request_id.to_string())),
-        N::ElicitationComplete { elicitation_id } => {
-            format!("elicitation {} complete", printable(elicitation_id))
+        N::ElicitationComplete(e) => {
+            format!("elicitation {} complete", printable(&e.elicitation_id))
         }
         N::Other { method, .. } => printable(method),
         _ => "a notification".into(),

@@ -13,6 +13,10 @@
 //!   [`Notification`](notification::Notification) impl names the method,
 //!   the [`Revisions`] that have it and the types of its params and result.
 //!   [`methods`]: the older string constants, defined from the table.
+//!   [`from_server`] (`ServerRequest`, `ServerNotification`) and
+//!   [`from_client`] (`ClientRequest`, `ClientNotification`): a received
+//!   message read once, from its method and raw params, into its type
+//!   ([`incoming`]: how; [`ParamsError`]: params that do not fit).
 //! * [`meta`]: the `_meta` keys and the per-request metadata of 2026-07-28;
 //!   [`codes`]: the error codes MCP adds to JSON-RPC's.
 //! * [`types`]: the message types (capabilities, tools, content, results,
@@ -61,6 +65,9 @@ pub mod codes;
 pub mod defaults;
 pub mod discover;
 pub mod endpoint;
+pub mod from_client;
+pub mod from_server;
+pub mod incoming;
 pub mod meta;
 pub mod methods;
 pub mod notification;
@@ -75,6 +82,7 @@ pub mod types;
 mod version;
 pub mod x_mcp_header;
 
+pub use incoming::ParamsError;
 pub use version::{
     Listening, ProtocolMode, ProtocolPin, ProtocolVersion, Revisions, TaskModel, UnknownVersion,
 };

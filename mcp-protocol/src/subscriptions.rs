@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use mcp_jsonrpc::Id;
+use mcp_jsonrpc::{Id, RawValue};
 
 use crate::meta::SUBSCRIPTION_ID;
 use crate::types::Extra;
@@ -111,6 +111,24 @@ impl SubscriptionParams {
     }
 }
 
+/// The subscription a notification belongs to: the
+/// [`SUBSCRIPTION_ID`] in its params' `_meta`, read from the raw params
+/// without the rest of them (`None` when absent or not an id).
+pub fn subscription_of(params: &RawValue) -> Option<Id> {
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta")]
+        meta: Option<Meta>,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+        id: Option<Value>,
+    }
+    let meta = serde_json::from_str::<Params>(params.get()).ok()?.meta?;
+    serde_json::from_value(meta.id?).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +157,22 @@ mod tests {
         );
         let empty: SubscriptionParams = serde_json::from_value(json!({})).unwrap();
         assert_eq!(empty, SubscriptionParams::default());
+    }
+
+    #[test]
+    fn a_notification_names_its_subscription_in_meta() {
+        let raw = |v: Value| RawValue::from_string(v.to_string()).unwrap();
+        let tagged = raw(json!({"uri": "u", "_meta": {SUBSCRIPTION_ID: "listen-1", "x": 1}}));
+        assert_eq!(subscription_of(&tagged), Some(Id::from("listen-1")));
+        let numeric = raw(json!({"_meta": {SUBSCRIPTION_ID: 7}}));
+        assert_eq!(subscription_of(&numeric), Some(Id::from(7)));
+        for untagged in [
+            json!({"uri": "u"}),
+            json!({"_meta": {}}),
+            json!({"_meta": {SUBSCRIPTION_ID: [1]}}),
+            json!([1]),
+        ] {
+            assert_eq!(subscription_of(&raw(untagged.clone())), None, "{untagged}");
+        }
     }
 }

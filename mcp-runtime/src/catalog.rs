@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mcp_config::{Fingerprint, ToolFilter};
 use mcp_session::ProtocolVersion;
+use mcp_session::protocol::request::{Request as _, ToolsList};
 use mcp_session::types::{
     Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,
 };
@@ -186,7 +187,7 @@ impl fmt::Display for StartupStep {
         f.write_str(match self {
             StartupStep::Connect => "connect",
             StartupStep::Handshake => "handshake",
-            StartupStep::ListTools => "tools/list",
+            StartupStep::ListTools => ToolsList::METHOD,
         })
     }
 }

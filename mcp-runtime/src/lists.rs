@@ -9,6 +9,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use mcp_session::protocol::request::{
+    PromptsList, Request as _, ResourcesList, ResourcesTemplatesList,
+};
 use mcp_session::types::{Prompt, Resource, ResourceTemplate};
 use mcp_session::{ServerNotification, Session, SessionError, ToolCatalog};
 
@@ -168,7 +171,7 @@ impl ServerLists {
                 match (which.resources, prior) {
                     (false, Some(p)) => p.resources.kept(),
                     _ => Listed::from_fetch(
-                        "resources/list",
+                        ResourcesList::METHOD,
                         session.list_resources().await,
                         prior.map(|p| &p.resources),
                     ),
@@ -178,7 +181,7 @@ impl ServerLists {
                 match (which.resources, prior) {
                     (false, Some(p)) => p.templates.kept(),
                     _ => Listed::from_fetch(
-                        "resources/templates/list",
+                        ResourcesTemplatesList::METHOD,
                         session.list_resource_templates().await,
                         prior.map(|p| &p.templates),
                     ),
@@ -188,7 +191,7 @@ impl ServerLists {
                 match (which.prompts, prior) {
                     (false, Some(p)) => p.prompts.kept(),
                     _ => Listed::from_fetch(
-                        "prompts/list",
+                        PromptsList::METHOD,
                         session.list_prompts().await,
                         prior.map(|p| &p.prompts),
                     ),

@@ -18,7 +18,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use mcp_jsonrpc::{ErrorObject, RawValue, codes};
-use mcp_protocol::methods;
+use mcp_protocol::from_server::ServerRequest;
+use mcp_protocol::request::{ElicitationCreate, Request as _, SamplingCreateMessage};
 use mcp_protocol::types::{ClientCapabilities, ElicitRequestParams, ElicitResult, Root};
 use mcp_transport::BoxFuture;
 use serde_json::{Map, Value, json};
@@ -128,11 +129,10 @@ impl ClientHandlers {
         self
     }
 
-    async fn elicit(&self, params: Option<&RawValue>) -> Result<Value, ErrorObject> {
+    async fn elicit(&self, request: ElicitRequestParams) -> Result<Value, ErrorObject> {
         let Some(elicitor) = &self.elicitor else {
-            return Err(not_found(methods::ELICITATION_CREATE));
+            return Err(not_found(ElicitationCreate::METHOD));
         };
-        let request: ElicitRequestParams = parse(methods::ELICITATION_CREATE, params)?;
         let url_mode = request.mode.as_deref() == Some("url");
         if url_mode && (!elicitor.handles_urls() || request.url.is_none()) {
             return Err(ErrorObject::new(
@@ -193,19 +193,6 @@ fn not_found(method: &str) -> ErrorObject {
     )
 }
 
-fn parse<T: serde::de::DeserializeOwned>(
-    method: &str,
-    params: Option<&RawValue>,
-) -> Result<T, ErrorObject> {
-    let text = params.map(RawValue::get).unwrap_or("{}");
-    serde_json::from_str(text).map_err(|e| {
-        ErrorObject::new(
-            codes::INVALID_PARAMS,
-            format!("{method}: the parameters are not valid: {e}"),
-        )
-    })
-}
-
 impl ClientHandler for ClientHandlers {
     fn capabilities(&self) -> ClientCapabilities {
         let mut caps = ClientCapabilities::default();
@@ -232,26 +219,41 @@ impl ClientHandler for ClientHandlers {
         params: Option<&'a RawValue>,
     ) -> BoxFuture<'a, Option<Result<Value, ErrorObject>>> {
         Box::pin(async move {
-            match method {
-                methods::ELICITATION_CREATE if self.elicitor.is_some() => {
-                    Some(self.elicit(params).await)
+            let request = match ServerRequest::parse(method, params) {
+                Ok(request) => request,
+                // Params that do not fit: invalid, unless nobody here
+                // answers the method anyway.
+                Err(e) => {
+                    return match e.method() {
+                        ElicitationCreate::METHOD if self.elicitor.is_none() => None,
+                        SamplingCreateMessage::METHOD if self.sampler.is_none() => {
+                            Some(Err(no_sampler()))
+                        }
+                        _ => Some(Err(e.into())),
+                    };
                 }
-                methods::ROOTS_LIST => {
+            };
+            match request {
+                ServerRequest::ElicitationCreate(request) if self.elicitor.is_some() => {
+                    Some(self.elicit(request).await)
+                }
+                ServerRequest::RootsList => {
                     let provider = self.roots.as_ref()?;
                     let roots = provider.roots().await;
                     Some(Ok(json!({ "roots": roots })))
                 }
-                methods::SAMPLING_CREATE_MESSAGE => {
+                ServerRequest::SamplingCreateMessage(params) => {
                     let Some(sampler) = &self.sampler else {
-                        return Some(Err(ErrorObject::new(
-                            codes::METHOD_NOT_FOUND,
-                            "sampling/createMessage: this client has no model to sample from \
-                             (the application supplies no sampling handler)",
-                        )));
+                        return Some(Err(no_sampler()));
                     };
-                    let params: Value = match parse(method, params) {
+                    let params = match serde_json::to_value(&params) {
                         Ok(p) => p,
-                        Err(e) => return Some(Err(e)),
+                        Err(e) => {
+                            return Some(Err(ErrorObject::new(
+                                codes::INTERNAL_ERROR,
+                                e.to_string(),
+                            )));
+                        }
                     };
                     Some(sampler.create_message(&params).await)
                 }
@@ -259,6 +261,14 @@ impl ClientHandler for ClientHandlers {
             }
         })
     }
+}
+
+fn no_sampler() -> ErrorObject {
+    ErrorObject::new(
+        codes::METHOD_NOT_FOUND,
+        "sampling/createMessage: this client has no model to sample from \
+         (the application supplies no sampling handler)",
+    )
 }
 
 #[cfg(test)]
@@ -381,5 +391,45 @@ mod tests {
                 .await
                 .is_none()
         );
+    }
+
+    #[tokio::test]
+    async fn params_that_do_not_fit_are_invalid_only_where_a_handler_answers() {
+        let bad = raw(json!({"requestedSchema": {"type": "object"}}));
+        let with = ClientHandlers::new().elicitation(Fixed(accept(json!({})), false));
+        let err = with
+            .handle("elicitation/create", Some(&bad))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code, codes::INVALID_PARAMS);
+        assert!(
+            err.message
+                .starts_with("elicitation/create: the parameters are not valid"),
+            "{}",
+            err.message
+        );
+        // Nobody here answers it: not handled, whatever the params.
+        let without = ClientHandlers::new();
+        assert!(
+            without
+                .handle("elicitation/create", Some(&bad))
+                .await
+                .is_none()
+        );
+        let err = without
+            .handle("sampling/createMessage", Some(&raw(json!({"messages": 5}))))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code, codes::METHOD_NOT_FOUND);
+        // A garbled roots/list is still answered: its params are not read.
+        let roots = ClientHandlers::new().roots(Vec::<Root>::new());
+        let answer = roots
+            .handle("roots/list", Some(&raw(json!([1]))))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer, json!({"roots": []}));
     }
 }

@@ -9,9 +9,7 @@ use mcp_jsonrpc::{ErrorObject, RawValue};
 use mcp_transport::BoxFuture;
 use serde_json::Value;
 
-use mcp_protocol::types::{
-    CancelledParams, ClientCapabilities, Implementation, LoggingMessageParams, ProgressParams,
-};
+use mcp_protocol::types::{ClientCapabilities, Implementation, ProgressParams};
 use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, defaults};
 
 /// Answers requests the server sends to the client (sampling, elicitation,
@@ -45,43 +43,12 @@ impl<H: ClientHandler + ?Sized> ClientHandler for Arc<H> {
     }
 }
 
-/// A notification from the server, as the session dispatches it.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum ServerNotification {
-    /// Progress of one of our requests.
-    Progress(ProgressParams),
-    /// The tool list changed; the catalog is marked stale.
-    ToolsListChanged,
-    /// The resource list changed; the cached resources and templates are
-    /// marked stale.
-    ResourcesListChanged,
-    /// The prompt list changed; the cached prompts are marked stale.
-    PromptsListChanged,
-    /// A subscribed resource changed (read it again to see how).
-    ResourceUpdated(mcp_protocol::types::ResourceUpdatedParams),
-    /// A URL-mode elicitation finished (`notifications/elicitation/complete`,
-    /// 2025-11-25): the user did what the page asked.
-    ElicitationComplete {
-        /// The elicitation's id.
-        elicitation_id: String,
-    },
-    /// A log message.
-    Log(LoggingMessageParams),
-    /// The server cancelled a request it had sent us.
-    Cancelled(CancelledParams),
-    /// A task's status changed (`notifications/tasks/status` on 2025-11-25,
-    /// `notifications/tasks` from the 2026-07-28 extension; its inline
-    /// result or input requests are left out here).
-    TaskStatus(mcp_protocol::tasks::Task),
-    /// Any other notification.
-    Other {
-        /// Its method.
-        method: String,
-        /// Its parameters.
-        params: Option<Value>,
-    },
-}
+/// A notification from the server, read once into its type
+/// (`mcp_protocol::from_server`); the session hands it to the notification
+/// listener and to the subscriptions that asked for it. A
+/// `notifications/tasks` (2026-07-28) reaches them as
+/// [`TaskStatus`](ServerNotification::TaskStatus), its summary.
+pub use mcp_protocol::from_server::ServerNotification;
 
 /// The default of [`SessionConfig::max_list_bytes`]: 64 MiB.
 pub(crate) const DEFAULT_MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
@@ -118,15 +85,15 @@ pub struct SessionConfig {
     pub capabilities: ClientCapabilities,
     /// Which revision to speak, as one setting: a mode —
     /// [`ProtocolMode::Auto`] (the default: a `server/discover` probe that
-    /// falls back to the handshake for a legacy server), `Legacy` (the
-    /// handshake, offering 2025-11-25) or `Modern` (2026-07-28 only) — or one
+    /// falls back to the handshake for a server without `server/discover`),
+    /// `Handshake` (offering 2025-11-25) or `Discover` (2026-07-28 only) — or one
     /// revision (a handshake revision is offered in `initialize`; 2026-07-28
-    /// means modern).
+    /// means `Discover`).
     pub protocol: ProtocolPin,
     /// In [`ProtocolMode::Auto`], how long a silent `server/discover` probe
-    /// waits before the server is taken for a legacy one. Default: 3 s.
+    /// waits before the server is taken for a handshake one. Default: 3 s.
     pub probe_timeout: Duration,
-    /// For modern servers: the log level to ask for in each request's
+    /// For servers without a handshake (2026-07-28): the log level to ask for in each request's
     /// `_meta` (servers send no log messages without one). Default: none.
     pub log_level: Option<String>,
     /// Most multi-round-trip rounds (`input_required` results) one call may
@@ -219,7 +186,7 @@ impl SessionConfig {
         /// Sets which revision to speak.
         protocol: ProtocolPin,
         /// Sets how long a silent probe waits before the server is taken for
-        /// a legacy one.
+        /// a handshake one.
         probe_timeout: Duration,
         /// Sets the most multi-round-trip rounds one call may take.
         max_input_rounds: usize,
@@ -248,7 +215,7 @@ impl SessionConfig {
         self
     }
 
-    /// Asks modern servers for log messages at this level and above.
+    /// Asks servers without a handshake (2026-07-28) for log messages at this level and above.
     #[must_use]
     pub fn log_level(mut self, level: impl Into<String>) -> Self {
         self.log_level = Some(level.into());
@@ -290,8 +257,9 @@ impl SessionConfig {
         }
     }
 
-    /// Applies a protocol pin as configs write it: `legacy`, `modern`,
-    /// `auto`, or a revision date (a modern one selects the modern mode).
+    /// Applies a protocol pin as configs write it: `handshake`, `discover`,
+    /// `auto` (or the older `legacy`, `modern`), or a revision date (one
+    /// without a handshake selects the discover mode).
     ///
     /// ```
     /// use mcp_session::{ProtocolMode, SessionConfig};

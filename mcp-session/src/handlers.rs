@@ -10,6 +10,8 @@ use mcp_transport::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::config::ClientHandler;
+use mcp_protocol::from_server::ServerRequest;
+use mcp_protocol::request::{ElicitationCreate, Request as _};
 use mcp_protocol::types::ClientCapabilities;
 
 /// Answers `elicitation/create` (form mode) by accepting with the requested
@@ -92,20 +94,15 @@ impl ClientHandler for DefaultsElicitationHandler {
         params: Option<&'a RawValue>,
     ) -> BoxFuture<'a, Option<Result<Value, ErrorObject>>> {
         Box::pin(async move {
-            if method != mcp_protocol::methods::ELICITATION_CREATE {
-                return None;
+            match ServerRequest::parse(method, params) {
+                Ok(ServerRequest::ElicitationCreate(request)) => Some(
+                    serde_json::to_value(&request)
+                        .map_err(|e| ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()))
+                        .and_then(|params| self.answer(&params)),
+                ),
+                Err(e) if e.method() == ElicitationCreate::METHOD => Some(Err(e.into())),
+                _ => None,
             }
-            let params: Value = match params.map(|p| serde_json::from_str(p.get())) {
-                Some(Ok(v)) => v,
-                Some(Err(e)) => {
-                    return Some(Err(ErrorObject::new(
-                        codes::INVALID_PARAMS,
-                        format!("elicitation/create: the parameters are not JSON: {e}"),
-                    )));
-                }
-                None => Value::Null,
-            };
-            Some(self.answer(&params))
         })
     }
 }

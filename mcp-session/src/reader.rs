@@ -11,18 +11,19 @@ use mcp_jsonrpc::{
     ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, codes,
 };
 use mcp_transport::{InvalidFrame, Received, SendContext, Transport, TransportError};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::task::{AbortHandle, JoinSet};
 
-use mcp_protocol::types::{
-    CancelledParams, LoggingMessageParams, ProgressParams, ResourceUpdatedParams,
-};
-use mcp_protocol::{ProtocolVersion, methods};
+use mcp_protocol::ProtocolVersion;
+use mcp_protocol::notification::{Notification as _, SubscriptionsAcknowledged};
+use mcp_protocol::request::{Ping, Request as _};
+use mcp_protocol::subscriptions::subscription_of;
+use mcp_protocol::types::LoggingMessageParams;
 
 use crate::config::{ClientHandler, NotificationListener, ServerNotification};
 use crate::error::SessionError;
 use crate::pending::{Delivery, Outcome, PendingTable};
-use crate::subscribers::{Subscribers, SubscriptionEvent, SubscriptionFilter, subscription_id};
+use crate::subscribers::{Subscribers, SubscriptionEvent, SubscriptionFilter};
 
 /// Why the connection closed, kept for every request that asks afterwards.
 #[derive(Debug, Clone)]
@@ -441,7 +442,7 @@ pub(crate) fn deliver(shared: &Shared, id: &Id, outcome: Outcome) {
 
 pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Message {
     let id = request.id.clone();
-    let outcome = if request.method == methods::PING {
+    let outcome = if request.method == Ping::METHOD {
         Some(Ok(json!({})))
     } else if let Some(handler) = &shared.handler {
         handler
@@ -469,118 +470,68 @@ pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Messag
 pub(crate) fn on_notification(shared: &Shared, n: Notification) {
     shared.notifications_seen.fetch_add(1, Ordering::Relaxed);
     let params = n.params.as_deref();
-    let parse = |what: &str| -> Option<Value> {
-        params.and_then(|p| {
-            serde_json::from_str(p.get())
-                .map_err(|e| {
-                    tracing::debug!(server = %shared.server_name, "bad {what} params: {e}");
-                })
-                .ok()
-        })
-    };
     // Notifications of a `subscriptions/listen` stream name their
-    // subscription; the params parsed to find it are used once more below.
-    let mut parsed = if shared.subscribers.is_empty() {
+    // subscription in `_meta`.
+    let subscription = if shared.subscribers.is_empty() {
         None
     } else {
-        parse("notification")
+        params.and_then(subscription_of)
     };
-    let subscription = subscription_id(parsed.as_ref());
-    let mut parse = |what: &str| parsed.take().or_else(|| parse(what));
-    if let Some(id) = &subscription
-        && n.method == methods::SUBSCRIPTIONS_ACKNOWLEDGED
-    {
-        let filter = parse("acknowledgment")
-            .and_then(|p| p.get("notifications").cloned())
-            .and_then(|f| serde_json::from_value::<SubscriptionFilter>(f).ok())
-            .unwrap_or_default();
-        shared
-            .subscribers
-            .route(id, SubscriptionEvent::Acknowledged(filter));
-        return;
-    }
-    let event = match n.method.as_str() {
-        methods::PROGRESS => {
-            match parse("progress").and_then(|v| serde_json::from_value::<ProgressParams>(v).ok()) {
-                Some(p) => {
-                    shared
-                        .lock_pending()
-                        .progress(p.clone(), tokio::time::Instant::now());
-                    ServerNotification::Progress(p)
-                }
-                None => return,
+    let event = match ServerNotification::parse(&n.method, params) {
+        Ok(event) => event,
+        Err(e) => {
+            tracing::debug!(server = %shared.server_name, "{e}");
+            // An acknowledgment opens its stream whatever else it says.
+            if let Some(id) = &subscription
+                && n.method == SubscriptionsAcknowledged::METHOD
+            {
+                let filter = SubscriptionFilter::default();
+                shared
+                    .subscribers
+                    .route(id, SubscriptionEvent::Acknowledged(filter));
             }
+            return;
         }
-        methods::TOOLS_LIST_CHANGED => {
+    };
+    let event = match event {
+        ServerNotification::SubscriptionsAcknowledged(ack) if subscription.is_some() => {
+            if let Some(id) = &subscription {
+                let filter = ack.notifications;
+                shared
+                    .subscribers
+                    .route(id, SubscriptionEvent::Acknowledged(filter));
+            }
+            return;
+        }
+        ServerNotification::Progress(p) => {
+            shared
+                .lock_pending()
+                .progress(p.clone(), tokio::time::Instant::now());
+            ServerNotification::Progress(p)
+        }
+        ServerNotification::ToolsListChanged => {
             shared.catalog_changes.fetch_add(1, Ordering::AcqRel);
             ServerNotification::ToolsListChanged
         }
-        methods::RESOURCES_LIST_CHANGED => {
+        ServerNotification::ResourcesListChanged => {
             shared.stale.resources_changed();
             ServerNotification::ResourcesListChanged
         }
-        methods::PROMPTS_LIST_CHANGED => {
+        ServerNotification::PromptsListChanged => {
             shared.stale.prompts.store(true, Ordering::Release);
             ServerNotification::PromptsListChanged
         }
-        methods::ELICITATION_COMPLETE => {
-            match parse("elicitation completion").and_then(|v| {
-                v.get("elicitationId")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            }) {
-                Some(elicitation_id) => ServerNotification::ElicitationComplete { elicitation_id },
-                None => return,
-            }
+        ServerNotification::Log(m) => {
+            log_server_message(&shared.server_name, &m);
+            ServerNotification::Log(m)
         }
-        methods::RESOURCES_UPDATED => {
-            match parse("resource update")
-                .and_then(|v| serde_json::from_value::<ResourceUpdatedParams>(v).ok())
-            {
-                Some(u) => ServerNotification::ResourceUpdated(u),
-                None => return,
-            }
+        ServerNotification::Cancelled(c) => {
+            shared.server_requests.cancel(&c.request_id);
+            ServerNotification::Cancelled(c)
         }
-        methods::MESSAGE => {
-            match parse("log").and_then(|v| serde_json::from_value::<LoggingMessageParams>(v).ok())
-            {
-                Some(m) => {
-                    log_server_message(&shared.server_name, &m);
-                    ServerNotification::Log(m)
-                }
-                None => return,
-            }
-        }
-        methods::CANCELLED => {
-            match parse("cancelled").and_then(|v| serde_json::from_value::<CancelledParams>(v).ok())
-            {
-                Some(c) => {
-                    shared.server_requests.cancel(&c.request_id);
-                    ServerNotification::Cancelled(c)
-                }
-                None => return,
-            }
-        }
-        methods::TASKS_STATUS => {
-            match parse("task status")
-                .and_then(|v| serde_json::from_value::<mcp_protocol::tasks::Task>(v).ok())
-            {
-                Some(t) => ServerNotification::TaskStatus(t),
-                None => return,
-            }
-        }
-        methods::TASKS_NOTIFICATION => {
-            match parse("task status").and_then(|v| {
-                serde_json::from_value::<mcp_protocol::tasks::extension::DetailedTask>(v).ok()
-            }) {
-                Some(t) => ServerNotification::TaskStatus(t.summary()),
-                None => return,
-            }
-        }
-        _ => ServerNotification::Other {
-            params: parse("notification"),
-            method: n.method,
-        },
+        // Listeners hear 2026-07-28's task notifications as 2025-11-25's.
+        ServerNotification::TaskDetail(detail) => ServerNotification::TaskStatus(detail.summary()),
+        other => other,
     };
     if let Some(listener) = &shared.on_notification {
         listener(&event);

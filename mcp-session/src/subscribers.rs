@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 
 use mcp_jsonrpc::Id;
 pub(crate) use mcp_protocol::subscriptions::SubscriptionFilter;
-use serde_json::Value;
 
 use crate::config::ServerNotification;
 use crate::error::SessionError;
@@ -153,8 +152,3 @@ fn wants(filter: &SubscriptionFilter, event: &ServerNotification) -> bool {
     }
 }
 
-/// The subscription id a notification's params carry, if any.
-pub(crate) fn subscription_id(params: Option<&Value>) -> Option<Id> {
-    let id = mcp_protocol::meta::get(params?, mcp_protocol::meta::SUBSCRIPTION_ID)?;
-    serde_json::from_value(id.clone()).ok()
-}

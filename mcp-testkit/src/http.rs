@@ -180,9 +180,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::{AbortHandle, JoinSet};
 
+mod discover;
+mod discover_post;
 mod legacy_sse;
-mod modern;
-mod modern_post;
 mod oauth;
 mod options;
 mod response;

@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use mcp_jsonrpc::Id;
+use mcp_protocol::meta;
+use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
 use mcp_protocol::types::{
     Extra, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedParams,
 };
-use mcp_protocol::{meta, methods};
 use serde_json::{Map, Value};
 
 use crate::options::ServerOptions;
@@ -341,14 +342,17 @@ impl World {
             }
             let (method, params) = match change {
                 Change::Updated(uri) => (
-                    methods::RESOURCES_UPDATED,
+                    notification::ResourcesUpdated::METHOD,
                     serde_json::to_value(ResourceUpdatedParams {
                         uri: uri.to_owned(),
                         extra,
                     })
                     .unwrap_or_default(),
                 ),
-                Change::ListChanged => (methods::RESOURCES_LIST_CHANGED, Value::Object(extra)),
+                Change::ListChanged => (
+                    notification::ResourcesListChanged::METHOD,
+                    Value::Object(extra),
+                ),
             };
             sends.push((listener.outbox.clone(), method, params));
         }
@@ -428,7 +432,7 @@ impl World {
         }
         outbox
             .notify(
-                methods::SUBSCRIPTIONS_ACKNOWLEDGED,
+                notification::SubscriptionsAcknowledged::METHOD,
                 &SubscriptionParams::acknowledgment(id, granted),
             )
             .await;

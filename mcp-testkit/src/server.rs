@@ -20,10 +20,11 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use mcp_jsonrpc::{
-    Frame, Id, Message, MessageError, NewlineCodec, Notification, RawJson, Request, codes, from_raw,
+    Frame, Id, Message, MessageError, NewlineCodec, Notification, RawJson, Request, codes,
 };
-use mcp_protocol::methods;
-use mcp_protocol::types::{CancelledParams, EmptyResult, LoggingLevel, SetLevelParams};
+use mcp_protocol::from_client::ClientNotification;
+use mcp_protocol::request::{self, Request as _};
+use mcp_protocol::types::{EmptyResult, LoggingLevel, SetLevelParams};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -305,27 +306,19 @@ impl Server {
     }
 
     fn handle_notification(&self, n: Notification) {
-        match n.method.as_str() {
-            methods::INITIALIZED => {
+        match ClientNotification::parse(&n.method, n.params.as_deref()) {
+            Ok(ClientNotification::Initialized) => {
                 self.initialized.store(true, Ordering::SeqCst);
             }
-            methods::CANCELLED => {
-                let params = n
-                    .params
-                    .as_deref()
-                    .and_then(|p| from_raw::<CancelledParams>(p).ok());
-                if let Some(params) = params {
-                    self.cancel(&params.request_id);
-                }
-            }
-            methods::ROOTS_LIST_CHANGED => {
+            Ok(ClientNotification::Cancelled(params)) => self.cancel(&params.request_id),
+            Ok(ClientNotification::RootsListChanged) => {
                 self.roots_changed.fetch_add(1, Ordering::SeqCst);
             }
+            // Progress, others, and params that do not fit: nothing to do.
             _ => {}
         }
     }
 
-    /// `notifications/cancelled`: the call's task is aborted, so it never answers.
     fn cancel(&self, id: &Id) {
         let entry = self
             .in_flight
@@ -343,32 +336,34 @@ impl Server {
     async fn handle_request(&mut self, request: Request) -> io::Result<()> {
         let Request { id, method, params } = request;
         let params = params_object(params);
-        if method == methods::INITIALIZE {
+        if method == request::Initialize::METHOD {
             self.handshake_seen = true;
         } else if !self.handshake_seen && self.options().has(Misbehaviour::StrictInitialize) {
             return Err(self.strict_exit(&method));
         }
         // `None`: a modern request of another revision, already refused.
-        let Some(modern) = self.revision_of(&id, &method, params.as_ref().ok()).await else {
+        let Some(discover) = self.revision_of(&id, &method, params.as_ref().ok()).await else {
             return Ok(());
         };
-        self.dispatch(id, &method, params, modern).await
+        self.dispatch(id, &method, params, discover).await
     }
 
-    /// Answers a request (or starts the task that will). `modern`: it
+    /// Answers a request (or starts the task that will). `discover`: it
     /// speaks 2026-07-28.
     async fn dispatch(
         &mut self,
         id: Id,
         method: &str,
         params: Result<Map<String, Value>, ProtocolError>,
-        modern: bool,
+        discover: bool,
     ) -> io::Result<()> {
         let no_tools = self.options().has(Misbehaviour::NoToolsCapability);
         let result = match method {
-            methods::SERVER_DISCOVER if modern => raw(&self.discover()),
-            methods::PING | methods::INITIALIZE if modern => Err(lifecycle::not_modern(method)),
-            methods::INITIALIZE => match self.initialize_request(params) {
+            request::ServerDiscover::METHOD if discover => raw(&self.discover()),
+            request::Ping::METHOD | request::Initialize::METHOD if discover => {
+                Err(lifecycle::handshake_only(method))
+            }
+            request::Initialize::METHOD => match self.initialize_request(params) {
                 Some(result) => {
                     if let Ok(r) = &result {
                         // A legacy client hears of resource list changes.
@@ -379,49 +374,51 @@ impl Server {
                 }
                 None => return Ok(()),
             },
-            methods::PING => params.and_then(|_| raw(&EmptyResult::default())),
-            methods::LOGGING_SET_LEVEL => params
+            request::Ping::METHOD => params.and_then(|_| raw(&EmptyResult::default())),
+            request::LoggingSetLevel::METHOD => params
                 .and_then(parse_set_level)
                 .and_then(|_| raw(&EmptyResult::default())),
-            methods::TOOLS_LIST | methods::TOOLS_CALL if no_tools => {
+            request::ToolsList::METHOD | request::ToolsCall::METHOD if no_tools => {
                 Err(ProtocolError::method_not_found(
                     method,
                     " (this server declares no tools capability)",
                 ))
             }
-            methods::TOOLS_LIST => params
+            request::ToolsList::METHOD => params
                 .and_then(tools_list::parse_list)
-                .and_then(|p| self.list_tools(&p, modern))
+                .and_then(|p| self.list_tools(&p, discover))
                 .and_then(|r| raw(&r)),
-            methods::SUBSCRIPTIONS_LISTEN if modern => {
+            request::SubscriptionsListen::METHOD if discover => {
                 self.listen(id, params).await;
                 return Ok(());
             }
-            methods::TOOLS_CALL => {
+            request::ToolsCall::METHOD => {
                 if self.options().has(Misbehaviour::CrashMidCall) {
                     return Err(self.crash());
                 }
                 let declared = params.as_ref().is_ok_and(tasks::declares_extension);
                 match params.and_then(calls::parse_call) {
                     Ok(call) => {
-                        if !self.maybe_task(&id, &call, modern, declared).await {
-                            self.spawn_call(id, call, modern);
+                        if !self.maybe_task(&id, &call, discover, declared).await {
+                            self.spawn_call(id, call, discover);
                         }
                         return Ok(());
                     }
                     Err(e) => Err(e),
                 }
             }
-            methods::TASKS_GET
-            | methods::TASKS_RESULT
-            | methods::TASKS_LIST
-            | methods::TASKS_CANCEL
-            | methods::TASKS_UPDATE => match self.task_method(&id, method, &params, modern).await {
-                Some(Some(answer)) => answer,
-                Some(None) => return Ok(()),
-                None => Err(ProtocolError::method_not_found(method, "")),
-            },
-            _ => match self.feature(method, params, modern).await {
+            request::TasksGet::METHOD
+            | request::TasksResult::METHOD
+            | request::TasksList::METHOD
+            | request::TasksCancel::METHOD
+            | request::TasksUpdate::METHOD => {
+                match self.task_method(&id, method, &params, discover).await {
+                    Some(Some(answer)) => answer,
+                    Some(None) => return Ok(()),
+                    None => Err(ProtocolError::method_not_found(method, "")),
+                }
+            }
+            _ => match self.feature(method, params, discover).await {
                 Some(result) => result,
                 None => Err(ProtocolError::method_not_found(method, "")),
             },

@@ -4,7 +4,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use mcp_protocol::methods;
+use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::types::{CallToolResult, Content, Extra, ProgressParams, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
@@ -407,7 +407,7 @@ pub(crate) struct CallContext {
     /// The request's `_meta.progressToken`, when it has one.
     pub(crate) progress_token: Option<Value>,
     /// Whether the call is a 2026-07-28 one (the modern-only tools exist).
-    pub(crate) modern: bool,
+    pub(crate) discover: bool,
     /// The resources `touch_resource` and `add_resource` change.
     pub(crate) world: std::sync::Arc<crate::resources::World>,
     /// What the client declared (for the tools that ask it).
@@ -540,7 +540,7 @@ pub(crate) async fn call(
             args.opt_integer("polls", crate::server::tasks::MAX_POLLS)?;
             Ok(text_result("countdown finished (not run as a task)"))
         }
-        "route" if ctx.modern => {
+        "route" if ctx.discover => {
             let query = args.string("query")?;
             let region = args.opt_string("region")?.unwrap_or("any");
             let shard = args
@@ -550,7 +550,7 @@ pub(crate) async fn call(
                 "routed query {query:?} to region {region}, shard {shard}"
             )))
         }
-        "bad_header" if ctx.modern => Ok(text_result(
+        "bad_header" if ctx.discover => Ok(text_result(
             "bad_header ran: a conforming HTTP client should have dropped this tool",
         )),
         // Well-formed JSON-RPC and MCP; only its structured content breaks
@@ -658,7 +658,9 @@ async fn progress(args: &Args<'_>, ctx: &CallContext) -> Result<CallToolResult, 
                 message: Some(format!("step {i} of {steps}")),
                 extra: Extra::new(),
             };
-            ctx.outbox.notify(methods::PROGRESS, &params).await;
+            ctx.outbox
+                .notify(notification::Progress::METHOD, &params)
+                .await;
         }
     }
     Ok(text_result(format!("completed {steps} steps")))

@@ -9,7 +9,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use mcp_jsonrpc::Message;
-use mcp_protocol::methods;
+use mcp_protocol::request::{self, Request as _};
 use tokio::sync::mpsc;
 
 use super::response::{Body, empty, full};
@@ -68,7 +68,7 @@ impl Shared {
         {
             return forbidden;
         }
-        if message.as_ref().and_then(Message::method) == Some(methods::INITIALIZE) {
+        if message.as_ref().and_then(Message::method) == Some(request::Initialize::METHOD) {
             self.stats.initializes.fetch_add(1, Ordering::Relaxed);
         }
         self.stats.posts.fetch_add(1, Ordering::Relaxed);

@@ -10,7 +10,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 
-use super::modern::Rejection;
+use super::discover::Rejection;
 
 /// Every response's body: whole or streamed.
 pub(super) type Body = BoxBody<Bytes, Infallible>;

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use mcp_jsonrpc::{Id, Message, from_raw};
+use mcp_protocol::meta;
+use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::types::ProgressParams;
-use mcp_protocol::{meta, methods};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, WriteHalf};
 use tokio::sync::{mpsc, oneshot};
@@ -64,7 +65,7 @@ pub(super) enum SessionKind {
     /// A legacy HTTP+SSE session.
     LegacySse,
     /// One 2026-07-28 request.
-    Modern,
+    Discover,
 }
 
 /// One in-process [`crate::serve`] instance and its routes. Dropping it
@@ -161,7 +162,7 @@ impl Routes {
             Some(Message::Response(_) | Message::Error(_)) => message
                 .and_then(Message::id)
                 .and_then(|id| self.pending.remove(&key(id))),
-            Some(Message::Notification(n)) if n.method == methods::PROGRESS => n
+            Some(Message::Notification(n)) if n.method == notification::Progress::METHOD => n
                 .params
                 .as_deref()
                 .and_then(|p| from_raw::<ProgressParams>(p).ok())
@@ -231,7 +232,7 @@ impl Session {
                 }
                 // A modern request's instance ended (a crash, say): end its
                 // stream or JSON wait rather than leave the client hanging.
-                if kind == SessionKind::Modern
+                if kind == SessionKind::Discover
                     && let Some(session) = weak.upgrade()
                 {
                     session.hang_up();
@@ -242,7 +243,7 @@ impl Session {
                 legacy,
                 input: tokio::sync::Mutex::new(client_write),
                 routes: Mutex::new(Routes {
-                    no_event_ids: kind == SessionKind::Modern,
+                    no_event_ids: kind == SessionKind::Discover,
                     ..Routes::default()
                 }),
                 posts: AtomicUsize::new(0),

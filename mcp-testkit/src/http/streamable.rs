@@ -1,6 +1,6 @@
 //! Streamable HTTP with sessions (2024-11-05 to 2025-11-25): POST, GET
 //! and DELETE at `/mcp`. A 2026-07-28 POST branches off to
-//! [`super::modern_post`] once its body is read.
+//! [`super::discover_post`] once its body is read.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use mcp_jsonrpc::{Message, codes};
-use mcp_protocol::methods;
+use mcp_protocol::request::{self, Request as _};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -21,7 +21,7 @@ use super::response::{
 };
 use super::session::{Session, SessionKind, progress_token};
 use super::sse::{priming_event, sse_response};
-use super::{HttpMisbehaviour, Shared, lock, modern};
+use super::{HttpMisbehaviour, Shared, discover, lock};
 use crate::options::Era;
 
 /// Adds the `Mcp-Session-Id` header a new session's first answer carries.
@@ -81,10 +81,10 @@ impl Shared {
         if let Some(forbidden) = self.insufficient_scope(&headers, "/mcp", &message) {
             return forbidden;
         }
-        if modern::is_modern(self.options.server.era, &headers, &message) {
-            return self.modern_post(&headers, body, message).await;
+        if discover::speaks_discover(self.options.server.era, &headers, &message) {
+            return self.discover_post(&headers, body, message).await;
         }
-        let is_init = message.method() == Some(methods::INITIALIZE);
+        let is_init = message.method() == Some(request::Initialize::METHOD);
         let session = match self.session_for(&headers, is_init) {
             Ok(s) => s,
             Err(r) => return *r,
@@ -176,8 +176,8 @@ impl Shared {
                 .map(|answer| json_answer(answer, wrong_type))
                 .ok_or_else(|| empty(StatusCode::INTERNAL_SERVER_ERROR));
         }
-        let drop_stream =
-            req.method == methods::TOOLS_CALL && self.options.has(HttpMisbehaviour::DropStream);
+        let drop_stream = req.method == request::ToolsCall::METHOD
+            && self.options.has(HttpMisbehaviour::DropStream);
         let params = req
             .params
             .as_ref()
@@ -196,7 +196,7 @@ impl Shared {
         method: &str,
         slow: bool,
     ) -> Option<Response<Body>> {
-        if method == methods::TOOLS_CALL && self.options.has(HttpMisbehaviour::Status500) {
+        if method == request::ToolsCall::METHOD && self.options.has(HttpMisbehaviour::Status500) {
             return Some(internal_error());
         }
         if slow && self.options.has(HttpMisbehaviour::SlowHead) {

@@ -16,12 +16,14 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_jsonrpc::{ErrorObject, codes};
+use mcp_protocol::notification::{self, Notification as _};
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::{InputRequest, InputRequiredResult};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, ClientCapabilities, CreateMessageParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Extra, ListRootsResult, SamplingMessage,
 };
-use mcp_protocol::{ProtocolVersion, meta, methods};
+use mcp_protocol::{ProtocolVersion, meta};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -58,7 +60,7 @@ impl ClientSide {
 
     /// What a 2026-07-28 request declares in its `_meta` (capabilities
     /// that do not parse declare nothing).
-    pub(crate) fn modern(meta: Option<&Map<String, Value>>) -> Self {
+    pub(crate) fn discover(meta: Option<&Map<String, Value>>) -> Self {
         let capabilities = meta
             .and_then(|m| m.get(meta::CLIENT_CAPABILITIES))
             .and_then(|c| ClientCapabilities::deserialize(c).ok())
@@ -142,7 +144,7 @@ pub(super) async fn call(
             ))));
         }
     };
-    if !ctx.modern {
+    if !ctx.discover {
         let answer = ctx.outbox.request(asking.method, &asking.params).await;
         let result = asking.report(answer);
         if let Some(id) = asking.elicitation_id.as_deref()
@@ -156,7 +158,7 @@ pub(super) async fn call(
             // cares: the client hears of it (2025-11-25).
             let params = json!({ "elicitationId": id });
             ctx.outbox
-                .notify(methods::ELICITATION_COMPLETE, &params)
+                .notify(notification::ElicitationComplete::METHOD, &params)
                 .await;
         }
         return Ok(CallAnswer::Complete(result));
@@ -329,7 +331,7 @@ fn ask_user(arguments: &Map<String, Value>, ctx: &CallContext) -> Prepared {
     }
     let asking = match mode {
         Mode::Form => Asking::new(
-            methods::ELICITATION_CREATE,
+            request::ElicitationCreate::METHOD,
             &ElicitRequestParams::form("Tell us about yourself.", form_schema()),
             "user",
             "ask-user:form:v1".into(),
@@ -343,7 +345,7 @@ fn ask_user(arguments: &Map<String, Value>, ctx: &CallContext) -> Prepared {
             let mut extra = Extra::new();
             // 2026-07-28 dropped `elicitationId` (and the completion
             // notification): the retry tells the server the outcome.
-            if !ctx.modern {
+            if !ctx.discover {
                 extra.insert("elicitationId".into(), Value::from(id.clone()));
             }
             let request = ElicitRequestParams {
@@ -354,7 +356,7 @@ fn ask_user(arguments: &Map<String, Value>, ctx: &CallContext) -> Prepared {
                 extra,
             };
             let mut asking = Asking::new(
-                methods::ELICITATION_CREATE,
+                request::ElicitationCreate::METHOD,
                 &request,
                 "user",
                 format!("ask-user:url:{id}"),
@@ -368,7 +370,7 @@ fn ask_user(arguments: &Map<String, Value>, ctx: &CallContext) -> Prepared {
 }
 
 fn elicit_answer(value: Value) -> Result<ElicitResult, String> {
-    let answer: ElicitResult = answer_as(methods::ELICITATION_CREATE, value)?;
+    let answer: ElicitResult = answer_as(request::ElicitationCreate::METHOD, value)?;
     if !matches!(answer.action.as_str(), "accept" | "decline" | "cancel") {
         return Err(format!(
             "the client's answer has no valid action ({:?})",
@@ -439,7 +441,7 @@ fn sample(arguments: &Map<String, Value>, ctx: &CallContext) -> Prepared {
         extra: Extra::new(),
     };
     Ok(Ok(Asking::new(
-        methods::SAMPLING_CREATE_MESSAGE,
+        request::SamplingCreateMessage::METHOD,
         &params,
         "sample",
         "sample:v1".into(),
@@ -448,7 +450,7 @@ fn sample(arguments: &Map<String, Value>, ctx: &CallContext) -> Prepared {
 }
 
 fn report_sample(_: &Asking, value: Value) -> Result<CallToolResult, String> {
-    let answer: CreateMessageResult = answer_as(methods::SAMPLING_CREATE_MESSAGE, value)?;
+    let answer: CreateMessageResult = answer_as(request::SamplingCreateMessage::METHOD, value)?;
     let text = answer.text();
     let out = json!({"model": answer.model, "role": answer.role, "text": text,
                      "stopReason": answer.stop_reason});
@@ -460,7 +462,7 @@ fn list_roots(ctx: &CallContext) -> Result<Asking, String> {
         return Err("the client did not declare the roots capability".into());
     }
     let mut asking = Asking::new(
-        methods::ROOTS_LIST,
+        request::RootsList::METHOD,
         &json!({}),
         "roots",
         "list-roots:v1".into(),
@@ -472,7 +474,7 @@ fn list_roots(ctx: &CallContext) -> Result<Asking, String> {
 }
 
 fn report_roots(asking: &Asking, value: Value) -> Result<CallToolResult, String> {
-    let answer: ListRootsResult = answer_as(methods::ROOTS_LIST, value)?;
+    let answer: ListRootsResult = answer_as(request::RootsList::METHOD, value)?;
     let uris: Vec<&str> = answer.roots.iter().map(|r| r.uri.as_str()).collect();
     let seen = asking.roots_changed;
     let text = format!(

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
 use mcp_jsonrpc::{Id, codes};
+use mcp_protocol::meta;
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
 use mcp_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, ElicitRequestParams, ElicitResult, Extra,
 };
-use mcp_protocol::{meta, methods};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -64,11 +65,11 @@ pub(super) enum CallAnswer {
 async fn run_call(
     call: CallToolParams,
     ctx: CallContext,
-    modern: bool,
+    discover: bool,
 ) -> Result<CallAnswer, ProtocolError> {
     let answer = if call.name == "ask_name" {
         ask_name(
-            modern,
+            discover,
             call.input_responses.as_ref(),
             call.request_state.as_deref(),
         )?
@@ -79,7 +80,7 @@ async fn run_call(
         CallAnswer::Complete(tools::call(&call.name, &arguments, ctx).await?)
     };
     Ok(match answer {
-        CallAnswer::Complete(mut result) if modern => {
+        CallAnswer::Complete(mut result) if discover => {
             ResultType::Complete.write(&mut result.extra);
             CallAnswer::Complete(result)
         }
@@ -98,15 +99,15 @@ fn forget(in_flight: &InFlight, id: &Id, task: u64) {
 impl Server {
     /// Starts a call as a task, registered by id so that
     /// `notifications/cancelled` can abort it.
-    pub(super) fn spawn_call(&mut self, id: Id, call: CallToolParams, modern: bool) {
+    pub(super) fn spawn_call(&mut self, id: Id, call: CallToolParams, discover: bool) {
         let ctx = CallContext {
             workspace: self.workspace.clone(),
             outbox: self.outbox.clone(),
             progress_token: call.progress_token().cloned(),
-            modern,
+            discover,
             world: Arc::clone(&self.world),
-            client: if modern {
-                ClientSide::modern(call.meta.as_ref())
+            client: if discover {
+                ClientSide::discover(call.meta.as_ref())
             } else {
                 self.client.clone()
             },
@@ -129,12 +130,12 @@ impl Server {
             misbehaviours.delay().await;
             let result = match hostile.answer(&call) {
                 Some(answer) => answer.map(|mut result| {
-                    if modern {
+                    if discover {
                         ResultType::Complete.write(&mut result.extra);
                     }
                     CallAnswer::Complete(result)
                 }),
-                None => run_call(call, ctx, modern).await,
+                None => run_call(call, ctx, discover).await,
             };
             misbehaviours.before_answer(&outbox).await;
             hostile
@@ -246,11 +247,11 @@ impl Drop for Unlisten {
 /// `ask_name`: asks for a name with an elicitation input request (a
 /// multi-round-trip result), then greets whoever answered.
 fn ask_name(
-    modern: bool,
+    discover: bool,
     responses: Option<&BTreeMap<String, Value>>,
     state: Option<&str>,
 ) -> Result<CallAnswer, ProtocolError> {
-    if !modern {
+    if !discover {
         return Ok(CallAnswer::Complete(tools::error_result(
             "ask_name needs 2026-07-28 multi-round-trip results",
         )));
@@ -283,7 +284,7 @@ fn ask_name(
                     "name": {"type": "string", "default": "octocat"}}, "required": ["name"]}),
             );
             let request = InputRequest {
-                method: methods::ELICITATION_CREATE.to_owned(),
+                method: request::ElicitationCreate::METHOD.to_owned(),
                 params: Some(serde_json::to_value(&ask).map_err(|e| {
                     ProtocolError::new(codes::INTERNAL_ERROR, format!("cannot ask: {e}"))
                 })?),

@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mcp_jsonrpc::RawJson;
+use mcp_protocol::codes;
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{
     CompleteParams, CompleteResult, CompletionReference, EmptyResult, Extra, GetPromptParams,
     GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedParams, ReadResourceResult, ResourceParams,
 };
-use mcp_protocol::{codes, methods};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -35,10 +36,10 @@ const CHANGING: CacheHints = CacheHints {
 fn finish<T: Serialize>(
     mut result: T,
     extra: impl FnOnce(&mut T) -> &mut Extra,
-    modern: bool,
+    discover: bool,
     cache: Option<CacheHints>,
 ) -> Result<RawJson, ProtocolError> {
-    if modern {
+    if discover {
         let fields = extra(&mut result);
         ResultType::Complete.write(fields);
         if let Some(cache) = cache {
@@ -119,8 +120,8 @@ fn parse_complete(params: Map<String, Value>) -> Result<CompleteParams, Protocol
 
 /// The error for a URI this server has no resource at: `-32002` before
 /// 2026-07-28, `-32602` in it (the spec's change), `data.uri` either way.
-fn not_found(uri: &str, modern: bool) -> ProtocolError {
-    let code = if modern {
+fn not_found(uri: &str, discover: bool) -> ProtocolError {
+    let code = if discover {
         mcp_jsonrpc::codes::INVALID_PARAMS
     } else {
         codes::RESOURCE_NOT_FOUND
@@ -134,27 +135,29 @@ impl Server {
         &self,
         method: &str,
         params: Result<Map<String, Value>, ProtocolError>,
-        modern: bool,
+        discover: bool,
     ) -> Option<Result<RawJson, ProtocolError>> {
         Some(match method {
-            methods::RESOURCES_LIST => params
+            request::ResourcesList::METHOD => params
                 .and_then(parse_list)
-                .and_then(|p| self.list_resources(&p, modern)),
-            methods::RESOURCES_TEMPLATES_LIST => params
+                .and_then(|p| self.list_resources(&p, discover)),
+            request::ResourcesTemplatesList::METHOD => params
                 .and_then(parse_list)
-                .and_then(|p| self.list_templates(&p, modern)),
-            methods::RESOURCES_READ => params
+                .and_then(|p| self.list_templates(&p, discover)),
+            request::ResourcesRead::METHOD => params
                 .and_then(parse_resource)
-                .and_then(|p| self.read_resource(&p.uri, modern)),
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if modern => {
+                .and_then(|p| self.read_resource(&p.uri, discover)),
+            request::ResourcesSubscribe::METHOD | request::ResourcesUnsubscribe::METHOD
+                if discover =>
+            {
                 Err(ProtocolError::method_not_found(
                     method,
                     " (2026-07-28 replaced it with subscriptions/listen and resourceSubscriptions)",
                 ))
             }
-            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+            request::ResourcesSubscribe::METHOD | request::ResourcesUnsubscribe::METHOD => {
                 params.and_then(parse_resource).and_then(|p| {
-                    let on = method == methods::RESOURCES_SUBSCRIBE;
+                    let on = method == request::ResourcesSubscribe::METHOD;
                     if on && !self.world.exists(&p.uri) {
                         return Err(not_found(&p.uri, false));
                     }
@@ -162,17 +165,17 @@ impl Server {
                     raw(&EmptyResult::default())
                 })
             }
-            methods::PROMPTS_LIST => params
+            request::PromptsList::METHOD => params
                 .and_then(parse_list)
-                .and_then(|p| self.list_prompts(&p, modern)),
-            methods::PROMPTS_GET => params.and_then(parse_get_prompt).and_then(|p| {
+                .and_then(|p| self.list_prompts(&p, discover)),
+            request::PromptsGet::METHOD => params.and_then(parse_get_prompt).and_then(|p| {
                 let arguments = p.arguments.unwrap_or_default();
                 let result: GetPromptResult = prompts::get(&p.name, &arguments)?;
-                finish(result, |r| &mut r.extra, modern, None)
+                finish(result, |r| &mut r.extra, discover, None)
             }),
-            methods::COMPLETION_COMPLETE => params
+            request::CompletionComplete::METHOD => params
                 .and_then(parse_complete)
-                .and_then(|p| self.complete(p, modern)),
+                .and_then(|p| self.complete(p, discover)),
             _ => return None,
         })
     }
@@ -180,7 +183,7 @@ impl Server {
     fn list_resources(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<RawJson, ProtocolError> {
         let (range, next_cursor) = page(
             params.cursor.as_deref(),
@@ -192,13 +195,13 @@ impl Server {
             next_cursor,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(CHANGING))
+        finish(result, |r| &mut r.extra, discover, Some(CHANGING))
     }
 
     fn list_templates(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<RawJson, ProtocolError> {
         let all = resources::templates();
         let (range, next_cursor) = page(
@@ -211,22 +214,25 @@ impl Server {
             next_cursor,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(LIST_CACHE))
+        finish(result, |r| &mut r.extra, discover, Some(LIST_CACHE))
     }
 
-    fn read_resource(&self, uri: &str, modern: bool) -> Result<RawJson, ProtocolError> {
-        let contents = self.world.read(uri).ok_or_else(|| not_found(uri, modern))?;
+    fn read_resource(&self, uri: &str, discover: bool) -> Result<RawJson, ProtocolError> {
+        let contents = self
+            .world
+            .read(uri)
+            .ok_or_else(|| not_found(uri, discover))?;
         let result = ReadResourceResult {
             contents: vec![contents],
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(CHANGING))
+        finish(result, |r| &mut r.extra, discover, Some(CHANGING))
     }
 
     fn list_prompts(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<RawJson, ProtocolError> {
         let all = &*prompts::DEFINITIONS;
         let (range, next_cursor) = page(
@@ -239,10 +245,10 @@ impl Server {
             next_cursor,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, Some(LIST_CACHE))
+        finish(result, |r| &mut r.extra, discover, Some(LIST_CACHE))
     }
 
-    fn complete(&self, params: CompleteParams, modern: bool) -> Result<RawJson, ProtocolError> {
+    fn complete(&self, params: CompleteParams, discover: bool) -> Result<RawJson, ProtocolError> {
         let context: BTreeMap<String, String> =
             params.context.and_then(|c| c.arguments).unwrap_or_default();
         let argument = &params.argument;
@@ -279,7 +285,7 @@ impl Server {
             completion,
             extra: Extra::new(),
         };
-        finish(result, |r| &mut r.extra, modern, None)
+        finish(result, |r| &mut r.extra, discover, None)
     }
 }
 
@@ -330,7 +336,7 @@ mod tests {
             legacy.contains("-32002") && legacy.contains("test://x"),
             "{legacy}"
         );
-        let modern = format!("{:?}", not_found("test://x", true));
-        assert!(modern.contains("-32602"), "{modern}");
+        let discover = format!("{:?}", not_found("test://x", true));
+        assert!(discover.contains("-32602"), "{discover}");
     }
 }

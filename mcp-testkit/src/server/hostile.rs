@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use mcp_jsonrpc::codes;
-use mcp_protocol::methods;
+use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, Content, Extra, Implementation, LoggingLevel,
     LoggingMessageParams, ProgressParams, Tool, ToolAnnotations,
@@ -161,7 +161,9 @@ impl OnCall {
             logger: Some(format!("logger {ESCAPE_TEXT}")),
             data: Value::from(format!("log {ESCAPE_TEXT}")),
         };
-        outbox.notify(methods::MESSAGE, &log).await;
+        outbox
+            .notify(notification::LoggingMessage::METHOD, &log)
+            .await;
         if let Some(token) = progress_token {
             let progress = ProgressParams {
                 progress_token: token.clone(),
@@ -170,7 +172,9 @@ impl OnCall {
                 message: Some(format!("progress {ESCAPE_TEXT}")),
                 extra: Extra::new(),
             };
-            outbox.notify(methods::PROGRESS, &progress).await;
+            outbox
+                .notify(notification::Progress::METHOD, &progress)
+                .await;
         }
     }
 }

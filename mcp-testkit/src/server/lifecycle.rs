@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use mcp_jsonrpc::Id;
 use mcp_protocol::discover::{DiscoverResult, UnsupportedVersionData};
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{
     Extra, Implementation, InitializeParams, InitializeResult, PromptsCapability,
     ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
-use mcp_protocol::{ProtocolVersion, meta, methods};
+use mcp_protocol::{ProtocolVersion, meta};
 use serde_json::{Map, Value};
 
 use super::hostile;
@@ -22,12 +23,12 @@ use crate::options::{Era, Misbehaviour, ServerOptions};
 use crate::tools;
 
 /// The modern revision the server speaks with `--era modern|dual`.
-pub(crate) const MODERN: ProtocolVersion = ProtocolVersion::V2026_07_28;
+pub(crate) const DISCOVER_REVISION: ProtocolVersion = ProtocolVersion::V2026_07_28;
 
 /// The versions a server of this era names in `supportedVersions` and in
 /// `-32022` errors, newest first.
 pub(crate) fn supported_versions(era: Era) -> Vec<&'static str> {
-    let mut supported = vec![MODERN.as_str()];
+    let mut supported = vec![DISCOVER_REVISION.as_str()];
     if era == Era::Dual {
         supported.extend(ProtocolVersion::HANDSHAKE.iter().map(|v| v.as_str()));
     }
@@ -52,28 +53,30 @@ pub(crate) fn unsupported_version(era: Era, requested: Option<&str>) -> (String,
 /// Whether a modern (2026-07-28) request for `method` is served, rather than
 /// answered `-32601`. Keep in step with `Server::dispatch`.
 #[cfg(feature = "http")]
-pub(crate) fn modern_method_known(options: &crate::options::ServerOptions, method: &str) -> bool {
+pub(crate) fn discover_method_known(options: &crate::options::ServerOptions, method: &str) -> bool {
     match method {
-        methods::SERVER_DISCOVER
-        | methods::LOGGING_SET_LEVEL
-        | methods::SUBSCRIPTIONS_LISTEN
-        | methods::RESOURCES_LIST
-        | methods::RESOURCES_TEMPLATES_LIST
-        | methods::RESOURCES_READ
-        | methods::PROMPTS_LIST
-        | methods::PROMPTS_GET
-        | methods::COMPLETION_COMPLETE
-        | methods::TASKS_GET
-        | methods::TASKS_UPDATE
-        | methods::TASKS_CANCEL => true,
-        methods::TOOLS_LIST | methods::TOOLS_CALL => !options.has(Misbehaviour::NoToolsCapability),
+        request::ServerDiscover::METHOD
+        | request::LoggingSetLevel::METHOD
+        | request::SubscriptionsListen::METHOD
+        | request::ResourcesList::METHOD
+        | request::ResourcesTemplatesList::METHOD
+        | request::ResourcesRead::METHOD
+        | request::PromptsList::METHOD
+        | request::PromptsGet::METHOD
+        | request::CompletionComplete::METHOD
+        | request::TasksGet::METHOD
+        | request::TasksUpdate::METHOD
+        | request::TasksCancel::METHOD => true,
+        request::ToolsList::METHOD | request::ToolsCall::METHOD => {
+            !options.has(Misbehaviour::NoToolsCapability)
+        }
         _ => false,
     }
 }
 
 /// The `-32601` of a method 2026-07-28 does not have (`ping`, `initialize`).
-pub(super) fn not_modern(method: &str) -> ProtocolError {
-    let why = if method == methods::PING {
+pub(super) fn handshake_only(method: &str) -> ProtocolError {
+    let why = if method == request::Ping::METHOD {
         " (2026-07-28 has no ping)"
     } else {
         " (2026-07-28 has no initialize handshake; send requests with _meta)"
@@ -142,12 +145,12 @@ impl Server {
             .and_then(|p| p.get(meta::KEY))
             .and_then(|m| m.get(meta::PROTOCOL_VERSION))
             .and_then(Value::as_str);
-        let modern = match era {
+        let discover = match era {
             Era::Legacy => false,
             Era::Modern => true,
-            _ => requested.is_some() || method == methods::SERVER_DISCOVER,
+            _ => requested.is_some() || method == request::ServerDiscover::METHOD,
         };
-        if modern && requested != Some(MODERN.as_str()) {
+        if discover && requested != Some(DISCOVER_REVISION.as_str()) {
             // Every modern request names its version; `initialize` to a
             // modern-only server lands here too, and the error names what the
             // server does speak.
@@ -160,7 +163,7 @@ impl Server {
             self.outbox.respond_error(Some(id.clone()), error).await;
             return None;
         }
-        Some(modern)
+        Some(discover)
     }
 
     /// An `initialize` request: logged to the instance log; `None` when the
@@ -338,7 +341,7 @@ mod tests {
                     "tasks/list",
                 ] {
                     let request = json!({"jsonrpc": "2.0", "id": 1, "method": method,
-                        "params": {"_meta": {meta::PROTOCOL_VERSION: MODERN.as_str()}}});
+                        "params": {"_meta": {meta::PROTOCOL_VERSION: DISCOVER_REVISION.as_str()}}});
                     w.write_all(format!("{request}\n").as_bytes())
                         .await
                         .unwrap();
@@ -346,7 +349,7 @@ mod tests {
                         serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
                     let not_found = answer["error"]["code"] == codes::METHOD_NOT_FOUND;
                     assert_eq!(
-                        modern_method_known(&options, method),
+                        discover_method_known(&options, method),
                         !not_found,
                         "{era:?} {method}: {answer}"
                     );

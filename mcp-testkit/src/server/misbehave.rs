@@ -6,7 +6,7 @@ use std::io::{self, Write as _};
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_protocol::methods;
+use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::types::{LoggingLevel, LoggingMessageParams};
 use serde_json::Value;
 
@@ -171,7 +171,9 @@ impl CallMisbehaviours {
                     logger: Some(SERVER_NAME.to_owned()),
                     data: Value::from(format!("flood notification {i} of {count}")),
                 };
-                outbox.notify(methods::MESSAGE, &message).await;
+                outbox
+                    .notify(notification::LoggingMessage::METHOD, &message)
+                    .await;
             }
         }
     }

@@ -18,13 +18,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcp_jsonrpc::{Id, codes};
+use mcp_protocol::notification::{self, Notification as _};
+use mcp_protocol::request::{self, Request as _};
 use mcp_protocol::results::ResultType;
 use mcp_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
 use mcp_protocol::tasks::{
     CreateTaskResult, ListTasksResult, RELATED_TASK, Task, TaskIdParams, TaskMetadata, TaskStatus,
 };
 use mcp_protocol::types::{CallToolParams, CallToolResult, EmptyResult, Extra, PaginatedParams};
-use mcp_protocol::{codes as mcp_codes, meta, methods};
+use mcp_protocol::{codes as mcp_codes, meta};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
@@ -50,7 +52,7 @@ enum Outcome {
 #[derive(Debug)]
 struct Entry {
     /// Made by a 2026-07-28 request (its shapes and rules).
-    modern: bool,
+    discover: bool,
     task: Task,
     outcome: Option<Outcome>,
     /// `countdown`: the polls left before it completes, and whether it then fails.
@@ -79,7 +81,9 @@ struct Announcement {
 
 impl Announcement {
     async fn send(self) {
-        self.outbox.notify(methods::TASKS_STATUS, &self.task).await;
+        self.outbox
+            .notify(notification::TasksStatus::METHOD, &self.task)
+            .await;
     }
 }
 
@@ -175,7 +179,7 @@ impl TaskStore {
 
     fn create(
         &self,
-        modern: bool,
+        discover: bool,
         ttl: Option<u64>,
         countdown: Option<(u64, bool)>,
         notify: Option<Outbox>,
@@ -185,7 +189,7 @@ impl TaskStore {
         task.ttl = Some(ttl.unwrap_or(DEFAULT_TTL_MS));
         task.poll_interval = Some(POLL_INTERVAL_MS);
         let entry = Entry {
-            modern,
+            discover,
             task: task.clone(),
             outcome: None,
             countdown,
@@ -325,7 +329,7 @@ impl TaskStore {
     fn legacy_tasks(&self) -> Vec<Task> {
         self.entries()
             .values()
-            .filter(|e| !e.modern)
+            .filter(|e| !e.discover)
             .map(|e| e.task.clone())
             .collect()
     }
@@ -335,7 +339,7 @@ impl Entry {
     /// A copy of what a request reports.
     fn snapshot(&self) -> Entry {
         Entry {
-            modern: self.modern,
+            discover: self.discover,
             task: self.task.clone(),
             outcome: self.outcome.clone(),
             countdown: self.countdown,
@@ -400,11 +404,11 @@ impl Server {
         &mut self,
         id: &Id,
         call: &CallToolParams,
-        modern: bool,
+        discover: bool,
         declared: bool,
     ) -> bool {
         let augmented = call.extra.get("task").filter(|t| t.is_object());
-        let wanted = if modern {
+        let wanted = if discover {
             declared && call.name == "countdown"
         } else {
             augmented.is_some() && self.speaks_tasks()
@@ -412,7 +416,7 @@ impl Server {
         if !wanted {
             return false;
         }
-        let answer = self.start_task(call, modern, augmented).await;
+        let answer = self.start_task(call, discover, augmented).await;
         self.outbox.respond(id.clone(), answer).await;
         true
     }
@@ -425,7 +429,7 @@ impl Server {
     async fn start_task(
         &mut self,
         call: &CallToolParams,
-        modern: bool,
+        discover: bool,
         augmented: Option<&Value>,
     ) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
         let ttl = augmented
@@ -435,18 +439,18 @@ impl Server {
         match call.name.as_str() {
             "countdown" => {
                 let countdown = countdown_args(call)?;
-                let notify = (!modern).then(|| self.outbox.clone());
-                let task = store.create(modern, ttl, Some(countdown), notify);
+                let notify = (!discover).then(|| self.outbox.clone());
+                let task = store.create(discover, ttl, Some(countdown), notify);
                 self.log(&format!("task {} started (countdown)", task.task_id));
-                task_answer(task, modern)
+                task_answer(task, discover)
             }
-            "slow" if !modern => {
+            "slow" if !discover => {
                 let task = store.create(false, ttl, None, Some(self.outbox.clone()));
                 let ctx = CallContext {
                     workspace: self.workspace.clone(),
                     outbox: self.outbox.clone(),
                     progress_token: None,
-                    modern,
+                    discover,
                     world: Arc::clone(&self.world),
                     client: self.client.clone(),
                     roots_changed: Arc::clone(&self.roots_changed),
@@ -463,7 +467,7 @@ impl Server {
                 task_answer(task, false)
             }
             other => Err(ProtocolError::method_not_found(
-                methods::TOOLS_CALL,
+                request::ToolsCall::METHOD,
                 &format!(
                     " as a task: tool {other:?} does not run as a task (execution.taskSupport)"
                 ),
@@ -478,17 +482,20 @@ impl Server {
         id: &Id,
         method: &str,
         params: &Result<Map<String, Value>, ProtocolError>,
-        modern: bool,
+        discover: bool,
     ) -> Option<Option<Result<mcp_jsonrpc::RawJson, ProtocolError>>> {
-        let legacy_only = matches!(method, methods::TASKS_RESULT | methods::TASKS_LIST);
+        let legacy_only = matches!(
+            method,
+            request::TasksResult::METHOD | request::TasksList::METHOD
+        );
         let known = matches!(
             method,
-            methods::TASKS_GET
-                | methods::TASKS_CANCEL
-                | methods::TASKS_RESULT
-                | methods::TASKS_LIST
-        ) || (modern && method == methods::TASKS_UPDATE);
-        if !known || (modern && legacy_only) || (!modern && !self.speaks_tasks()) {
+            request::TasksGet::METHOD
+                | request::TasksCancel::METHOD
+                | request::TasksResult::METHOD
+                | request::TasksList::METHOD
+        ) || (discover && method == request::TasksUpdate::METHOD);
+        if !known || (discover && legacy_only) || (!discover && !self.speaks_tasks()) {
             return None;
         }
         let params = match params {
@@ -500,12 +507,12 @@ impl Server {
                 ))));
             }
         };
-        if modern && !declares_extension(&params) {
+        if discover && !declares_extension(&params) {
             return Some(Some(Err(missing_extension())));
         }
         let store = &self.world.tasks;
         Some(Some(match method {
-            methods::TASKS_LIST => typed::<PaginatedParams>(params, |p| {
+            request::TasksList::METHOD => typed::<PaginatedParams>(params, |p| {
                 super::params::expect(
                     p,
                     "cursor",
@@ -524,16 +531,18 @@ impl Server {
                     extra: Extra::new(),
                 })
             }),
-            methods::TASKS_UPDATE => typed::<UpdateTaskParams>(params, |_| None).and_then(|p| {
-                // These tasks never ask for input: answers are acknowledged and ignored.
-                store
-                    .entries()
-                    .get(&p.task_id)
-                    .map(|_| ())
-                    .ok_or_else(|| not_found(&p.task_id))?;
-                raw(&complete(EmptyResult::default()))
-            }),
-            methods::TASKS_RESULT => {
+            request::TasksUpdate::METHOD => {
+                typed::<UpdateTaskParams>(params, |_| None).and_then(|p| {
+                    // These tasks never ask for input: answers are acknowledged and ignored.
+                    store
+                        .entries()
+                        .get(&p.task_id)
+                        .map(|_| ())
+                        .ok_or_else(|| not_found(&p.task_id))?;
+                    raw(&complete(EmptyResult::default()))
+                })
+            }
+            request::TasksResult::METHOD => {
                 let p = match typed::<TaskIdParams>(params, |_| None) {
                     Ok(p) => p,
                     Err(e) => return Some(Some(Err(e))),
@@ -550,13 +559,13 @@ impl Server {
                     Ok(p) => p,
                     Err(e) => return Some(Some(Err(e))),
                 };
-                let entry = if method == methods::TASKS_GET {
+                let entry = if method == request::TasksGet::METHOD {
                     store.get(&p.task_id).await
                 } else {
                     store.cancel(&p.task_id).await
                 };
-                entry.and_then(|e| match (modern, method) {
-                    (true, methods::TASKS_CANCEL) => raw(&complete(EmptyResult::default())),
+                entry.and_then(|e| match (discover, method) {
+                    (true, request::TasksCancel::METHOD) => raw(&complete(EmptyResult::default())),
                     (true, _) => {
                         let mut d = e.detailed();
                         ResultType::Complete.write(&mut d.extra);
@@ -576,8 +585,8 @@ fn complete(mut result: EmptyResult) -> EmptyResult {
 }
 
 /// The answer that creates a task, in the request's design.
-fn task_answer(task: Task, modern: bool) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
-    if modern {
+fn task_answer(task: Task, discover: bool) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
+    if discover {
         let mut d = DetailedTask::new(task.task_id, task.status, task.created_at);
         d.status_message = task.status_message;
         d.ttl_ms = task.ttl;

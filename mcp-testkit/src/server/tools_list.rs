@@ -102,10 +102,10 @@ impl Server {
     pub(super) fn list_tools(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<ListToolsResult, ProtocolError> {
-        let mut result = self.tools_page(params, modern)?;
-        if modern {
+        let mut result = self.tools_page(params, discover)?;
+        if discover {
             ResultType::Complete.write(&mut result.extra);
             LIST_CACHE.write(&mut result.extra);
         }
@@ -116,7 +116,7 @@ impl Server {
     fn tools_page(
         &self,
         params: &PaginatedParams,
-        modern: bool,
+        discover: bool,
     ) -> Result<ListToolsResult, ProtocolError> {
         if self.options().has(Misbehaviour::EndlessToolPages) {
             let n = match params.cursor.as_deref() {
@@ -132,7 +132,7 @@ impl Server {
         }
         let all = super::hostile::tools(
             self.options(),
-            tools::listed(modern, self.options().extra_tools),
+            tools::listed(discover, self.options().extra_tools),
         );
         let (range, next_cursor) = page(
             params.cursor.as_deref(),

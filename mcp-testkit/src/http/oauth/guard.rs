@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use mcp_jsonrpc::Message;
-use mcp_protocol::methods;
+use mcp_protocol::request::{self, Request as _};
 use serde_json::Value;
 
 use super::super::response::Body;
@@ -117,7 +117,7 @@ fn called_tool(message: &Message) -> Option<String> {
     let Message::Request(request) = message else {
         return None;
     };
-    if request.method != methods::TOOLS_CALL {
+    if request.method != request::ToolsCall::METHOD {
         return None;
     }
     let params: Value = serde_json::from_str(request.params.as_deref()?.get()).ok()?;

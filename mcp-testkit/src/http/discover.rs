@@ -6,11 +6,12 @@ use std::borrow::Cow;
 use hyper::HeaderMap;
 use hyper::StatusCode;
 use mcp_jsonrpc::{Message, codes};
-use mcp_protocol::{meta, methods, x_mcp_header};
+use mcp_protocol::request::{self, Request as _};
+use mcp_protocol::{meta, x_mcp_header};
 use serde_json::{Map, Value, json};
 
 use crate::options::{Era, ServerOptions};
-use crate::server::lifecycle::{MODERN, modern_method_known, unsupported_version};
+use crate::server::lifecycle::{DISCOVER_REVISION, discover_method_known, unsupported_version};
 use crate::tools::MODERN_DEFINITIONS;
 
 /// Whether a POST is served the 2026-07-28 way (statelessly, headers
@@ -18,20 +19,20 @@ use crate::tools::MODERN_DEFINITIONS;
 /// dual-era server, a request whose `_meta` names a protocol version (or a
 /// `server/discover`), and a notification without a session id that says
 /// it is modern.
-pub(super) fn is_modern(era: Era, headers: &HeaderMap, message: &Message) -> bool {
+pub(super) fn speaks_discover(era: Era, headers: &HeaderMap, message: &Message) -> bool {
     match era {
         Era::Legacy => false,
         Era::Modern => true,
         _ => match message {
             Message::Request(r) => {
-                r.method == methods::SERVER_DISCOVER
+                r.method == request::ServerDiscover::METHOD
                     || meta_version(r.params.as_deref().map(|p| p.get())).is_some()
             }
             Message::Notification(n) => {
                 !headers.contains_key("mcp-session-id")
                     && (headers
                         .get("mcp-protocol-version")
-                        .is_some_and(|v| v.as_bytes() == MODERN.as_str().as_bytes())
+                        .is_some_and(|v| v.as_bytes() == DISCOVER_REVISION.as_str().as_bytes())
                         || meta_version(n.params.as_deref().map(|p| p.get())).is_some())
             }
             _ => false,
@@ -175,7 +176,7 @@ pub(super) fn validate(
     check_version(options.era, headers, params)?;
     check_method(options, headers, method)?;
     check_name(headers, method, params)?;
-    if method == methods::TOOLS_CALL {
+    if method == request::ToolsCall::METHOD {
         check_tool_params(headers, params)?;
     }
     Ok(())
@@ -200,7 +201,7 @@ fn check_version(
         (None, _) => return Err(Rejection::missing(VERSION, "")),
         (Some(h), Some(b)) if h == b => {}
         // A legacy client's request: its header names the version it wants.
-        (Some(h), None) if h != MODERN.as_str() => {
+        (Some(h), None) if h != DISCOVER_REVISION.as_str() => {
             return Err(Rejection::unsupported(era, Some(h)));
         }
         (Some(h), b) => {
@@ -212,7 +213,7 @@ fn check_version(
             ));
         }
     }
-    if body_version != Some(MODERN.as_str()) {
+    if body_version != Some(DISCOVER_REVISION.as_str()) {
         return Err(Rejection::unsupported(era, body_version));
     }
     Ok(())
@@ -233,7 +234,7 @@ fn check_method(
         }
         Some(_) => {}
     }
-    if !modern_method_known(options, method) {
+    if !discover_method_known(options, method) {
         return Err(Rejection {
             status: StatusCode::NOT_FOUND,
             code: codes::METHOD_NOT_FOUND,
@@ -438,7 +439,7 @@ mod tests {
         map
     }
 
-    fn modern_options() -> ServerOptions {
+    fn discover_options() -> ServerOptions {
         ServerOptions {
             era: Era::Modern,
             ..ServerOptions::default()
@@ -447,7 +448,7 @@ mod tests {
 
     fn route_params(arguments: Value) -> Map<String, Value> {
         json!({"name": "route", "arguments": arguments,
-               "_meta": {meta::PROTOCOL_VERSION: MODERN.as_str()}})
+               "_meta": {meta::PROTOCOL_VERSION: DISCOVER_REVISION.as_str()}})
         .as_object()
         .unwrap()
         .clone()
@@ -455,7 +456,7 @@ mod tests {
 
     #[test]
     fn param_headers_are_required_exactly_when_the_argument_has_a_value() {
-        let o = modern_options();
+        let o = discover_options();
         let base = [
             ("MCP-Protocol-Version", "2026-07-28"),
             ("Mcp-Method", "tools/call"),

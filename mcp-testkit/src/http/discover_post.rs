@@ -1,5 +1,5 @@
 //! Serving a 2026-07-28 POST: no session; the headers are checked against
-//! the body ([`super::modern`]); a request is served by an MCP instance of
+//! the body ([`super::discover`]); a request is served by an MCP instance of
 //! its own, which ends with the answer or when the client goes away.
 
 use std::convert::Infallible;
@@ -12,11 +12,11 @@ use hyper::body::Frame;
 use hyper::header::HeaderMap;
 use hyper::{Response, StatusCode};
 use mcp_jsonrpc::{Id, Message, Request, codes};
-use mcp_protocol::methods;
+use mcp_protocol::request::{self, Request as _};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::modern::{self, Rejection};
+use super::discover::{self, Rejection};
 use super::response::{Body, empty, json_answer, json_error, rejection_response};
 use super::session::{Session, SessionKind, progress_token};
 use super::sse::{sse_headers, sse_response};
@@ -26,22 +26,22 @@ use super::{HttpMisbehaviour, Shared, lock};
 /// (aborting the request's work); dropping it before the answer went out
 /// counts a [`super::HttpStats::disconnect_cancels`].
 #[derive(Debug)]
-struct ModernCall {
+struct DiscoverCall {
     shared: Arc<Shared>,
     session: Arc<Session>,
     finished: bool,
 }
 
-impl ModernCall {
+impl DiscoverCall {
     /// Starts the request's instance.
     fn start(shared: Arc<Shared>) -> Self {
         let session = Session::start(
             String::new(),
-            SessionKind::Modern,
+            SessionKind::Discover,
             shared.options.server.clone(),
             shared.world(),
         );
-        ModernCall {
+        DiscoverCall {
             shared,
             session,
             finished: false,
@@ -82,7 +82,7 @@ impl ModernCall {
     }
 }
 
-impl Drop for ModernCall {
+impl Drop for DiscoverCall {
     fn drop(&mut self) {
         if !self.finished {
             self.shared
@@ -96,7 +96,7 @@ impl Drop for ModernCall {
 /// An SSE response that owns one modern request's instance: the stream
 /// ending (after the answer) finishes the call; the client dropping it
 /// first cancels the call.
-fn sse_response_for(rx: mpsc::UnboundedReceiver<Bytes>, call: ModernCall) -> Response<Body> {
+fn sse_response_for(rx: mpsc::UnboundedReceiver<Bytes>, call: DiscoverCall) -> Response<Body> {
     let stream = futures_util::stream::unfold((rx, call), |(mut rx, mut call)| async move {
         match rx.recv().await {
             Some(bytes) => Some((Ok::<_, Infallible>(Frame::data(bytes)), (rx, call))),
@@ -112,14 +112,14 @@ fn sse_response_for(rx: mpsc::UnboundedReceiver<Bytes>, call: ModernCall) -> Res
 impl Shared {
     /// A 2026-07-28 POST: a notification is accepted (and counted), a
     /// request checked, then served by an instance of its own.
-    pub(super) async fn modern_post(
+    pub(super) async fn discover_post(
         self: Arc<Self>,
         headers: &HeaderMap,
         body: Bytes,
         message: Message,
     ) -> Response<Body> {
         self.stats.modern_posts.fetch_add(1, Ordering::Relaxed);
-        lock(&self.stats.modern_headers).push(modern::recorded_headers(headers));
+        lock(&self.stats.modern_headers).push(discover::recorded_headers(headers));
         let req = match &message {
             Message::Request(req) => req,
             Message::Notification(_) => {
@@ -141,18 +141,20 @@ impl Shared {
             .as_ref()
             .and_then(|p| serde_json::from_str::<Map<String, Value>>(p.get()).ok())
             .unwrap_or_default();
-        if let Err(rejection) = self.check_modern(headers, req, &params) {
+        if let Err(rejection) = self.check_discover(headers, req, &params) {
             return rejection_response(&rejection, Some(&req.id));
         }
         if let Some(refused) = self.misbehave_before_answer(&req.method, true).await {
             return refused;
         }
-        if req.method == methods::TOOLS_CALL && self.options.has(HttpMisbehaviour::DropStream) {
+        if req.method == request::ToolsCall::METHOD
+            && self.options.has(HttpMisbehaviour::DropStream)
+        {
             // The stream ends before the answer, and nothing can resume it.
             let (_, rx) = mpsc::unbounded_channel();
             return sse_response(rx);
         }
-        let call = ModernCall::start(Arc::clone(&self));
+        let call = DiscoverCall::start(Arc::clone(&self));
         let wrong_type = self.options.has(HttpMisbehaviour::WrongContentType);
         if self.options.json_response || wrong_type {
             return call.answer_json(&req.id, &body, wrong_type).await;
@@ -164,16 +166,16 @@ impl Shared {
     /// The spec's checks of a modern request's headers against its body;
     /// an `initialize` is refused naming the versions this server speaks.
     /// Header mismatches are counted.
-    fn check_modern(
+    fn check_discover(
         &self,
         headers: &HeaderMap,
         req: &Request,
         params: &Map<String, Value>,
     ) -> Result<(), Rejection> {
-        let checked = if req.method == methods::INITIALIZE {
-            Err(modern::refuse_initialize(self.options.server.era, params))
+        let checked = if req.method == request::Initialize::METHOD {
+            Err(discover::refuse_initialize(self.options.server.era, params))
         } else {
-            modern::validate(&self.options.server, headers, &req.method, params)
+            discover::validate(&self.options.server, headers, &req.method, params)
         };
         if let Err(rejection) = &checked
             && rejection.code == mcp_protocol::codes::HEADER_MISMATCH
