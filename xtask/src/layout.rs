@@ -433,7 +433,7 @@ mod tests {
                 "use crate::a;\n#[cfg(test)]\nmod tests { use crate::a; }",
             ),
         ]));
-        assert!(g.edges.get("a").is_none());
+        assert!(!g.edges.contains_key("a"));
         assert!(g.cycles().is_empty());
     }
 
