@@ -524,3 +524,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn toml_layouts() {
+    // An explicit `[mcp_servers]` header with inline entries under it.
+    let explicit = "[mcp_servers]\n# inline ones\na = { command = \"a\" }\n\n[other]\nk = 1\n";
+    let added = add_server(explicit, Format::Codex, "b", &stdio(), Existing::Refuse).unwrap();
+    assert_eq!(remove_server(&added, Format::Codex, "b").unwrap(), explicit);
+    assert_eq!(server_names(&added, Format::Codex).unwrap(), ["a", "b"]);
+    // Removing an inline entry keeps the header and its comment.
+    let no_a = remove_server(explicit, Format::Codex, "a").unwrap();
+    assert!(no_a.starts_with("[mcp_servers]\n"), "{no_a}");
+    assert!(!no_a.contains("command"), "{no_a}");
+    // Shapes that are not a table of servers are refused.
+    for text in ["mcp_servers = 1\n", "[[mcp_servers]]\ncommand = \"x\"\n"] {
+        let e = add_server(text, Format::Codex, "b", &stdio(), Existing::Refuse).unwrap_err();
+        assert!(matches!(e, EditError::NotAnObject { .. }), "{text}: {e}");
+    }
+    let dotted = "mcp_servers.a.command = \"a\"\n";
+    let e = add_server(dotted, Format::Codex, "b", &stdio(), Existing::Refuse).unwrap_err();
+    assert!(e.to_string().contains("dotted keys"), "{e}");
+    // CRLF files stay CRLF around the entry.
+    let crlf = "# c\r\n[mcp_servers.a]\r\ncommand = \"a\"\r\n";
+    let added = add_server(crlf, Format::Codex, "b", &stdio(), Existing::Refuse).unwrap();
+    assert_eq!(remove_server(&added, Format::Codex, "b").unwrap(), crlf);
+    // Mixed newlines: written back exactly, or refused; never rewritten.
+    let mixed = "# c\r\n[mcp_servers.a]\ncommand = \"a\"\n";
+    match add_server(mixed, Format::Codex, "b", &stdio(), Existing::Refuse) {
+        Ok(added) => assert_eq!(remove_server(&added, Format::Codex, "b").unwrap(), mixed),
+        Err(e) => assert!(matches!(e, EditError::Unchecked { .. }), "{e}"),
+    }
+}

@@ -133,7 +133,43 @@ pub(super) fn insert(
             servers.insert(name, Item::Value(inline(record)));
         }
     }
-    Ok(doc.to_string())
+    let out = rendered(text, &doc);
+    if exists || one_splice(text, &out) {
+        Ok(out)
+    } else {
+        Err(EditError::Unchecked {
+            name: name.to_owned(),
+        })
+    }
+}
+
+/// The document as text, in the file's newlines: `toml_edit` writes `\n`,
+/// so a file written with `\r\n` throughout gets them back.
+fn rendered(before: &str, doc: &DocumentMut) -> String {
+    let out = doc.to_string();
+    let crlf =
+        before.contains("\r\n") && before.matches('\n').count() == before.matches("\r\n").count();
+    if crlf && !out.contains('\r') {
+        out.replace('\n', "\r\n")
+    } else {
+        out
+    }
+}
+
+/// Whether `a` and `b` differ by one inserted or removed run of bytes:
+/// nothing else of the file moved or changed.
+fn one_splice(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let shorter = a.len().min(b.len());
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take(shorter - prefix)
+        .take_while(|(x, y)| x == y)
+        .count();
+    prefix + suffix == shorter
 }
 
 pub(super) fn remove(text: &str, path: &[&str], name: &str) -> Result<String, EditError> {
@@ -148,7 +184,14 @@ pub(super) fn remove(text: &str, path: &[&str], name: &str) -> Result<String, Ed
             known,
         });
     }
-    Ok(doc.to_string())
+    let out = rendered(text, &doc);
+    if one_splice(text, &out) {
+        Ok(out)
+    } else {
+        Err(EditError::Unchecked {
+            name: name.to_owned(),
+        })
+    }
 }
 
 pub(super) fn names(text: &str, path: &[&str]) -> Result<Vec<String>, EditError> {
