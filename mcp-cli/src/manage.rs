@@ -358,8 +358,7 @@ fn try_add(args: &AddArgs) -> Result<Done, Failed> {
         }
     };
     let replaced = args.force
-        && edit::server_names(&text, format)
-            .is_ok_and(|names| names.contains(&args.name));
+        && edit::server_names(&text, format).is_ok_and(|names| names.contains(&args.name));
     let existing = if args.force {
         Existing::Replace
     } else {
