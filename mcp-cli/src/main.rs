@@ -8,6 +8,8 @@
 //! mcp tools --stdio 'python server.py'
 //! mcp call --stdio 'python server.py' echo --args '{"text": "hi"}'
 //! mcp config check settings.json
+//! mcp add fs --config .vscode/mcp.json -- npx -y @modelcontextprotocol/server-filesystem .
+//! mcp list --config .vscode/mcp.json --status
 //! ```
 //!
 //! Everything printed goes through `term`, the one output stage (secrets
@@ -26,6 +28,8 @@ mod diagnosis;
 mod direct;
 mod elicit;
 mod features;
+mod list;
+mod manage;
 mod oauth;
 mod output;
 mod probe;
@@ -78,6 +82,13 @@ enum Command {
     /// Check or show a config file.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Add a server to a config file, in the file's own format, keeping
+    /// every other byte (`-- CMD ARGS…` or `--url URL`).
+    Add(manage::AddArgs),
+    /// Remove a server from a config file, keeping every other byte.
+    Remove(manage::RemoveArgs),
+    /// List a config file's servers; with --status, whether each answers.
+    List(list::ListArgs),
     /// Log in to an OAuth-protected HTTP server: opens the browser on the
     /// authorization page, receives the redirect on 127.0.0.1, stores the tokens.
     Login(auth::LoginArgs),
@@ -253,6 +264,9 @@ fn main() -> ExitCode {
         Command::Prompt(a) => run_async(commands::prompt(a, style)),
         Command::Complete(a) => run_async(features::complete(a, style)),
         Command::Config(c) => config::run(c, style),
+        Command::Add(a) => manage::add(&a, style),
+        Command::Remove(a) => manage::remove(&a, style),
+        Command::List(a) => run_async(list::list(a, style)),
         Command::Login(a) => run_async(auth::login(a, style)),
         Command::Logout(a) => auth::logout(&a, style),
         Command::Auth(auth::AuthCommand::Status) => auth::status(style),

@@ -247,7 +247,7 @@ pub(crate) fn load_config(
 /// Registers a configured server's secrets with the output stage, so they
 /// are scrubbed from everything printed: env and header values, the proxy
 /// URL (and its password alone), the OAuth client secret.
-fn keep_secrets_of(server: &mcp_config::ResolvedServer) {
+pub(crate) fn keep_secrets_of(server: &mcp_config::ResolvedServer) {
     match &server.transport {
         mcp_config::TransportConfig::Stdio { env, .. } => {
             env.values().for_each(|v| term::keep_secret(v.expose()));

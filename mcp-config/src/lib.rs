@@ -80,6 +80,7 @@
 //! ));
 //! ```
 
+pub mod edit;
 mod error;
 mod expand;
 mod fingerprint;
