@@ -160,7 +160,7 @@ impl Inner {
     }
 
     /// Sends `initialize`, offering `offered`.
-    async fn send_initialize(
+    pub(crate) async fn send_initialize(
         &self,
         offered: ProtocolVersion,
         capabilities: &ClientCapabilities,
@@ -252,6 +252,7 @@ impl Session {
             server_requests: ServerRequests::default(),
             dropped: Arc::default(),
             rearm: Default::default(),
+            renewal: Default::default(),
         });
         let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
 
@@ -299,6 +300,8 @@ impl Session {
                 .send_with(&message, &context)
                 .await?;
         }
+        // From now on a server session that ends is started again.
+        crate::rehandshake::install(&session.inner, capabilities);
         tracing::debug!(server = %session.inner.config.server_name, %version, "connected");
         Ok(session)
     }

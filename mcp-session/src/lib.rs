@@ -76,6 +76,8 @@ mod parse;
 mod pending;
 mod queue;
 mod reader;
+mod rehandshake;
+mod renewal;
 mod request;
 mod session;
 #[cfg(feature = "validation")]
