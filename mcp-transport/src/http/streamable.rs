@@ -54,12 +54,12 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   [`Received::Failed`] for that request (with the HTTP status when there
 ///   was one), so no request waits forever and no failure passes for a
 ///   server's JSON-RPC error.
-/// * [`Transport::request_with`] of an ordinary request (not the handshake,
-///   not 2026-07-28) drives its POST on the caller's task instead: a JSON
-///   answer that is the request's response comes back as
-///   [`Answer::Now`](crate::Answer::Now), with no task or channel between;
-///   an error status is its error. An SSE answer, a 202 and an expired
-///   session go on in a task of the transport and arrive through `recv`
+/// * [`Transport::request_with`] of an ordinary request (not the handshake)
+///   drives its POST on the caller's task instead: a JSON answer that is the
+///   request's response comes back as [`Answer::Now`](crate::Answer::Now),
+///   with no task or channel between; an error status is its error (an
+///   expired session [`TransportError::SessionExpired`]). An SSE answer and
+///   a 202 go on in a task of the transport and arrive through `recv`
 ///   ([`Answer::Later`](crate::Answer::Later)). Dropping that future drops
 ///   the POST.
 /// * The transport reads no `params`: the [`SendContext`] says which message
