@@ -11,6 +11,9 @@
 //! * runs the handshake once ([`Renewal`](crate::renewal::Renewal) keeps it
 //!   single-flight): `initialize`, offering the revision it negotiated,
 //!   then `notifications/initialized`, within the handshake timeout;
+//!   An `initialize` lost on the way (a transport failure without status,
+//!   such as a legacy SSE stream dropping again under it) is sent again, at
+//!   most three times in all;
 //! * checks the answer by the rules of the first handshake
 //!   ([`Lifecycle::on_initialize`]), and requires the same revision: a
 //!   server whose new session speaks another one (or refuses, or does not
@@ -61,6 +64,17 @@ pub(crate) fn install(inner: &Arc<Inner>, capabilities: ClientCapabilities) {
             }
         });
     }));
+}
+
+/// How many times the handshake's `initialize` is sent when it is lost on
+/// the way ([`lost`]).
+const INITIALIZE_TRIES: u32 = 3;
+
+/// Whether the `initialize` of a new handshake was lost on the way rather
+/// than refused: a transport failure with no HTTP status, not a closed
+/// connection and not an authorization problem.
+fn lost(error: &mcp_transport::TransportError) -> bool {
+    !error.is_closed() && error.http_status().is_none() && !error.needs_authorization()
 }
 
 /// Whether a request that failed because the server's session ended is
@@ -162,15 +176,24 @@ impl Inner {
     /// reason.
     async fn handshake_again(&self, capabilities: &ClientCapabilities) -> Result<(), String> {
         let version = self.version;
-        let init = self
-            .send_initialize(version, capabilities)
-            .await
-            .map_err(|e| {
-                format!(
-                    "the server's session ended and running the handshake again failed: {e}; \
-                     connect again"
-                )
-            })?;
+        let mut tries = 1;
+        let init = loop {
+            match self.send_initialize(version, capabilities).await {
+                Ok(init) => break init,
+                // Lost on the way (a legacy SSE stream that dropped again
+                // under it): the next try goes to the next stream.
+                Err(SessionError::Transport(e)) if tries < INITIALIZE_TRIES && lost(&e) => {
+                    tracing::debug!(server = %self.config.server_name, "initialize again (try {tries}): {e}");
+                    tries += 1;
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "the server's session ended and running the handshake again failed: \
+                         {e}; connect again"
+                    ));
+                }
+            }
+        };
         let (lifecycle, _) = Lifecycle::start(ProtocolMode::Handshake, version);
         match lifecycle.on_initialize(version, &init.protocol_version) {
             Step::Legacy(v) if v == version => {}

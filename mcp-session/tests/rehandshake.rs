@@ -30,6 +30,8 @@ struct Expiring {
     inner: memory::MemoryTransport,
     /// Requests sent now wait for the expiry instead of an answer.
     hold: AtomicBool,
+    /// The next `initialize` is lost on the way (not sent).
+    lose_initialize: AtomicBool,
     /// The session ended and no handshake has ended since.
     expired: AtomicBool,
     /// Bumped by each expiry: wakes the held requests.
@@ -44,6 +46,7 @@ impl Expiring {
         Expiring {
             inner,
             hold: AtomicBool::new(false),
+            lose_initialize: AtomicBool::new(false),
             expired: AtomicBool::new(false),
             expiries: watch::Sender::new(0),
             reports_tx,
@@ -104,6 +107,14 @@ impl Transport for Expiring {
     ) -> BoxFuture<'a, Result<Answer, TransportError>> {
         Box::pin(async move {
             self.gate(context)?;
+            if context.lifecycle_of() == Lifecycle::Initialize
+                && self.lose_initialize.swap(false, Ordering::SeqCst)
+            {
+                return Err(TransportError::Http {
+                    url: "POST test".into(),
+                    message: "the stream dropped under it (test)".into(),
+                });
+            }
             let held = self.hold.load(Ordering::SeqCst);
             let mut expiries = self.expiries.subscribe();
             self.inner.send_with(request, context).await?;
@@ -305,6 +316,40 @@ async fn a_new_server_session_on_another_revision_closes_the_session_with_the_re
         "not on the new revision"
     );
     assert_eq!(seen.answered.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_initialize_lost_on_the_way_is_sent_again() {
+    let (client, server) = memory::pair();
+    let seen = serve(server, &["2025-06-18"]);
+    let transport = Arc::new(Expiring::new(client));
+    let session = Session::connect_shared(transport.clone(), config())
+        .await
+        .unwrap();
+    transport.lose_initialize.store(true, Ordering::SeqCst);
+    transport.hold.store(true, Ordering::SeqCst);
+    let held = {
+        let session = session.clone();
+        tokio::spawn(async move {
+            session
+                .request("test/echo", Some(json!({"n": 3, "hold": true})), None)
+                .await
+        })
+    };
+    until("the request in flight", || {
+        seen.forgotten.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    transport.expire();
+    let raw = held.await.unwrap().unwrap();
+    assert!(raw.get().contains('3'), "{raw}");
+    assert!(
+        !transport.lose_initialize.load(Ordering::SeqCst),
+        "one was lost"
+    );
+    assert_eq!(seen.initializes.load(Ordering::SeqCst), 2);
+    assert!(!session.is_closed());
+    session.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
