@@ -347,9 +347,7 @@ impl Inner {
                         let budget = self.options().max_event_size;
                         payload_to_received(&event.data, &self.batches, budget, &mut items);
                         for item in items {
-                            let Some(item) = self.answer_seen(item) else {
-                                continue;
-                            };
+                            self.answer_seen(&item);
                             if !self.deliver(item).await {
                                 break 'read "closed by the client".to_owned();
                             }
@@ -368,15 +366,12 @@ impl Inner {
     }
 
     /// Notes an answer: its request is no longer in flight.
-    fn answer_seen(&self, item: Received) -> Option<Received> {
-        let Received::Message(message @ (Message::Response(_) | Message::Error(_))) = item else {
-            return Some(item);
-        };
-        let Some(id) = message.id() else {
-            return Some(Received::Message(message));
-        };
-        self.state().answered(id);
-        Some(Received::Message(message))
+    fn answer_seen(&self, item: &Received) {
+        if let Received::Message(message @ (Message::Response(_) | Message::Error(_))) = item
+            && let Some(id) = message.id()
+        {
+            self.state().answered(id);
+        }
     }
 
     /// Runs the connection after its first stream: when a stream drops,
