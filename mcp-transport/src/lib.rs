@@ -81,8 +81,7 @@ pub enum Received {
     /// `notifications/initialized`, marked with [`Lifecycle`]), the
     /// transport posts nothing else: every other message fails with
     /// [`TransportError::SessionExpired`], which means the server did not
-    /// process it. A [`Session`](https://docs.rs/mcp-session) runs that
-    /// handshake itself.
+    /// process it. An `mcp_session::Session` runs that handshake itself.
     SessionExpired {
         /// What the server said, or why the session is new.
         reason: String,

@@ -36,8 +36,8 @@
 //!   `initialize` and `notifications/initialized` again, every other
 //!   message (those that waited too) fails unposted with
 //!   [`TransportError::SessionExpired`]: the server would not know them.
-//!   The transport replays nothing; a [`Session`](https://docs.rs/mcp-session)
-//!   runs the handshake again and resends its requests.
+//!   The transport replays nothing; an `mcp_session::Session` runs the
+//!   handshake again and resends its requests.
 //! * When the attempts run out, `recv` reports the connection closed with a
 //!   reason naming the attempts and the last error.
 

@@ -91,8 +91,8 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   fails that message (and every later one, unposted, until a new
 ///   `initialize` is answered with a new session) with
 ///   [`TransportError::SessionExpired`]. It replays nothing: the layer above
-///   runs the handshake again and sends those messages again (a
-///   [`Session`](https://docs.rs/mcp-session) does both).
+///   runs the handshake again and sends those messages again (an
+///   `mcp_session::Session` does both).
 /// * `close` ends every stream and sends `DELETE` with the session id
 ///   (bounded by [`HttpOptions::close_timeout`]; 405 is fine).
 ///
