@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use mcp_protocol::meta::RequestMeta;
+use mcp_protocol::types::ClientCapabilities;
 use mcp_protocol::request::Request;
 use mcp_protocol::types::InitializeResult;
 
@@ -49,6 +50,10 @@ pub(crate) struct Inner {
     pub(crate) revision: Revision,
     /// Per-request metadata, for a revision whose requests carry it.
     pub(crate) meta: Option<RequestMeta>,
+    /// The capabilities the handshake declared (the config's and the
+    /// handler's), declared again when the server's session ends and the
+    /// handshake runs again.
+    pub(crate) capabilities: Arc<ClientCapabilities>,
 }
 
 impl Drop for Inner {

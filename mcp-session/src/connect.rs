@@ -165,7 +165,7 @@ impl Inner {
     }
 
     /// Sends `initialize`, offering `offered`.
-    async fn send_initialize(
+    pub(crate) async fn send_initialize(
         &self,
         offered: ProtocolVersion,
         capabilities: &ClientCapabilities,
@@ -237,6 +237,7 @@ impl Inner {
             server_requests: ServerRequests::default(),
             dropped: Arc::default(),
             rearm: Default::default(),
+            renewal: Default::default(),
         });
         let reader = tokio::spawn(read_loop(Arc::clone(&transport), Arc::clone(&shared)));
 
@@ -261,6 +262,7 @@ impl Inner {
                 extra: Default::default(),
             }),
             config,
+            capabilities: Arc::new(ClientCapabilities::default()),
         };
         if let Err(e) = inner.run_lifecycle(&capabilities).await {
             transport.close().await;
@@ -274,6 +276,8 @@ impl Inner {
             let message = Message::Notification(Notification::new(Initialized::METHOD, None));
             inner.transport.send_with(&message, &context).await?;
         }
+        // What a re-handshake declares again (see `rehandshake::install`).
+        inner.capabilities = Arc::new(capabilities);
         tracing::debug!(server = %inner.config.server_name, %version, "connected");
         Ok(inner)
     }

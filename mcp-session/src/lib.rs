@@ -79,6 +79,8 @@ mod parse;
 mod pending;
 mod queue;
 mod reader;
+mod rehandshake;
+mod renewal;
 mod request;
 mod revision;
 mod skill_problem;

@@ -92,6 +92,9 @@ pub(crate) struct Shared {
     pub(crate) dropped: Arc<AtomicU64>,
     /// Asks the reader to move its deadline timer (see `pending.rs`).
     pub(crate) rearm: Rearm,
+    /// Running the handshake again when the server's session ends (see
+    /// `rehandshake.rs`).
+    pub(crate) renewal: crate::renewal::Renewal,
 }
 
 /// A request's deadline is earlier than the reader's timer: the reader sets
@@ -318,6 +321,11 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
                 deliver(&shared, &failure.id, Outcome::Failed(failure.error));
                 None
             }
+            Ok(Received::SessionExpired { reason }) => {
+                tracing::info!(server = %shared.server_name, "the server's session ended: {reason}");
+                shared.renewal.expired();
+                None
+            }
             Ok(_) => None,
             Err(e) => {
                 let info = match e {
@@ -340,10 +348,12 @@ pub(crate) async fn read_loop(transport: Arc<dyn Transport>, shared: Arc<Shared>
                     }
                 };
                 tracing::debug!(server = %shared.server_name, reason = %info.reason, "connection closed");
-                *shared
+                // A reason given first (a failed re-handshake's) stays.
+                shared
                     .closed_error
                     .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some(info);
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(info);
                 shared.lock_pending().close();
                 // Local subscriptions have no request to fail: end them.
                 shared.subscribers.end_local(|| shared.closed_error());

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorResponse, Id, Message, Notification, RawJson, Request, Response};
+use mcp_jsonrpc::{ErrorResponse, Id, Message, Notification, RawJson, Response};
 use mcp_transport::{Answer, SendContext, Transport};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -86,12 +86,15 @@ impl Inner {
         RequestId(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Sends a request and waits for its answer, within its deadline.
-    pub(crate) async fn request_raw(
+    /// Sends a request (`message`, whose id is `key`'s) and waits for its
+    /// answer, within its deadline: once. [`request_raw`](Inner::request_raw)
+    /// (in `rehandshake.rs`) builds the message and sends it again when the
+    /// server's session ended before it was processed.
+    pub(crate) async fn request_once(
         &self,
         key: RequestId,
+        message: &Message,
         method: &str,
-        params: Option<RawJson>,
         timeout: Duration,
         on_progress: Option<&ProgressListener>,
         context: &SendContext,
@@ -118,22 +121,16 @@ impl Inner {
             self.shared.ask_rearm();
         }
         let mut done = inserted.done;
-        let id = key.id();
         let mut guard = InFlight {
             session: self,
-            id: id.clone(),
+            id: key.id(),
             method,
             done: false,
             expired: false,
         };
-        let message = Message::Request(Request {
-            id,
-            method: method.to_string(),
-            params,
-        });
         // The transport may answer here (HTTP: the POST driven on this task),
         // or later through the reader; until it has returned, both race.
-        let mut sending = Some(self.transport.request_with(&message, context));
+        let mut sending = Some(self.transport.request_with(message, context));
         let outcome = loop {
             tokio::select! {
                 biased;

@@ -88,9 +88,12 @@ impl fmt::Debug for Session {
 impl Session {
     /// The facade over a connected core.
     fn over(core: Inner) -> Session {
+        let core = Arc::new(core);
+        // From now on a server session that ends is started again.
+        crate::rehandshake::install(&core);
         Session {
             inner: Arc::new(Parts {
-                core: Arc::new(core),
+                core,
                 tools: Arc::default(),
                 lists: OnceLock::new(),
                 skills: OnceLock::new(),

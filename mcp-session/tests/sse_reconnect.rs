@@ -1,7 +1,8 @@
 //! A session over the legacy HTTP+SSE transport when the stream drops: the
-//! transport reconnects and initializes the server's new session on its
-//! own; the session sees nothing of it but the request the drop took with
-//! it, failed at once as a transport error.
+//! transport reconnects and reports the new endpoint as a new server
+//! session, which the session initializes again on its own; the caller sees
+//! nothing of it but the request the drop took with it, failed at once as a
+//! transport error.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::sync::Arc;
@@ -78,7 +79,7 @@ async fn a_session_sees_only_the_request_a_dropped_sse_stream_took_with_it() {
     let diagnostics = session.diagnostics();
     assert_eq!(
         diagnostics.unknown_responses, 0,
-        "the replayed initialize's answer reached the session"
+        "an answer reached the session that no request of it waited for"
     );
     assert_eq!(diagnostics.invalid_frames, 0);
     session.close().await;

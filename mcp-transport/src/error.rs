@@ -115,6 +115,20 @@ pub enum TransportError {
         /// Why no credentials could be had, and what to do about it.
         message: String,
     },
+    /// The server's session ended (see [`Received::SessionExpired`](crate::Received::SessionExpired))
+    /// and the message was not processed: the server did not know the
+    /// session it named, or the transport did not post it before a new
+    /// handshake. Sending it again after that handshake is safe.
+    #[error(
+        "the server's session ended ({url}): {reason}; the message was not processed (it can be \
+         sent again once the handshake has run again)"
+    )]
+    SessionExpired {
+        /// The method and URL, without query or user info.
+        url: String,
+        /// What the server said, or why the session is new.
+        reason: String,
+    },
     /// The transport's settings cannot work (a bad URL, a header value with a
     /// line break, an unreadable CA file). Values of headers are never shown.
     #[error("invalid transport settings: {0}")]
@@ -194,6 +208,13 @@ impl TransportError {
             TransportError::HttpStatus { status, .. } => Some(*status),
             _ => None,
         }
+    }
+
+    /// The server's session ended before the message was processed
+    /// ([`SessionExpired`](Self::SessionExpired)): it may be sent again
+    /// after a new handshake.
+    pub fn is_session_expired(&self) -> bool {
+        matches!(self, TransportError::SessionExpired { .. })
     }
 
     /// Something took longer than its bound.

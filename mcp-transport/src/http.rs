@@ -4,16 +4,17 @@
 //! * [`StreamableHttpTransport`]: the transport of protocol revisions
 //!   2025-03-26 and later. Every message is a POST; answers come as JSON or
 //!   as an SSE stream; sessions (`Mcp-Session-Id`), the GET stream,
-//!   resumption with `Last-Event-ID`, transparent re-initialization when the
-//!   session expires, DELETE on close; for protocol 2026-07-28 requests, no
-//!   session and the request metadata headers (`Mcp-Method`, `Mcp-Name`,
+//!   resumption with `Last-Event-ID`, an expired session reported
+//!   ([`Received::SessionExpired`]) for the layer above to initialize
+//!   again, DELETE on close; for protocol 2026-07-28 requests, no session
+//!   and the request metadata headers (`Mcp-Method`, `Mcp-Name`,
 //!   `Mcp-Param-*`).
 //! * [`SseTransport`]: the HTTP+SSE transport of 2024-11-05. A GET opens the
 //!   event stream, whose `endpoint` event says where to POST. A dropped
 //!   stream is reconnected (backoff, `Last-Event-ID`, at most
-//!   [`HttpOptions::max_reconnects`] attempts in a row) and a new session
-//!   initialized with the recorded handshake; the requests in flight on the
-//!   dropped stream fail at once.
+//!   [`HttpOptions::max_reconnects`] attempts in a row), a new endpoint
+//!   reported as a new session for the layer above to initialize; the
+//!   requests in flight on the dropped stream fail at once.
 //! * [`auto::connect`]: tries streamable HTTP and falls back to SSE on 400,
 //!   404 or 405, remembering the choice in a [`auto::TransportCache`].
 //!

@@ -71,6 +71,21 @@ pub enum Received {
     /// error status, a dropped stream, a reset): that request will get no
     /// answer. The transport goes on.
     Failed(RequestFailure),
+    /// The server's session behind the transport ended: a streamable HTTP
+    /// session expired (a 404, or a 400 about the session, to a message
+    /// that carried its id), or a legacy SSE stream reconnected with a new
+    /// endpoint, which is a new session on the server. Reported once per
+    /// session, before any message fails because of it.
+    ///
+    /// Until the layer above runs the handshake again (`initialize`, then
+    /// `notifications/initialized`, marked with [`Lifecycle`]), the
+    /// transport posts nothing else: every other message fails with
+    /// [`TransportError::SessionExpired`], which means the server did not
+    /// process it. An `mcp_session::Session` runs that handshake itself.
+    SessionExpired {
+        /// What the server said, or why the session is new.
+        reason: String,
+    },
 }
 
 /// How [`Transport::request_with`] ended.
@@ -218,11 +233,13 @@ pub enum Lifecycle {
     #[default]
     None,
     /// The handshake's request (`initialize`): a streamable HTTP transport
-    /// takes the session id from its answer and replays it when the session
-    /// expires; its refusal sends an automatic transport down the SSE path.
+    /// takes the session id from its answer; its refusal sends an automatic
+    /// transport down the SSE path. After [`Received::SessionExpired`] it is
+    /// the one message a transport posts.
     Initialize,
-    /// The end of the handshake (`notifications/initialized`): replayed with
-    /// `initialize`; a streamable HTTP transport then opens its GET stream.
+    /// The end of the handshake (`notifications/initialized`): a streamable
+    /// HTTP transport then opens its GET stream, and a legacy SSE transport
+    /// whose endpoint changed posts other messages again.
     Initialized,
     /// 2026-07-28's `server/discover`: its refusal decides the era, so a
     /// transport reports the answer's head from `send` itself.

@@ -275,8 +275,29 @@ async fn request_with_hands_back_json_answers_and_leaves_sse_answers_to_recv() {
     }
 }
 
+/// Receives until the transport reports the session expired, returning
+/// what came before.
+async fn session_expired_report(t: &dyn Transport) -> Vec<Received> {
+    let mut before = Vec::new();
+    let fut = async {
+        loop {
+            match t.recv().await.unwrap() {
+                Received::SessionExpired { reason } => {
+                    assert!(reason.contains("HTTP 40"), "{reason}");
+                    return;
+                }
+                other => before.push(other),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), fut)
+        .await
+        .expect("no expiry reported within 10 s");
+    before
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn request_with_renews_an_expired_session_and_the_answer_comes_through_recv() {
+async fn request_with_reports_an_expired_session_and_replays_nothing() {
     for misbehaviour in [
         HttpMisbehaviour::ExpireSession,
         HttpMisbehaviour::ExpireSession400,
@@ -289,15 +310,30 @@ async fn request_with_renews_an_expired_session_and_the_answer_comes_through_rec
         .await;
         let t = session(&s).await;
         let first = t.session_id().unwrap();
-        // The third POST finds the session expired: renewed and sent again
-        // by the transport's own task, the answer through recv.
-        let (value, direct) = ask(&t, 1, "again").await;
-        assert_eq!(value["result"]["content"][0]["text"], "again");
-        assert!(!direct, "{misbehaviour:?}");
+        // The third POST finds the session expired: the request fails,
+        // unprocessed, and the expiry is reported through recv.
+        let context = SendContext::new().revision(VERSION.parse().unwrap());
+        let err = t
+            .request_with(&call(1, "echo", json!({"text": "x"})), &context)
+            .await
+            .unwrap_err();
+        assert!(err.is_session_expired(), "{misbehaviour:?}: {err}");
+        session_expired_report(&t).await;
+        assert!(t.session_id().is_none(), "the stale id is dropped");
+        assert_eq!(s.stats().initializes.load(Ordering::SeqCst), 1, "no replay");
+        // Nothing but the handshake is posted until it runs again.
+        let posts = s.stats().posts.load(Ordering::SeqCst);
+        let err = t
+            .request_with(&call(2, "echo", json!({"text": "y"})), &context)
+            .await
+            .unwrap_err();
+        assert!(err.is_session_expired(), "{err}");
+        assert_eq!(s.stats().posts.load(Ordering::SeqCst), posts, "not posted");
+        handshake(&t).await;
         assert_ne!(t.session_id().unwrap(), first);
         assert_eq!(s.stats().initializes.load(Ordering::SeqCst), 2);
         // The new session answers directly again.
-        let (value, direct) = ask(&t, 2, "after").await;
+        let (value, direct) = ask(&t, 3, "after").await;
         assert_eq!(value["result"]["content"][0]["text"], "after");
         assert!(direct, "{misbehaviour:?}");
         t.close().await;
@@ -337,31 +373,51 @@ async fn expiry(misbehaviour: HttpMisbehaviour) {
     .await;
     let t = session(&s).await;
     let first = t.session_id().unwrap();
-    // The third POST finds the session expired: the transport initializes a
-    // new one and the call completes on it.
-    assert_eq!(
-        echo(&t, 1, "again").await["result"]["content"][0]["text"],
-        "again"
-    );
-    assert_ne!(t.session_id().unwrap(), first);
-    assert_eq!(s.stats().initializes.load(Ordering::SeqCst), 2);
+    // The third POST finds the session expired: the transport reports it
+    // once and fails the call as not processed (from `send` itself, or
+    // through `recv` when its head came late).
+    let failed = match send(&t, &call(1, "echo", json!({"text": "again"}))).await {
+        Err(e) => e,
+        Ok(()) => {
+            let fut = async {
+                loop {
+                    if let Received::Failed(f) = t.recv().await.unwrap() {
+                        return f.error;
+                    }
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(10), fut)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(failed.is_session_expired(), "{failed}");
+    assert!(failed.to_string().contains("not processed"), "{failed}");
+    session_expired_report(&t).await;
     // The POST, and perhaps the GET stream, found the session gone.
     assert!(s.stats().stale_session_answers.load(Ordering::SeqCst) >= 1);
-    // The replayed initialize's answer was not handed on.
+    // A notification is not posted either, until the handshake runs again.
+    let note = Message::from(Notification::new("notifications/roots/list_changed", None));
+    assert!(send(&t, &note).await.unwrap_err().is_session_expired());
+    // The layer above runs it (a session does): a new session, and the
+    // call sent again completes on it.
+    handshake(&t).await;
+    assert_ne!(t.session_id().unwrap(), first);
+    assert_eq!(s.stats().initializes.load(Ordering::SeqCst), 2);
     assert_eq!(
-        echo(&t, 2, "after").await["result"]["content"][0]["text"],
-        "after"
+        echo(&t, 2, "again").await["result"]["content"][0]["text"],
+        "again"
     );
     t.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_session_404_is_reinitialized() {
+async fn an_expired_session_404_is_reported_and_a_new_handshake_starts_a_new_one() {
     expiry(HttpMisbehaviour::ExpireSession).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_expired_session_400_like_typescript_is_reinitialized() {
+async fn an_expired_session_400_like_typescript_is_reported_too() {
     expiry(HttpMisbehaviour::ExpireSession400).await;
 }
 

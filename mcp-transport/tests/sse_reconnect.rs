@@ -1,5 +1,6 @@
 //! The legacy HTTP+SSE transport when its stream drops: it reconnects,
-//! initializes the new session again, fails the requests the drop took with
+//! reports a new endpoint as a new session (posting nothing but the
+//! handshake until it has run again), fails the requests the drop took with
 //! it, and gives up after `max_reconnects` against a server that stays down.
 
 #![cfg(feature = "http")]
@@ -103,7 +104,7 @@ fn options() -> HttpOptions {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dropped_stream_is_reconnected_and_the_new_session_initialized() {
+async fn a_dropped_stream_is_reconnected_and_the_new_session_waits_for_a_handshake() {
     // The first stream ends after its second message: the initialize
     // answer, then the echo answer below.
     let s = HttpServer::start(HttpServerOptions {
@@ -142,27 +143,46 @@ async fn a_dropped_stream_is_reconnected_and_the_new_session_initialized() {
     assert!(why.contains("the server closed the SSE stream"), "{why}");
     assert!(why.contains("send the request again"), "{why}");
 
-    // A later request waits for the new stream and session, and succeeds.
-    send(&t, &call(3, "echo", json!({"text": "on the new stream"}))).await;
-    let (echo, before) = outcome(&t, 3).await;
+    // A later request waits for the new stream, whose new endpoint is a new
+    // session: reported, and the request refused unposted until the
+    // handshake has run again.
+    let context = SendContext::new().revision(VERSION.parse().unwrap());
+    let refused = t
+        .send_with(&call(3, "echo", json!({"text": "too early"})), &context)
+        .await
+        .unwrap_err();
+    assert!(refused.is_session_expired(), "{refused}");
+    let report = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Received::SessionExpired { reason } = t.recv().await.unwrap() {
+                return reason;
+            }
+        }
+    })
+    .await
+    .expect("no new session reported");
+    assert!(report.contains("new endpoint"), "{report}");
+    assert_eq!(
+        s.stats().initializes.load(Ordering::SeqCst),
+        1,
+        "the transport replays nothing"
+    );
+    handshake(&t).await;
+    send(&t, &call(4, "echo", json!({"text": "on the new stream"}))).await;
+    let (echo, before) = outcome(&t, 4).await;
     let Outcome::Answer(echo) = echo else {
         panic!("{echo:?}")
     };
     assert_eq!(echo["result"]["content"][0]["text"], "on the new stream");
-    // The answer to the replayed initialize was not handed on.
     assert!(
         !before.iter().any(|r| matches!(r, Received::Message(_))),
         "{before:?}"
     );
     assert_eq!(s.stats().legacy_streams.load(Ordering::SeqCst), 2);
-    assert_eq!(
-        s.stats().initializes.load(Ordering::SeqCst),
-        2,
-        "initialize replayed on the new session"
-    );
+    assert_eq!(s.stats().initializes.load(Ordering::SeqCst), 2);
     let notes = notes.lock().unwrap().clone();
     assert!(
-        notes.iter().any(|n| n.contains("replaying initialize")),
+        notes.iter().any(|n| n.contains("a new SSE endpoint")),
         "{notes:?}"
     );
     t.close().await;

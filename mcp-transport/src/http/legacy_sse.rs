@@ -28,12 +28,16 @@
 //!   attempts at once: waiting does not fix a wrong URL or refused
 //!   credentials. Each wait, and why, is in the trace.
 //! * The new stream's `endpoint` passes the same origin check as the first.
-//!   A new endpoint is a new session on the server: the `initialize`
-//!   request the layer above sent is replayed under an id of the
-//!   transport's own (its answer is not handed on; it must be a success
-//!   naming the same protocol version, else the connection closes with the
-//!   reason), then the `notifications/initialized`. Only then do POSTs go
-//!   out again; those issued meanwhile wait, within the request timeout.
+//!   The same endpoint is the same session, resumed: POSTs go out again,
+//!   those issued meanwhile having waited (within the request timeout). A
+//!   new endpoint is a new session on the server: when the layer above ran
+//!   a handshake (it sent `initialize`), `recv` reports
+//!   [`Received::SessionExpired`] and, until the layer above has posted
+//!   `initialize` and `notifications/initialized` again, every other
+//!   message (those that waited too) fails unposted with
+//!   [`TransportError::SessionExpired`]: the server would not know them.
+//!   The transport replays nothing; an `mcp_session::Session` runs the
+//!   handshake again and resends its requests.
 //! * When the attempts run out, `recv` reports the connection closed with a
 //!   reason naming the attempts and the last error.
 
@@ -61,7 +65,7 @@ use crate::{
 
 mod state;
 
-use state::{Attempt, Gate, LinkState, Replay};
+use state::{Attempt, Gate, LinkState};
 
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
@@ -90,8 +94,6 @@ struct Inner {
     state: StdMutex<LinkState>,
     /// Bumped on every change of phase: wakes POSTs waiting for a stream.
     changed: watch::Sender<()>,
-    /// The replayed `initialize` waiting for its answer (not handed on).
-    replay: StdMutex<Option<(Id, oneshot::Sender<Message>)>>,
     /// Whether batches are accepted in SSE events.
     batches: BatchGate,
     /// Our own close.
@@ -250,16 +252,23 @@ impl Inner {
 
     /// Waits until a stream is up, then returns where to POST; a request
     /// (`id`) is in flight on that stream from then on. Bounded by the
-    /// request timeout.
-    async fn wait_ready(&self, id: Option<&Id>) -> Result<Uri, TransportError> {
+    /// request timeout. A message that is not a `handshake` step fails
+    /// while a new session awaits its handshake.
+    async fn wait_ready(&self, id: Option<&Id>, handshake: bool) -> Result<Uri, TransportError> {
         let timeout = self.options().request_timeout;
         let mut changed = self.changed.subscribe();
         let wait = async {
             loop {
                 changed.borrow_and_update();
-                let gate = self.state().gate(id);
+                let gate = self.state().gate(id, handshake);
                 match gate {
                     Gate::Post(endpoint) => return Ok(endpoint),
+                    Gate::Expired(reason) => {
+                        return Err(TransportError::SessionExpired {
+                            url: format!("POST {}", redact_url(self.state().endpoint())),
+                            reason,
+                        });
+                    }
                     Gate::Closed(reason) => return Err(TransportError::closed(reason)),
                     Gate::Wait => {}
                 }
@@ -282,19 +291,8 @@ impl Inner {
         }
     }
 
-    /// The replayed `initialize` waiting for `id`'s answer, taken.
-    fn take_replay_waiter(&self, id: &Id) -> Option<oneshot::Sender<Message>> {
-        let mut replay = self.replay.lock().unwrap_or_else(|p| p.into_inner());
-        if replay.as_ref().is_some_and(|(waiting, _)| waiting == id) {
-            replay.take().map(|(_, tx)| tx)
-        } else {
-            None
-        }
-    }
-
     /// Reads one stream: its `endpoint` event (sent to `endpoint`), its
-    /// messages (answers mark their requests done; the replayed
-    /// `initialize`'s answer goes to its waiter), until it ends.
+    /// messages (answers mark their requests done), until it ends.
     async fn read_stream(
         self: Arc<Self>,
         mut body: Incoming,
@@ -349,9 +347,7 @@ impl Inner {
                         let budget = self.options().max_event_size;
                         payload_to_received(&event.data, &self.batches, budget, &mut items);
                         for item in items {
-                            let Some(item) = self.answer_seen(item) else {
-                                continue;
-                            };
+                            self.answer_seen(&item);
                             if !self.deliver(item).await {
                                 break 'read "closed by the client".to_owned();
                             }
@@ -361,8 +357,6 @@ impl Inner {
                 }
             }
         };
-        // A replayed initialize still waiting gets no answer from this stream.
-        self.replay.lock().unwrap_or_else(|p| p.into_inner()).take();
         StreamEnd {
             why,
             lived: since.elapsed(),
@@ -371,21 +365,13 @@ impl Inner {
         }
     }
 
-    /// Notes an answer: its request is no longer in flight, and the answer
-    /// to a replayed `initialize` goes to its waiter instead of `recv`.
-    fn answer_seen(&self, item: Received) -> Option<Received> {
-        let Received::Message(message @ (Message::Response(_) | Message::Error(_))) = item else {
-            return Some(item);
-        };
-        let Some(id) = message.id() else {
-            return Some(Received::Message(message));
-        };
-        if let Some(waiter) = self.take_replay_waiter(id) {
-            let _ = waiter.send(message);
-            return None;
+    /// Notes an answer: its request is no longer in flight.
+    fn answer_seen(&self, item: &Received) {
+        if let Received::Message(message @ (Message::Response(_) | Message::Error(_))) = item
+            && let Some(id) = message.id()
+        {
+            self.state().answered(id);
         }
-        self.state().answered(id);
-        Some(Received::Message(message))
     }
 
     /// Runs the connection after its first stream: when a stream drops,
@@ -481,8 +467,8 @@ impl Inner {
         }
     }
 
-    /// One reconnection: a new stream, its endpoint, the handshake replayed
-    /// when the endpoint is new; then POSTs may go out again.
+    /// One reconnection: a new stream and its endpoint; a new endpoint (a
+    /// new session) is reported before POSTs may go out again.
     async fn reconnect(
         self: &Arc<Self>,
         last_event_id: Option<String>,
@@ -517,9 +503,22 @@ impl Inner {
                 )));
             }
         };
-        let replay = self.state().endpoint_found(&endpoint);
-        if let Some(replay) = replay {
-            self.replay_handshake(&endpoint, replay).await?;
+        let new_session = self.state().is_new_session(&endpoint).then(|| {
+            "the SSE stream reconnected with a new endpoint, which is a new session on the \
+             server; its handshake has not run"
+                .to_owned()
+        });
+        if let Some(reason) = &new_session {
+            self.options().observe(HttpTrace::Note(
+                "a new SSE endpoint: a new session; reported, waiting for initialize".into(),
+            ));
+            // Reported before any message can fail for it.
+            let item = Received::SessionExpired {
+                reason: reason.clone(),
+            };
+            if !self.deliver(item).await {
+                return Err(AttemptError::Retry("closed by the client".into()));
+            }
         }
         tracing::info!(
             server = self.options().name(),
@@ -530,61 +529,11 @@ impl Inner {
             "SSE stream reconnected; posting to {}",
             redact_url(&endpoint)
         )));
-        self.state().ready(endpoint);
+        self.state().ready(endpoint, new_session);
         self.changed.send_replace(());
         reader
             .into_inner()
             .ok_or_else(|| AttemptError::Retry("the new stream's reader is gone".into()))
-    }
-
-    /// Replays the handshake on a new endpoint: `initialize` under the
-    /// transport's own id, its answer checked and swallowed, then
-    /// `notifications/initialized`.
-    async fn replay_handshake(&self, endpoint: &Uri, replay: Replay) -> Result<(), AttemptError> {
-        let Replay {
-            initialize,
-            initialized,
-            version,
-        } = replay;
-        self.options().observe(HttpTrace::Note(
-            "a new SSE endpoint: replaying initialize for a new session".into(),
-        ));
-        let id = initialize.id.clone();
-        let body = Message::Request(initialize)
-            .to_vec()
-            .map(Bytes::from)
-            .map_err(|e| AttemptError::Fatal(format!("cannot encode initialize again: {e}")))?;
-        let (tx, rx) = oneshot::channel();
-        *self.replay.lock().unwrap_or_else(|p| p.into_inner()) = Some((id, tx));
-        self.post(endpoint, body)
-            .await
-            .map_err(|e| AttemptError::of(e, "re-initializing on the new SSE endpoint"))?;
-        let timeout = self.options().request_timeout;
-        let answer = match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => {
-                return Err(AttemptError::Retry(
-                    "the new stream ended before the answer to the replayed initialize".into(),
-                ));
-            }
-            Err(_) => {
-                return Err(AttemptError::Retry(format!(
-                    "no answer to the replayed initialize within {} (the request timeout)",
-                    crate::describe_duration(timeout)
-                )));
-            }
-        };
-        state::check_replay(&answer, version.as_deref()).map_err(|e| {
-            AttemptError::Fatal(format!(
-                "re-initializing after the SSE stream reconnected failed: {e}; connect again"
-            ))
-        })?;
-        if let Some(body) = initialized {
-            self.post(endpoint, body)
-                .await
-                .map_err(|e| AttemptError::of(e, "re-initializing on the new SSE endpoint"))?;
-        }
-        Ok(())
     }
 
     /// No more attempts: `recv` reports the connection closed with `reason`,
@@ -613,7 +562,6 @@ impl SseTransport {
             sse_url,
             tx,
             changed: watch::Sender::new(()),
-            replay: StdMutex::new(None),
             closing: CancellationToken::new(),
             dead: CancellationToken::new(),
         });
@@ -651,7 +599,7 @@ impl SseTransport {
             endpoint = %redact_url(&endpoint),
             "SSE endpoint"
         );
-        inner.state().ready(endpoint);
+        inner.state().ready(endpoint, None);
         let Some(first) = reader.into_inner() else {
             return Err(TransportError::Http {
                 url: what,
@@ -684,21 +632,19 @@ impl SseTransport {
         inner.batches.follow(context);
         let body = super::encode(message)?;
         let lifecycle = context.lifecycle_of();
+        let handshake = matches!(lifecycle, Lifecycle::Initialize | Lifecycle::Initialized);
+        if lifecycle == Lifecycle::Initialize {
+            inner.state().initialize_sent();
+        }
         let id = match message {
-            Message::Request(request) => {
-                if lifecycle == Lifecycle::Initialize {
-                    inner.state().initialize_sent(request.clone());
-                }
-                Some(request.id.clone())
-            }
+            Message::Request(request) => Some(request.id.clone()),
             _ => None,
         };
-        let endpoint = inner.wait_ready(id.as_ref()).await?;
-        match inner.post(&endpoint, body.clone()).await {
+        let endpoint = inner.wait_ready(id.as_ref(), handshake).await?;
+        match inner.post(&endpoint, body).await {
             Ok(()) => {
                 if lifecycle == Lifecycle::Initialized {
-                    let version = context.revision_of().map(|v| v.as_str());
-                    inner.state().initialized_sent(body, version);
+                    inner.state().initialized_sent();
                 }
                 Ok(())
             }

@@ -1,6 +1,7 @@
 //! The request metadata headers of protocol revision 2026-07-28, without IO.
 //!
-//! On streamable HTTP a modern request mirrors parts of its body into
+//! On streamable HTTP a request of a revision that mirrors (2026-07-28:
+//! `ProtocolVersion::mirrors_into_headers`) copies parts of its body into
 //! headers. The session says what they are (the [`SendContext`]: revision,
 //! `Mcp-Name`, `Mcp-Param-*` values); the transport never reads `params`.
 //! The names and the value encoding are `mcp_protocol::x_mcp_header`'s.
@@ -24,7 +25,7 @@ pub(crate) static PROTOCOL_VERSION: LazyLock<HeaderName> =
 static METHOD: LazyLock<HeaderName> = LazyLock::new(|| name(x_mcp_header::METHOD));
 static NAME: LazyLock<HeaderName> = LazyLock::new(|| name(x_mcp_header::NAME));
 
-/// Adds a modern request's headers to `headers`: `MCP-Protocol-Version`,
+/// Adds the headers a mirroring request carries to `headers`: `MCP-Protocol-Version`,
 /// `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*`. Values that are not plain
 /// header-safe ASCII go in the Base64 sentinel form; a parameter name that
 /// cannot be a header name is left out with a warning.

@@ -10,6 +10,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Response, Uri};
 use mcp_jsonrpc::{Id, Message};
+use mcp_protocol::ProtocolVersion;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -18,8 +19,8 @@ use super::client::HttpClient;
 use super::mirror;
 use super::{HttpOptions, HttpTrace, parse_url, redact_url};
 
+mod expiry;
 mod get_stream;
-mod renew;
 mod request;
 mod state;
 
@@ -53,12 +54,12 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   [`Received::Failed`] for that request (with the HTTP status when there
 ///   was one), so no request waits forever and no failure passes for a
 ///   server's JSON-RPC error.
-/// * [`Transport::request_with`] of an ordinary request (not the handshake,
-///   not 2026-07-28) drives its POST on the caller's task instead: a JSON
-///   answer that is the request's response comes back as
-///   [`Answer::Now`](crate::Answer::Now), with no task or channel between;
-///   an error status is its error. An SSE answer, a 202 and an expired
-///   session go on in a task of the transport and arrive through `recv`
+/// * [`Transport::request_with`] of an ordinary request (not the handshake)
+///   drives its POST on the caller's task instead: a JSON answer that is the
+///   request's response comes back as [`Answer::Now`](crate::Answer::Now),
+///   with no task or channel between; an error status is its error (an
+///   expired session [`TransportError::SessionExpired`]). An SSE answer and
+///   a 202 go on in a task of the transport and arrive through `recv`
 ///   ([`Answer::Later`](crate::Answer::Later)). Dropping that future drops
 ///   the POST.
 /// * The transport reads no `params`: the [`SendContext`] says which message
@@ -83,13 +84,15 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   [`HttpOptions::default_retry`]), up to [`HttpOptions::max_reconnects`]
 ///   times. A stream that ends without the answer and cannot be resumed gives
 ///   that request an error response.
-/// * A 404 to a request carrying a session id (or a 400 whose body speaks of
+/// * A 404 to a message carrying a session id (or a 400 whose body speaks of
 ///   the session, as the TypeScript SDK's servers answer) means the session
-///   expired: the transport replays the `initialize` request and the
-///   `notifications/initialized` it saw (their answers are not handed to the
-///   caller), then sends the failed message again on the new session, once.
-///   Concurrent requests that hit the expiry wait for that one
-///   re-initialization and retry too. If it fails, the message fails with the error.
+///   expired and the server did not process the message. The transport
+///   drops the session id, reports [`Received::SessionExpired`] once, and
+///   fails that message (and every later one, unposted, until a new
+///   `initialize` is answered with a new session) with
+///   [`TransportError::SessionExpired`]. It replays nothing: the layer above
+///   runs the handshake again and sends those messages again (an
+///   `mcp_session::Session` does both).
 /// * `close` ends every stream and sends `DELETE` with the session id
 ///   (bounded by [`HttpOptions::close_timeout`]; 405 is fine).
 ///
@@ -102,9 +105,9 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   `Mcp-Name` and `Mcp-Param-{Name}`, from the [`SendContext`]. Values
 ///   that are not plain header-safe ASCII are sent as `=?base64?…?=`.
 /// * A 4xx (other than 401, 403 and 407, which stay HTTP errors so the
-///   caller sees the auth problem) whose body is a JSON-RPC error (a modern server explains
-///   `UnsupportedProtocolVersion`, `HeaderMismatch` and unknown methods that
-///   way) is the request's answer, with the request's id; any other 4xx
+///   caller sees the auth problem) whose body is a JSON-RPC error (a
+///   2026-07-28 server explains `UnsupportedProtocolVersion`, `HeaderMismatch`
+///   and unknown methods that way) is the request's answer, with the request's id; any other 4xx
 ///   fails the request. `Lifecycle::Discover` waits for its answer's head
 ///   like `initialize`, so a plain 400/404/405 comes back from `send` itself
 ///   and the session can fall back to `initialize`.
@@ -131,14 +134,12 @@ struct Inner {
     url: Uri,
     tx: mpsc::Sender<Received>,
     state: StdMutex<SessionState>,
-    /// Held while a new session is being initialized.
-    renewing: Mutex<()>,
     tasks: StdMutex<JoinSet<()>>,
-    /// Modern (2026-07-28) requests whose cancellation closes their
-    /// response stream: the task of one in flight (aborting it closes the
-    /// stream), or `None` for a request driven on its caller's task that
-    /// the caller dropped, which closed the stream then.
-    modern_requests: StdMutex<HashMap<Id, Option<AbortHandle>>>,
+    /// Requests without HTTP session (2026-07-28), whose cancellation
+    /// closes their response stream: the task of one in flight (aborting it
+    /// closes the stream), or `None` for a request driven on its caller's
+    /// task that the caller dropped, which closed the stream then.
+    stateless_requests: StdMutex<HashMap<Id, Option<AbortHandle>>>,
     /// Whether batches are accepted in JSON bodies and SSE events.
     batches: BatchGate,
     closing: CancellationToken,
@@ -148,10 +149,11 @@ struct Inner {
     get_what: String,
 }
 
-/// Notes, when dropped before `forget`, that the caller of a modern request
-/// driven on its task stopped waiting (which closed the request's stream).
+/// Notes, when dropped before `forget`, that the caller of a request
+/// without HTTP session driven on its task stopped waiting (which closed
+/// the request's stream).
 struct DroppedNote<'a> {
-    /// `None`: not a modern request, nothing to note.
+    /// `None`: a request of a session, nothing to note.
     inner: Option<&'a Inner>,
     id: &'a Id,
 }
@@ -169,7 +171,7 @@ impl DroppedNote<'_> {
 impl Drop for DroppedNote<'_> {
     fn drop(&mut self) {
         if let Some(inner) = self.inner {
-            let mut requests = inner.modern_requests();
+            let mut requests = inner.stateless_requests();
             if requests.len() >= MAX_DROPPED_NOTES {
                 requests.retain(|_, task| task.is_some());
             }
@@ -220,9 +222,8 @@ impl StreamableHttpTransport {
                 url,
                 tx,
                 state: StdMutex::new(SessionState::default()),
-                renewing: Mutex::new(()),
                 tasks: StdMutex::new(JoinSet::new()),
-                modern_requests: StdMutex::new(HashMap::new()),
+                stateless_requests: StdMutex::new(HashMap::new()),
                 batches,
                 closing: CancellationToken::new(),
             }),
@@ -306,41 +307,43 @@ impl Inner {
         }
     }
 
-    /// Spawns the task of request `id`. A modern request's task is
-    /// registered for cancellation (aborting it closes its response
-    /// stream) before it runs, and takes itself out when it ends.
+    /// Spawns the task of request `id`. The task of a request without HTTP
+    /// session (`stateless`) is registered for cancellation (aborting it
+    /// closes its response stream) before it runs, and takes itself out
+    /// when it ends.
     fn spawn_request(
         self: &Arc<Self>,
         id: &Id,
-        modern: bool,
+        stateless: bool,
         task: impl std::future::Future<Output = ()> + Send + 'static,
     ) {
-        if !modern {
+        if !stateless {
             self.spawn(task);
             return;
         }
         let (inner, key) = (Arc::clone(self), id.clone());
         let task = async move {
             task.await;
-            inner.modern_requests().remove(&key);
+            inner.stateless_requests().remove(&key);
         };
         // Registered before the task runs, so it can remove itself.
-        let mut requests = self.modern_requests();
+        let mut requests = self.stateless_requests();
         if let Some(handle) = self.spawn(task) {
             requests.insert(id.clone(), Some(handle));
         }
     }
 
-    fn modern_requests(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Option<AbortHandle>>> {
-        self.modern_requests
+    fn stateless_requests(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Option<AbortHandle>>> {
+        self.stateless_requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A modern request is cancelled by closing its response stream: its
-    /// task (which holds the stream) is aborted. `false` when it is not in flight.
-    fn cancel_modern(&self, id: &Id) -> bool {
-        let Some(task) = self.modern_requests().remove(id) else {
+    /// A request without HTTP session is cancelled by closing its response
+    /// stream: its task (which holds the stream) is aborted. `false` when
+    /// it is not in flight.
+    fn cancel_by_closing(&self, id: &Id) -> bool {
+        let Some(task) = self.stateless_requests().remove(id) else {
             return false;
         };
         if let Some(handle) = task {
@@ -359,6 +362,8 @@ impl Inner {
 
     /// POSTs `body` (accepting JSON or SSE), with the session's headers when
     /// `with_session` and then `extra` ones; waits for the answer's head.
+    /// With the session while it is expired, posts nothing:
+    /// [`TransportError::SessionExpired`].
     async fn post(
         &self,
         body: &Bytes,
@@ -369,7 +374,13 @@ impl Inner {
             mut headers,
             generation,
             has_session,
+            expired,
         } = self.headers(ACCEPT_BOTH, with_session);
+        if let Some(reason) = expired {
+            // The session expired since the message was let through: the
+            // server would not know it, so it is not posted.
+            return Err(self.expired_error(reason));
+        }
         match extra {
             Extra::None => {}
             Extra::Headers(extra) => headers.extend(extra.clone()),
@@ -408,8 +419,8 @@ enum Extra<'a> {
     None,
     /// Made before (a request task keeps its mirrored headers for a retry).
     Headers(&'a HeaderMap),
-    /// A modern request's metadata headers, written straight into the
-    /// request's map: no map of their own to build and copy.
+    /// The metadata headers a 2026-07-28 request mirrors, written straight
+    /// into the request's map: no map of their own to build and copy.
     Mirror(&'a str, &'a SendContext),
 }
 
@@ -440,26 +451,30 @@ impl StreamableHttpTransport {
             return Err(closed_error());
         }
         let inner = &self.inner;
+        if let Some(reason) = inner.state().awaiting_handshake() {
+            return Err(inner.expired_error(reason.to_owned()));
+        }
         inner.batches.follow(context);
-        let mirror = if context.revision_has(mcp_protocol::ProtocolVersion::mirrors_into_headers) {
-            inner.state().modern_sent();
-            Some((request.method.as_str(), context))
-        } else {
-            if let Some(revision) = context.revision_of() {
-                inner.state().note_revision(revision.as_str());
-            }
-            None
-        };
+        let stateless = context.revision_has(|v| !v.has_http_session());
+        if stateless {
+            inner.state().stateless_sent();
+        } else if let Some(revision) = context.revision_of() {
+            inner.state().note_revision(revision.as_str());
+        }
+        let mirror = context
+            .revision_has(ProtocolVersion::mirrors_into_headers)
+            .then_some((request.method.as_str(), context));
         let body = super::encode(message)?;
-        // A modern request dropped by its caller closed its stream, which
-        // is its cancellation: the note lets `cancel_modern` know, so no
-        // `notifications/cancelled` is posted after it.
+        // A request without HTTP session dropped by its caller closed its
+        // stream, which is its cancellation: the note lets
+        // `cancel_by_closing` know, so no `notifications/cancelled` is
+        // posted after it.
         let dropped = DroppedNote {
-            inner: mirror.is_some().then_some(inner),
+            inner: stateless.then_some(inner),
             id: &request.id,
         };
         let answer = tokio::select! {
-            answer = inner.request_direct(&request.id, body, mirror) => answer,
+            answer = inner.request_direct(&request.id, body, stateless, mirror) => answer,
             () = inner.closing.cancelled() => Err(closed_error()),
         };
         dropped.forget();
@@ -476,16 +491,23 @@ impl StreamableHttpTransport {
         }
         let inner = &self.inner;
         if let Some(id) = context.cancelled_request()
-            && inner.state().is_modern()
-            && inner.cancel_modern(id)
+            && inner.state().is_stateless()
+            && inner.cancel_by_closing(id)
         {
             // Closing the response stream is the cancellation; nothing is posted.
             return Ok(());
         }
-        inner.batches.follow(context);
         let lifecycle = context.lifecycle_of();
-        let modern = context.revision_has(|v| !v.has_http_session());
-        if !modern
+        if lifecycle != Lifecycle::Initialize
+            && let Some(reason) = inner.state().awaiting_handshake()
+        {
+            // The server would not know the session: nothing is posted
+            // until a new `initialize` starts one.
+            return Err(inner.expired_error(reason.to_owned()));
+        }
+        inner.batches.follow(context);
+        let stateless = context.revision_has(|v| !v.has_http_session());
+        if !stateless
             && lifecycle != Lifecycle::Initialize
             && let Some(revision) = context.revision_of()
         {
@@ -495,17 +517,17 @@ impl StreamableHttpTransport {
         match message {
             Message::Request(request) => {
                 let is_init = lifecycle == Lifecycle::Initialize;
-                let mirrored = modern.then(|| {
-                    let mut headers = HeaderMap::new();
-                    mirror::apply(&request.method, context, &mut headers);
-                    headers
-                });
+                let mirrored = context
+                    .revision_has(ProtocolVersion::mirrors_into_headers)
+                    .then(|| {
+                        let mut headers = HeaderMap::new();
+                        mirror::apply(&request.method, context, &mut headers);
+                        headers
+                    });
                 if is_init {
-                    inner
-                        .state()
-                        .initialize_sent(request.id.clone(), body.clone());
-                } else if modern {
-                    inner.state().modern_sent();
+                    inner.state().initialize_sent();
+                } else if stateless {
+                    inner.state().stateless_sent();
                 }
                 // The era probe waits for the head like `initialize`, so a
                 // refusal comes back from `send` itself.
@@ -518,7 +540,7 @@ impl StreamableHttpTransport {
                     mirrored,
                     Head(Some(tx)),
                 );
-                inner.spawn_request(&request.id, modern, task);
+                inner.spawn_request(&request.id, stateless, task);
                 let options = inner.options();
                 let wait = if is_init || is_probe {
                     options.request_timeout + options.connect_timeout
@@ -543,9 +565,8 @@ impl StreamableHttpTransport {
             }
             _ => {
                 let is_initialized = lifecycle == Lifecycle::Initialized;
-                inner.post_other(body.clone()).await?;
+                inner.post_other(body).await?;
                 if is_initialized {
-                    inner.state().initialized_sent(body);
                     // The session is ready once its stream for server
                     // messages is open (or refused), within `accept_wait`:
                     // a message the server sends right after initializing

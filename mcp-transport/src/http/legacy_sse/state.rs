@@ -1,15 +1,15 @@
 //! The decisions of a legacy HTTP+SSE connection, without IO: where a POST
-//! may go (or whether it waits for a reconnection), which requests a dropped
-//! stream takes with it, how many reconnection attempts are left, how long
-//! to wait before each, and what a new endpoint replays. The async code in
-//! the parent module drives these.
+//! may go (or whether it waits for a reconnection, or for a new handshake),
+//! which requests a dropped stream takes with it, how many reconnection
+//! attempts are left, how long to wait before each, and whether a new
+//! endpoint is a new session. The async code in the parent module drives
+//! these.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
-use bytes::Bytes;
 use hyper::Uri;
-use mcp_jsonrpc::{Id, Message, Request};
+use mcp_jsonrpc::Id;
 
 use crate::TransportError;
 use crate::backoff::{Pace, StreamPacing};
@@ -32,6 +32,10 @@ pub(super) enum Gate {
     Post(Uri),
     /// The stream is being reconnected: wait for it.
     Wait,
+    /// The new stream's endpoint is a new session on the server, whose
+    /// handshake has not run: only the handshake's messages are posted.
+    /// Refused, for this reason (the server would not process it).
+    Expired(String),
     /// The connection is gone, for this reason.
     Closed(String),
 }
@@ -55,19 +59,6 @@ pub(super) struct Dropped {
     pub(super) young: bool,
 }
 
-/// What a new stream's endpoint asks for before POSTs may go out.
-#[derive(Debug)]
-pub(super) struct Replay {
-    /// The recorded `initialize`, with a fresh id of the transport's own
-    /// (its answer is not handed on).
-    pub(super) initialize: Request,
-    /// The recorded `notifications/initialized`, to post after the answer.
-    pub(super) initialized: Option<Bytes>,
-    /// The protocol version the session negotiated, when the layer above
-    /// named it: the replayed handshake must settle on the same one.
-    pub(super) version: Option<String>,
-}
-
 /// The state of one legacy SSE connection across its streams.
 #[derive(Debug)]
 pub(super) struct LinkState {
@@ -76,18 +67,16 @@ pub(super) struct LinkState {
     endpoint: Uri,
     /// Requests posted on the current stream whose answers have not come.
     in_flight: HashSet<Id>,
-    /// The `initialize` request the layer above sent, to replay.
-    init: Option<Request>,
-    /// The `notifications/initialized` it sent, to replay too.
-    initialized: Option<Bytes>,
-    /// The revision named with `notifications/initialized`.
-    version: Option<String>,
+    /// The layer above runs a handshake (it sent `initialize`): a new
+    /// endpoint then needs one too.
+    handshakes: bool,
+    /// The endpoint is a new session whose handshake has not ended (no
+    /// `notifications/initialized` posted yet), for this reason.
+    awaiting_handshake: Option<String>,
     /// Failed reconnection attempts in a row.
     failures: u32,
     /// Why the current outage began.
     outage: Option<String>,
-    /// Replays so far (numbers the fresh ids).
-    replays: u64,
     /// The pacing of the reconnections: a stream that dies young does not
     /// reset it.
     pacing: StreamPacing,
@@ -102,12 +91,10 @@ impl LinkState {
             phase: Phase::Reconnecting,
             endpoint: sse_url,
             in_flight: HashSet::new(),
-            init: None,
-            initialized: None,
-            version: None,
+            handshakes: false,
+            awaiting_handshake: None,
             failures: 0,
             outage: None,
-            replays: 0,
             pacing: StreamPacing::default(),
         }
     }
@@ -117,10 +104,14 @@ impl LinkState {
         &self.endpoint
     }
 
-    /// A message is to be posted; a request (`id`) counts as in flight on
-    /// the current stream from now on, so a drop fails it.
-    pub(super) fn gate(&mut self, id: Option<&Id>) -> Gate {
+    /// A message is to be posted (`handshake`: `initialize` or
+    /// `notifications/initialized`); a request (`id`) counts as in flight
+    /// on the current stream from now on, so a drop fails it.
+    pub(super) fn gate(&mut self, id: Option<&Id>, handshake: bool) -> Gate {
         match &self.phase {
+            Phase::Ready(_) if !handshake && self.awaiting_handshake.is_some() => {
+                Gate::Expired(self.awaiting_handshake.clone().unwrap_or_default())
+            }
             Phase::Ready(endpoint) => {
                 if let Some(id) = id {
                     self.in_flight.insert(id.clone());
@@ -143,18 +134,15 @@ impl LinkState {
         self.in_flight.remove(id)
     }
 
-    /// The layer above sent `initialize`: kept for replay; a new handshake
-    /// forgets the old `initialized` and version.
-    pub(super) fn initialize_sent(&mut self, request: Request) {
-        self.init = Some(request);
-        self.initialized = None;
-        self.version = None;
+    /// The layer above sends `initialize`: it runs handshakes.
+    pub(super) fn initialize_sent(&mut self) {
+        self.handshakes = true;
     }
 
-    /// The layer above sent `notifications/initialized` (naming `version`).
-    pub(super) fn initialized_sent(&mut self, body: Bytes, version: Option<&str>) {
-        self.initialized = Some(body);
-        self.version = version.map(str::to_owned);
+    /// The layer above posted `notifications/initialized`: the handshake
+    /// ended, other messages are posted again.
+    pub(super) fn initialized_sent(&mut self) {
+        self.awaiting_handshake = None;
     }
 
     /// The stream dropped (`why`) after `lived`, not by our own close: POSTs
@@ -212,29 +200,23 @@ impl LinkState {
         Attempt::Try(self.failures)
     }
 
-    /// A new stream named `endpoint`: the handshake to replay before POSTs
-    /// go out, when there is one and the endpoint changed (a new endpoint is
-    /// a new session on the server; the same one, the session resumed).
-    pub(super) fn endpoint_found(&mut self, endpoint: &Uri) -> Option<Replay> {
-        if *endpoint == self.endpoint {
-            return None;
-        }
-        let init = self.init.as_ref()?;
-        self.replays += 1;
-        let mut initialize = init.clone();
-        initialize.id = Id::from(format!("mcp-transport-reinitialize-{}", self.replays));
-        Some(Replay {
-            initialize,
-            initialized: self.initialized.clone(),
-            version: self.version.clone(),
-        })
+    /// Whether a new stream's `endpoint` is a new session that needs a
+    /// handshake: the endpoint changed (the same one is the session
+    /// resumed) and the layer above runs handshakes.
+    pub(super) fn is_new_session(&self, endpoint: &Uri) -> bool {
+        *endpoint != self.endpoint && self.handshakes
     }
 
     /// The new stream is usable: POSTs go to `endpoint`, and the attempts
-    /// count from zero again.
-    pub(super) fn ready(&mut self, endpoint: Uri) {
+    /// count from zero again. With `new_session` (a reason), only the
+    /// handshake's messages until it ends; without, a handshake still
+    /// awaited (the same endpoint came back) is still awaited.
+    pub(super) fn ready(&mut self, endpoint: Uri, new_session: Option<String>) {
         if let Phase::Closed(_) = self.phase {
             return;
+        }
+        if new_session.is_some() {
+            self.awaiting_handshake = new_session;
         }
         self.phase = Phase::Ready(endpoint.clone());
         self.endpoint = endpoint;
@@ -272,42 +254,9 @@ pub(super) fn retryable(error: &TransportError) -> bool {
     }
 }
 
-/// Checks the answer to a replayed `initialize`: a success naming the
-/// protocol version the session negotiated (when known). The error says
-/// what the server did instead.
-pub(super) fn check_replay(answer: &Message, version: Option<&str>) -> Result<(), String> {
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        #[serde(rename = "protocolVersion")]
-        protocol_version: String,
-    }
-    let result = match answer {
-        Message::Response(response) => &response.result,
-        Message::Error(error) => {
-            return Err(format!(
-                "the server refused the replayed initialize: {}",
-                error.error
-            ));
-        }
-        _ => return Err("the answer to the replayed initialize is not a response".into()),
-    };
-    let answer: Answer = serde_json::from_str(result.get()).map_err(|e| {
-        format!("the answer to the replayed initialize is not an initialize result: {e}")
-    })?;
-    match version {
-        Some(version) if version != answer.protocol_version => Err(format!(
-            "the new session speaks protocol version {}, not the {version} this session \
-             negotiated",
-            answer.protocol_version
-        )),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_jsonrpc::{ErrorObject, ErrorResponse, Response};
 
     /// How long the tests' streams lived: long enough to be healthy.
     const LIFE: Duration = Duration::from_secs(60);
@@ -320,30 +269,29 @@ mod tests {
     fn ready_at(endpoint: &str) -> LinkState {
         let mut s = LinkState::new(uri("http://h/sse"));
         assert_eq!(
-            s.gate(None),
+            s.gate(None, false),
             Gate::Wait,
             "nothing goes out before an endpoint"
         );
-        s.ready(uri(endpoint));
+        s.ready(uri(endpoint), None);
         s
-    }
-
-    fn init() -> Request {
-        Request::new(0, "initialize", None)
     }
 
     #[test]
     fn requests_posted_on_a_stream_fail_when_it_drops_and_later_ones_wait() {
         let mut s = ready_at("http://h/messages?s=1");
         assert_eq!(
-            s.gate(Some(&Id::from(1))),
+            s.gate(Some(&Id::from(1)), false),
             Gate::Post(uri("http://h/messages?s=1"))
         );
         assert_eq!(
-            s.gate(Some(&Id::from(2))),
+            s.gate(Some(&Id::from(2)), false),
             Gate::Post(uri("http://h/messages?s=1"))
         );
-        assert_eq!(s.gate(None), Gate::Post(uri("http://h/messages?s=1")));
+        assert_eq!(
+            s.gate(None, false),
+            Gate::Post(uri("http://h/messages?s=1"))
+        );
         assert!(s.answered(&Id::from(2)));
         assert!(!s.answered(&Id::from(2)), "answered once");
         let mut failed = s
@@ -351,11 +299,11 @@ mod tests {
             .lost;
         failed.sort_by_key(ToString::to_string);
         assert_eq!(failed, vec![Id::from(1)]);
-        assert_eq!(s.gate(Some(&Id::from(3))), Gate::Wait);
+        assert_eq!(s.gate(Some(&Id::from(3)), false), Gate::Wait);
         assert!(!s.post_failed(&Id::from(1)), "already failed by the drop");
-        s.ready(uri("http://h/messages?s=2"));
+        s.ready(uri("http://h/messages?s=2"), None);
         assert_eq!(
-            s.gate(Some(&Id::from(3))),
+            s.gate(Some(&Id::from(3)), false),
             Gate::Post(uri("http://h/messages?s=2"))
         );
         assert!(s.post_failed(&Id::from(3)));
@@ -367,7 +315,7 @@ mod tests {
         s.stream_dropped("the server closed the SSE stream", LIFE);
         assert_eq!(s.next_attempt(2, "x"), Attempt::Try(1));
         assert_eq!(s.next_attempt(2, "x"), Attempt::Try(2));
-        s.ready(uri("http://h/m?s=2"));
+        s.ready(uri("http://h/m?s=2"), None);
         s.stream_dropped("the SSE stream broke", LIFE);
         assert_eq!(s.next_attempt(2, "x"), Attempt::Try(1), "reset");
         assert_eq!(s.next_attempt(2, "refused"), Attempt::Try(2));
@@ -378,11 +326,11 @@ mod tests {
         assert!(reason.contains("2 attempts"), "{reason}");
         assert!(reason.contains("connection refused"), "{reason}");
         assert!(reason.contains("max_reconnects"), "{reason}");
-        assert_eq!(s.gate(None), Gate::Closed(reason.clone()));
+        assert_eq!(s.gate(None, false), Gate::Closed(reason.clone()));
         assert_eq!(s.closed_reason(), Some(reason.as_str()));
         // Closed stays closed.
-        s.ready(uri("http://h/m?s=3"));
-        assert!(matches!(s.gate(None), Gate::Closed(_)));
+        s.ready(uri("http://h/m?s=3"), None);
+        assert!(matches!(s.gate(None, false), Gate::Closed(_)));
         assert!(s.stream_dropped("again", LIFE).lost.is_empty());
     }
 
@@ -397,28 +345,48 @@ mod tests {
     }
 
     #[test]
-    fn a_new_endpoint_replays_the_handshake_with_a_fresh_id() {
+    fn a_new_endpoint_is_a_new_session_and_holds_all_but_the_handshake() {
         let mut s = ready_at("http://h/m?s=1");
         s.stream_dropped("x", LIFE);
-        // Nothing was sent yet: nothing to replay.
-        assert!(s.endpoint_found(&uri("http://h/m?s=2")).is_none());
-        s.ready(uri("http://h/m?s=2"));
-        s.initialize_sent(init());
-        s.initialized_sent(Bytes::from_static(b"initialized"), Some("2024-11-05"));
+        // No handshake was ever sent: a new endpoint needs none.
+        assert!(!s.is_new_session(&uri("http://h/m?s=2")));
+        s.ready(uri("http://h/m?s=2"), None);
+        s.initialize_sent();
+        s.initialized_sent();
         s.stream_dropped("x", LIFE);
         // The same endpoint: the same session, resumed.
-        assert!(s.endpoint_found(&uri("http://h/m?s=2")).is_none());
-        let replay = s.endpoint_found(&uri("http://h/m?s=3")).unwrap();
-        assert_eq!(replay.initialize.method, "initialize");
-        assert_ne!(replay.initialize.id, Id::from(0));
-        assert_eq!(replay.initialized.as_deref(), Some(&b"initialized"[..]));
-        assert_eq!(replay.version.as_deref(), Some("2024-11-05"));
-        let again = s.endpoint_found(&uri("http://h/m?s=4")).unwrap();
-        assert_ne!(again.initialize.id, replay.initialize.id, "fresh each time");
-        // A new handshake forgets the old notification and version.
-        s.initialize_sent(init());
-        let replay = s.endpoint_found(&uri("http://h/m?s=5")).unwrap();
-        assert!(replay.initialized.is_none() && replay.version.is_none());
+        assert!(!s.is_new_session(&uri("http://h/m?s=2")));
+        assert!(s.is_new_session(&uri("http://h/m?s=3")));
+        s.ready(uri("http://h/m?s=3"), Some("a new endpoint".into()));
+        // Until the handshake ends, only its messages go out.
+        assert_eq!(
+            s.gate(Some(&Id::from(7)), false),
+            Gate::Expired("a new endpoint".into())
+        );
+        assert_eq!(s.gate(None, false), Gate::Expired("a new endpoint".into()));
+        assert_eq!(
+            s.gate(Some(&Id::from(8)), true),
+            Gate::Post(uri("http://h/m?s=3"))
+        );
+        assert!(
+            !s.post_failed(&Id::from(7)),
+            "a refused request is not in flight"
+        );
+        assert_eq!(s.gate(None, true), Gate::Post(uri("http://h/m?s=3")));
+        s.initialized_sent();
+        assert_eq!(
+            s.gate(Some(&Id::from(9)), false),
+            Gate::Post(uri("http://h/m?s=3"))
+        );
+        // A drop while waiting for the handshake: the next stream decides again.
+        s.ready(uri("http://h/m?s=4"), Some("again".into()));
+        s.stream_dropped("x", LIFE);
+        assert_eq!(s.gate(None, false), Gate::Wait);
+        // The same endpoint came back: its handshake is still awaited.
+        s.ready(uri("http://h/m?s=4"), None);
+        assert_eq!(s.gate(None, false), Gate::Expired("again".into()));
+        s.initialized_sent();
+        assert_eq!(s.gate(None, false), Gate::Post(uri("http://h/m?s=4")));
     }
 
     #[test]
@@ -439,7 +407,7 @@ mod tests {
             waits.push(pace.wait);
             now += pace.wait;
             reconnects += 1;
-            s.ready(uri(&format!("http://h/m?s={reconnects}")));
+            s.ready(uri(&format!("http://h/m?s={reconnects}")), None);
         }
         // The old rule waited the server's 0 ms every time, for ever.
         assert!((5..=12).contains(&reconnects), "{reconnects}: {waits:?}");
@@ -479,34 +447,5 @@ mod tests {
             url: "u".into(),
             message: "log in".into(),
         }));
-    }
-
-    #[test]
-    fn a_replayed_initialize_must_succeed_with_the_same_version() {
-        let ok = |v: &str| {
-            let raw = serde_json::value::RawValue::from_string(format!(
-                r#"{{"protocolVersion":"{v}","capabilities":{{}},"serverInfo":{{"name":"s","version":"1"}}}}"#
-            ))
-            .unwrap();
-            Message::from(Response::new("r", raw))
-        };
-        assert!(check_replay(&ok("2024-11-05"), Some("2024-11-05")).is_ok());
-        assert!(check_replay(&ok("2024-11-05"), None).is_ok());
-        let err = check_replay(&ok("2025-06-18"), Some("2024-11-05")).unwrap_err();
-        assert!(
-            err.contains("2025-06-18") && err.contains("2024-11-05"),
-            "{err}"
-        );
-        let refused = Message::from(ErrorResponse::new(
-            Some(Id::from("r")),
-            ErrorObject::new(-32600, "no"),
-        ));
-        assert!(
-            check_replay(&refused, None)
-                .unwrap_err()
-                .contains("refused")
-        );
-        let raw = serde_json::value::RawValue::from_string("{}".into()).unwrap();
-        assert!(check_replay(&Message::from(Response::new("r", raw)), None).is_err());
     }
 }

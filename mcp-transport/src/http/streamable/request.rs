@@ -21,36 +21,35 @@ use crate::{Answer, InvalidFrame, Received, SendContext, TransportError};
 impl Inner {
     /// Drives one ordinary request (not `initialize`) on the caller's task:
     /// POST, and a JSON answer read and returned here, with no task,
-    /// channel or reader in between. What takes longer than that answer is
+    /// channel or reader in between. An SSE answer takes longer: it is
     /// handed to a task of the transport, as [`run_request`](Inner::run_request)
-    /// would do it: an SSE answer (read and resumed there, its messages
-    /// through `recv`) and an expired session (renewed and the request sent
-    /// again there, so a caller that stops waiting cannot leave a renewal
-    /// half done).
+    /// would do it (read and resumed there, its messages through `recv`).
     ///
-    /// A 2026-07-28 request (`mirror`: its method and context, which its
-    /// metadata headers are made from) carries no session and is not
-    /// renewed; a 4xx whose body is a JSON-RPC error is its answer; its SSE
-    /// task is registered for cancellation.
+    /// A request without HTTP session (`stateless`: 2026-07-28, whose
+    /// `mirror` is its method and context, which its metadata headers are
+    /// made from) carries no session id; a 4xx whose body is a JSON-RPC error is its answer; its
+    /// SSE task is registered for cancellation.
     ///
-    /// An error status is returned as the error, as `send` returns it; a
-    /// body that cannot be read is [`Answer::Failed`]. A JSON body that is
-    /// not exactly the answer to `id` (a batch, a stray message) is handed
-    /// out through `recv` instead, item by item.
+    /// An error status is returned as the error, as `send` returns it (an
+    /// expired session as [`TransportError::SessionExpired`], reported
+    /// through `recv` first); a body that cannot be read is
+    /// [`Answer::Failed`]. A JSON body that is not exactly the answer to
+    /// `id` (a batch, a stray message) is handed out through `recv`
+    /// instead, item by item.
     pub(super) async fn request_direct(
         self: &Arc<Self>,
         id: &Id,
         body: Bytes,
+        stateless: bool,
         mirror: Option<(&str, &SendContext)>,
     ) -> Result<Answer, TransportError> {
         let what = self.what(&Method::POST);
-        let modern = mirror.is_some();
         let extra = mirror.map_or(Extra::None, |(method, context)| {
             Extra::Mirror(method, context)
         });
-        let Posted { response, session } = self.post(&body, !modern, extra).await?;
+        let Posted { response, session } = self.post(&body, !stateless, extra).await?;
         let status = response.status();
-        if modern && explained_by_body(status) {
+        if stateless && explained_by_body(status) {
             // As on the task path: a JSON-RPC error that explains the
             // status is the answer.
             let (error, mut answer) = status_answer(response, what).await?;
@@ -63,27 +62,13 @@ impl Inner {
             if let Some(generation) = session
                 && state::is_expiry(&error)
             {
-                let inner = Arc::clone(self);
-                let id = id.clone();
-                let status = error.http_status();
-                self.spawn(async move {
-                    match inner.renew(generation, status).await {
-                        Ok(()) => {
-                            let mut head = Head(None);
-                            inner
-                                .run_request_inner(&id, body, false, None, &mut head, true)
-                                .await;
-                        }
-                        Err(e) => inner.deliver_error(&id, e).await,
-                    }
-                });
-                return Ok(Answer::Later);
+                return Err(self.session_expired(generation, error).await);
             }
             return Err(error);
         }
         if status == hyper::StatusCode::ACCEPTED {
-            if modern {
-                return Err(accepted_in_modern(what));
+            if stateless {
+                return Err(accepted_without_session(what));
             }
             // The answer will come on another stream (the GET stream).
             return Ok(Answer::Later);
@@ -123,10 +108,10 @@ impl Inner {
                 let task_id = id.clone();
                 let task = async move {
                     inner
-                        .read_request_stream(response.into_body(), &task_id, modern)
+                        .read_request_stream(response.into_body(), &task_id, stateless)
                         .await;
                 };
-                self.spawn_request(id, modern, task);
+                self.spawn_request(id, stateless, task);
                 Ok(Answer::Later)
             }
             other => Err(unexpected_content_type(what, other)),
@@ -135,9 +120,10 @@ impl Inner {
 
     /// Runs one request: POST, then its answer (JSON or SSE, resumed when dropped).
     ///
-    /// A modern request (`mirrored` holds its metadata headers) carries no
-    /// session, is not resumed, and takes a 4xx whose body is a JSON-RPC
-    /// error as its answer.
+    /// A request without HTTP session (2026-07-28; `mirrored` holds its
+    /// metadata headers) carries no session id, is not resumed, and takes a
+    /// 4xx whose body is a JSON-RPC error as its answer. An expired session
+    /// fails the request with [`TransportError::SessionExpired`].
     pub(super) async fn run_request(
         self: Arc<Self>,
         id: Id,
@@ -146,111 +132,91 @@ impl Inner {
         mirrored: Option<HeaderMap>,
         mut head: Head,
     ) {
-        self.run_request_inner(&id, body, is_init, mirrored, &mut head, false)
-            .await;
-    }
-
-    pub(super) async fn run_request_inner(
-        self: &Arc<Self>,
-        id: &Id,
-        body: Bytes,
-        is_init: bool,
-        mirrored: Option<HeaderMap>,
-        head: &mut Head,
-        mut renewed: bool,
-    ) {
         let what = self.what(&Method::POST);
-        let modern = mirrored.is_some();
-        loop {
-            let posted = self
-                .post(
-                    &body,
-                    !is_init && !modern,
-                    Extra::headers(mirrored.as_ref()),
-                )
-                .await;
-            let Posted { response, session } = match posted {
-                Ok(p) => p,
-                Err(e) => return head.fail(self, id, e).await,
+        let stateless = mirrored.is_some();
+        let posted = self
+            .post(
+                &body,
+                !is_init && !stateless,
+                Extra::headers(mirrored.as_ref()),
+            )
+            .await;
+        let Posted { response, session } = match posted {
+            Ok(p) => p,
+            Err(e) => return head.fail(&self, &id, e).await,
+        };
+        let status = response.status();
+        if stateless && explained_by_body(status) {
+            return match status_answer(response, what).await {
+                Ok((error, mut answer)) => {
+                    // The JSON-RPC error explains the status: it is the answer.
+                    tracing::debug!(server = self.options().name(), "{error}");
+                    answer.id = Some(id.clone());
+                    head.ok();
+                    self.deliver(Received::Message(Message::from(answer))).await;
+                }
+                Err(error) => head.fail(&self, &id, error).await,
             };
-            let status = response.status();
-            if modern && explained_by_body(status) {
-                return match status_answer(response, what).await {
-                    Ok((error, mut answer)) => {
-                        // The JSON-RPC error explains the status: it is the answer.
-                        tracing::debug!(server = self.options().name(), "{error}");
-                        answer.id = Some(id.clone());
-                        head.ok();
-                        self.deliver(Received::Message(Message::from(answer))).await;
-                    }
-                    Err(error) => head.fail(self, id, error).await,
-                };
-            }
-            if !status.is_success() {
-                let error = status_error(response, what).await;
-                if let Some(generation) = session
-                    && !renewed
-                    && state::is_expiry(&error)
-                {
-                    renewed = true;
-                    match self.renew(generation, error.http_status()).await {
-                        Ok(()) => continue,
-                        Err(e) => return head.fail(self, id, e).await,
-                    }
+        }
+        if !status.is_success() {
+            let error = status_error(response, what).await;
+            let error = match session {
+                Some(generation) if state::is_expiry(&error) => {
+                    self.session_expired(generation, error).await
                 }
-                return head.fail(self, id, error).await;
+                _ => error,
+            };
+            return head.fail(&self, &id, error).await;
+        }
+        if is_init {
+            self.state().session_started(response.headers());
+        }
+        if status == hyper::StatusCode::ACCEPTED {
+            if stateless {
+                return head.fail(&self, &id, accepted_without_session(what)).await;
             }
-            if is_init {
-                self.state().session_started(response.headers());
-            }
-            if status == hyper::StatusCode::ACCEPTED {
-                if modern {
-                    return head.fail(self, id, accepted_in_modern(what)).await;
-                }
-                // The answer will come on another stream (the GET stream).
-                head.ok();
-                return;
-            }
-            match &*content_type(&response) {
-                "application/json" => {
-                    head.ok();
-                    let limit = self.options().max_event_size;
-                    let timeout = self.options().request_timeout;
-                    match read_body(response.into_body(), limit, timeout, what).await {
-                        Ok(bytes) => match parse_gated(&bytes, &self.batches, limit) {
-                            Err(reason) => {
-                                let (frame, error) = unusable_answer(what, reason, &bytes);
-                                self.deliver(Received::Invalid(frame)).await;
-                                self.deliver_error(id, error).await;
-                            }
-                            parsed => {
-                                let mut items = Vec::new();
-                                parsed_to_received(parsed, &bytes, &mut items);
-                                for item in items {
-                                    self.deliver(item).await;
-                                }
-                            }
-                        },
-                        Err(e) => self.deliver_error(id, e).await,
-                    }
-                }
-                "text/event-stream" => {
-                    head.ok();
-                    self.read_request_stream(response.into_body(), id, modern)
-                        .await;
-                }
-                other => {
-                    head.fail(self, id, unexpected_content_type(what, other))
-                        .await
-                }
-            }
+            // The answer will come on another stream (the GET stream).
+            head.ok();
             return;
+        }
+        match &*content_type(&response) {
+            "application/json" => {
+                head.ok();
+                let limit = self.options().max_event_size;
+                let timeout = self.options().request_timeout;
+                match read_body(response.into_body(), limit, timeout, what).await {
+                    Ok(bytes) => match parse_gated(&bytes, &self.batches, limit) {
+                        Err(reason) => {
+                            let (frame, error) = unusable_answer(what, reason, &bytes);
+                            self.deliver(Received::Invalid(frame)).await;
+                            self.deliver_error(&id, error).await;
+                        }
+                        parsed => {
+                            let mut items = Vec::new();
+                            parsed_to_received(parsed, &bytes, &mut items);
+                            for item in items {
+                                self.deliver(item).await;
+                            }
+                        }
+                    },
+                    Err(e) => self.deliver_error(&id, e).await,
+                }
+            }
+            "text/event-stream" => {
+                head.ok();
+                self.read_request_stream(response.into_body(), &id, stateless)
+                    .await;
+            }
+            other => {
+                head.fail(&self, &id, unexpected_content_type(what, other))
+                    .await
+            }
         }
     }
 
     /// Reads a request's SSE stream until its answer arrives, resuming the
     /// stream with `Last-Event-ID` when it drops.
-    pub(super) async fn read_request_stream(&self, body: Incoming, id: &Id, modern: bool) {
+    pub(super) async fn read_request_stream(&self, body: Incoming, id: &Id, stateless: bool) {
         let mut parser = SseParser::with_max_event_size(self.options().max_event_size);
         let mut body = Some(body);
         let mut attempts = 0u32;
@@ -266,7 +232,7 @@ impl Inner {
             let options = self.options();
             let last = parser.last_event_id().map(str::to_owned);
             let wait = match state::resume(
-                modern,
+                stateless,
                 last.as_deref(),
                 attempts,
                 options.max_reconnects,
@@ -429,17 +395,18 @@ fn unexpected_content_type(what: &str, content_type: &str) -> TransportError {
     }
 }
 
-/// Whether a modern request's error status may be explained by a JSON-RPC
-/// error in its body, which is then the answer: a 4xx, but not an auth
-/// refusal (401, 403, 407), which stays an HTTP error whatever its body
-/// says, so callers see the status they must act on.
+/// Whether the error status of a request without HTTP session (2026-07-28)
+/// may be explained by a JSON-RPC error in its body, which is then the
+/// answer: a 4xx, but not an auth refusal (401, 403, 407), which stays an
+/// HTTP error whatever its body says, so callers see the status they must
+/// act on.
 fn explained_by_body(status: hyper::StatusCode) -> bool {
     status.is_client_error() && !matches!(status.as_u16(), 401 | 403 | 407)
 }
 
 /// A 2026-07-28 request answered with 202 Accepted: its answer must come on
 /// its own response.
-fn accepted_in_modern(what: &str) -> TransportError {
+fn accepted_without_session(what: &str) -> TransportError {
     TransportError::Http {
         url: what.to_owned(),
         message: "the server answered a request with 202 Accepted; in protocol 2026-07-28 the \

@@ -1,14 +1,12 @@
 //! The decisions of a streamable HTTP connection, without IO: which session
-//! a request carries, when a session has expired and what to replay,
-//! whether a dropped stream is resumed, and when the GET stream is opened
-//! again. The async code in the parent module drives these and does the
-//! HTTP.
+//! a request carries, when a session has expired (and that it is reported
+//! once), which messages wait for a new handshake, whether a dropped stream
+//! is resumed, and when the GET stream is opened again. The async code in
+//! the parent module drives these and does the HTTP.
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
-use mcp_jsonrpc::Id;
 
 use super::super::mirror::PROTOCOL_VERSION;
 use crate::TransportError;
@@ -25,13 +23,13 @@ pub(super) struct SessionState {
     version_fixed: bool,
     /// Counts sessions: bumped by each initialize answer.
     generation: u64,
-    /// The initialize request seen, to replay when the session expires.
-    init_request: Option<(Id, Bytes)>,
-    /// The initialized notification seen, to replay too.
-    initialized: Option<Bytes>,
-    /// A request of protocol revision 2026-07-28 was sent: no sessions, no
-    /// GET stream, no resumption, and cancelling closes the response stream.
-    modern: bool,
+    /// The session expired, for this reason, and no new one has started:
+    /// only `initialize` is posted until one does.
+    expired: Option<String>,
+    /// A request of a revision without HTTP sessions (2026-07-28) was sent
+    /// last: no session id, no GET stream, no resumption, and cancelling
+    /// closes the response stream.
+    stateless: bool,
 }
 
 /// The headers a request carries, and what they say about the session.
@@ -42,20 +40,9 @@ pub(super) struct RequestHeaders {
     pub(super) generation: u64,
     /// Whether it carries a session id (only then can the session expire).
     pub(super) has_session: bool,
-}
-
-/// What to do about a session that expired in generation `stale`.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Renewal {
-    /// Another request renewed it already: just retry.
-    Done,
-    /// Replay these on a fresh session (the session id is cleared).
-    Replay {
-        init: (Id, Bytes),
-        initialized: Option<Bytes>,
-    },
-    /// No `initialize` was seen, so there is nothing to replay.
-    Impossible,
+    /// Asked with the session while it is expired (and no new one has
+    /// started): why. Such a request must not go out.
+    pub(super) expired: Option<String>,
 }
 
 impl SessionState {
@@ -69,9 +56,9 @@ impl SessionState {
         self.protocol_version.as_ref()
     }
 
-    /// Whether a 2026-07-28 request was sent last (no session then).
-    pub(super) fn is_modern(&self) -> bool {
-        self.modern
+    /// Whether a request without HTTP session (2026-07-28) was sent last.
+    pub(super) fn is_stateless(&self) -> bool {
+        self.stateless
     }
 
     /// The current session's generation.
@@ -79,15 +66,24 @@ impl SessionState {
         self.generation
     }
 
+    /// Why messages other than `initialize` are not posted now: the
+    /// session expired and no new handshake has started a new one.
+    pub(super) fn awaiting_handshake(&self) -> Option<&str> {
+        self.expired.as_deref()
+    }
+
     /// The headers of a request: `Accept`, and with `with_session` the
     /// session id and protocol version once known.
     pub(super) fn headers(&self, accept: &'static str, with_session: bool) -> RequestHeaders {
         // Room for what the request adds later (its content type, `Host`,
-        // a modern request's metadata headers) without growing the map.
+        // the metadata headers a 2026-07-28 request mirrors) without
+        // growing the map.
         let mut headers = HeaderMap::with_capacity(12);
         headers.insert(header::ACCEPT, HeaderValue::from_static(accept));
         let mut has_session = false;
+        let mut expired = None;
         if with_session {
+            expired.clone_from(&self.expired);
             if let Some(id) = &self.session_id {
                 headers.insert(SESSION_ID, id.clone());
                 has_session = true;
@@ -100,6 +96,7 @@ impl SessionState {
             headers,
             generation: self.generation,
             has_session,
+            expired,
         }
     }
 
@@ -121,49 +118,40 @@ impl SessionState {
         }
     }
 
-    /// An `initialize` request goes out: kept for replay; a new handshake
-    /// is not modern.
-    pub(super) fn initialize_sent(&mut self, id: Id, body: Bytes) {
-        self.init_request = Some((id, body));
-        self.initialized = None;
-        self.modern = false;
+    /// An `initialize` request goes out: the connection has sessions again.
+    pub(super) fn initialize_sent(&mut self) {
+        self.stateless = false;
     }
 
-    /// The `initialized` notification went out: kept for replay.
-    pub(super) fn initialized_sent(&mut self, body: Bytes) {
-        self.initialized = Some(body);
-    }
-
-    /// A 2026-07-28 request went out.
-    pub(super) fn modern_sent(&mut self) {
-        self.modern = true;
+    /// A request without HTTP session (2026-07-28) went out.
+    pub(super) fn stateless_sent(&mut self) {
+        self.stateless = true;
     }
 
     /// The answer to `initialize` arrived with these headers: its session id
     /// (visible ASCII, non-empty, as the spec requires; anything else is no
-    /// session) starts a new generation.
+    /// session) starts a new generation, and messages are posted again.
     pub(super) fn session_started(&mut self, headers: &HeaderMap) {
         self.session_id = headers
             .get(SESSION_ID)
             .filter(|v| !v.is_empty() && v.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)))
             .cloned();
         self.generation += 1;
+        self.expired = None;
     }
 
-    /// The session of generation `stale` expired: what to replay, unless
-    /// another request has renewed it already.
-    pub(super) fn begin_renewal(&mut self, stale: u64) -> Renewal {
-        if self.generation != stale {
-            return Renewal::Done;
+    /// A message sent in the session of generation `stale` found it
+    /// expired (`reason`). Returns whether this is news: the first report
+    /// for the current session, which drops its id and holds every message
+    /// but `initialize` until a new session starts. A report about an older
+    /// session (a new one started meanwhile), or a second one, is not.
+    pub(super) fn expire(&mut self, stale: u64, reason: &str) -> bool {
+        if self.generation != stale || self.expired.is_some() {
+            return false;
         }
         self.session_id = None;
-        match &self.init_request {
-            Some(init) => Renewal::Replay {
-                init: init.clone(),
-                initialized: self.initialized.clone(),
-            },
-            None => Renewal::Impossible,
-        }
+        self.expired = Some(reason.to_owned());
+        true
     }
 }
 
@@ -192,14 +180,14 @@ pub(super) enum Resume {
 /// (its streams are not resumable), only when an event id was seen, at most
 /// `max_attempts` times, after the server's `retry` or the default wait.
 pub(super) fn resume(
-    modern: bool,
+    stateless: bool,
     last_event_id: Option<&str>,
     attempts: u32,
     max_attempts: u32,
     retry: Option<Duration>,
     default_retry: Duration,
 ) -> Resume {
-    if modern {
+    if stateless {
         return Resume::Fail(
             "the server ended the SSE stream before answering (streams of protocol 2026-07-28 \
              are not resumable)"
@@ -277,7 +265,7 @@ mod tests {
         assert!(!before.has_session);
         assert_eq!(before.headers.len(), 1);
 
-        s.initialize_sent(Id::from(0), Bytes::from_static(b"init"));
+        s.initialize_sent();
         s.session_started(&answer_headers("abc-123"));
         s.note_revision("2025-06-18");
         let with = s.headers("application/json", true);
@@ -313,43 +301,42 @@ mod tests {
     }
 
     #[test]
-    fn renewal_replays_once_per_expired_generation() {
+    fn an_expiry_is_news_once_per_session_and_holds_messages_until_the_next() {
         let mut s = SessionState::default();
-        assert_eq!(s.begin_renewal(0), Renewal::Impossible);
-        s.initialize_sent(Id::from(1), Bytes::from_static(b"init"));
+        s.initialize_sent();
         s.session_started(&answer_headers("one"));
-        s.initialized_sent(Bytes::from_static(b"initialized"));
-        // Two requests of generation 1 find the session expired.
-        assert_eq!(
-            s.begin_renewal(1),
-            Renewal::Replay {
-                init: (Id::from(1), Bytes::from_static(b"init")),
-                initialized: Some(Bytes::from_static(b"initialized")),
-            }
-        );
+        assert!(s.awaiting_handshake().is_none());
+        // Two requests of generation 1 find the session expired: one report.
+        assert!(s.expire(1, "HTTP 404"));
+        assert!(!s.expire(1, "HTTP 404"), "reported once");
         assert!(s.session_id().is_none(), "the stale id is dropped");
+        assert_eq!(s.awaiting_handshake(), Some("HTTP 404"));
+        let headers = s.headers("application/json", true);
+        assert!(!headers.has_session);
+        assert_eq!(
+            headers.expired.as_deref(),
+            Some("HTTP 404"),
+            "not to be sent"
+        );
+        assert!(s.headers("application/json", false).expired.is_none());
+        // The layer above initializes again: a new session, messages flow.
+        s.initialize_sent();
         s.session_started(&answer_headers("two"));
-        // The second finds it renewed by the first.
-        assert_eq!(s.begin_renewal(1), Renewal::Done);
+        assert!(s.awaiting_handshake().is_none());
+        assert!(s.headers("application/json", true).expired.is_none());
+        // A late answer about the old session is no news.
+        assert!(!s.expire(1, "HTTP 404"));
         assert_eq!(s.session_id().unwrap(), "two");
+        assert!(s.expire(2, "HTTP 400: no valid session"));
     }
 
     #[test]
-    fn a_new_handshake_is_not_modern_and_forgets_the_old_initialized() {
+    fn a_new_handshake_has_sessions_again() {
         let mut s = SessionState::default();
-        s.modern_sent();
-        assert!(s.is_modern());
-        s.initialized_sent(Bytes::from_static(b"old"));
-        s.initialize_sent(Id::from(2), Bytes::from_static(b"init"));
-        assert!(!s.is_modern());
-        s.session_started(&HeaderMap::new());
-        assert_eq!(
-            s.begin_renewal(1),
-            Renewal::Replay {
-                init: (Id::from(2), Bytes::from_static(b"init")),
-                initialized: None,
-            }
-        );
+        s.stateless_sent();
+        assert!(s.is_stateless());
+        s.initialize_sent();
+        assert!(!s.is_stateless());
     }
 
     #[test]
