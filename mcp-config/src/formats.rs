@@ -8,13 +8,16 @@ use crate::validate::document_to_model;
 use crate::{ConfigError, Format, McpConfig, Report};
 
 /// How to load a config.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
     /// The format, or `None` to detect it from the file name and content.
     pub format: Option<Format>,
     /// Treat warnings (unknown keys, ignored fields) as errors.
     pub strict: bool,
+    /// Only this server is wanted: another server's errors become warnings
+    /// (that server is left out), and a name the file lacks is an error.
+    pub server: Option<String>,
 }
 
 impl Options {
@@ -32,6 +35,12 @@ impl Options {
     /// Strict mode: warnings are errors.
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
+        self
+    }
+
+    /// Only this server is wanted (`--server NAME`): see [`Options::server`](Self#structfield.server).
+    pub fn server(mut self, name: impl Into<String>) -> Self {
+        self.server = Some(name.into());
         self
     }
 }
@@ -124,15 +133,19 @@ fn parse_inner(text: &str, path: Option<&Path>, options: &Options) -> Result<Loa
             (doc, format)
         }
     };
-    let ((servers, agent), report) = document_to_model(&document, format, options.strict);
+    let (mut model, mut report) = document_to_model(&document, format, options.strict);
+    if let Some(name) = &options.server {
+        crate::select::keep_one(&mut model, &mut report, name, &origin)?;
+    }
     if report.has_errors() {
         return Err(ConfigError::Invalid { origin, report });
     }
     let config = McpConfig {
-        servers,
-        agent,
+        servers: model.servers,
+        agent: model.agent,
         format,
         source: path.map(Path::to_path_buf),
+        locations: model.locations,
     };
     Ok(Loaded { config, report })
 }

@@ -87,6 +87,7 @@ mod formats;
 mod model;
 mod report;
 mod resolve;
+mod select;
 mod validate;
 
 pub use error::ConfigError;
@@ -101,5 +102,5 @@ pub use model::{
     pin_spelling, redact_url,
 };
 pub use report::{Problem, Report, Severity};
-pub use resolve::{EnvLookup, process_env, resolve, resolve_with_key};
+pub use resolve::{EnvLookup, Resolve, process_env, resolve, resolve_with_key};
 pub use validate::{is_mcp_config_record, validate};

@@ -219,6 +219,19 @@ pub struct McpConfig {
     pub format: Format,
     /// The file it came from, if any.
     pub source: Option<PathBuf>,
+    /// Where each server sits in the file, as problem paths name it
+    /// (`mcpServers.local-fs`, `projects./home/me/app.mcpServers.db`).
+    pub locations: BTreeMap<String, String>,
+}
+
+impl McpConfig {
+    /// Where a server sits in the file (its problems' path prefix).
+    pub fn location(&self, name: &str) -> String {
+        self.locations
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| crate::validate::join(self.format.servers_key(), name))
+    }
 }
 
 /// How an HTTP server is reached.

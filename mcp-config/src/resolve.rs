@@ -35,12 +35,13 @@ pub fn process_env(name: &str) -> Option<String> {
 /// and the config path; a missing variable never becomes an empty string.
 ///
 /// The fingerprints are comparable within this process only; for ones that
-/// hold across runs, keep a key and call [`resolve_with_key`].
+/// hold across runs, keep a key and call [`resolve_with_key`]. [`Resolve`]
+/// does the same with more choices (one server alone).
 pub fn resolve(
     config: &McpConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ResolvedConfig, ConfigError> {
-    resolve_with_key(config, env, FingerprintKey::per_process())
+    Resolve::new(env).run(config)
 }
 
 /// [`resolve`], with fingerprints under `key`: the same config and key give
@@ -50,18 +51,107 @@ pub fn resolve_with_key(
     env: &dyn Fn(&str) -> Option<String>,
     key: &FingerprintKey,
 ) -> Result<ResolvedConfig, ConfigError> {
+    Resolve::new(env).key(key).run(config)
+}
+
+/// How to resolve a config: the environment, the fingerprint key, and
+/// which servers.
+///
+/// ```
+/// use mcp_config::{Options, Resolve, parse_str};
+/// let text = r#"{"mcpServers": {
+///     "a": {"command": "a"},
+///     "b": {"command": "${UNSET_HERE}"}
+/// }}"#;
+/// let loaded = parse_str(text, &Options::new()).unwrap();
+/// // `b` needs a variable that is not set; asking for `a` alone never looks.
+/// let only_a = Resolve::new(&|_: &str| None).only("a").run(&loaded.config).unwrap();
+/// assert_eq!(only_a.servers.len(), 1);
+/// ```
+#[derive(Clone, Copy)]
+pub struct Resolve<'a> {
+    env: EnvLookup<'a>,
+    key: &'a FingerprintKey,
+    only: Option<&'a str>,
+}
+
+impl std::fmt::Debug for Resolve<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolve")
+            .field("only", &self.only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Resolve<'a> {
+    /// Every enabled server, `${VAR}` from `env`, under this process's key.
+    pub fn new(env: EnvLookup<'a>) -> Self {
+        Self {
+            env,
+            key: FingerprintKey::per_process(),
+            only: None,
+        }
+    }
+
+    /// Fingerprints under `key` (see [`resolve_with_key`]).
+    pub fn key(mut self, key: &'a FingerprintKey) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// Only the server `name`: no other server is expanded, so another's
+    /// unset variable is no problem. A name the config lacks, or a disabled
+    /// server, is [`ConfigError::UnknownServer`].
+    pub fn only(mut self, name: &'a str) -> Self {
+        self.only = Some(name);
+        self
+    }
+
+    /// Resolves `config`.
+    pub fn run(&self, config: &McpConfig) -> Result<ResolvedConfig, ConfigError> {
+        resolve_config(config, self)
+    }
+}
+
+fn origin_of(config: &McpConfig) -> String {
+    config
+        .source
+        .as_ref()
+        .map_or_else(|| "<input>".to_owned(), |p| p.display().to_string())
+}
+
+fn resolve_config(config: &McpConfig, how: &Resolve<'_>) -> Result<ResolvedConfig, ConfigError> {
     let mcp_enabled = config.agent.mcp_enabled.unwrap_or(true);
+    let env = how.env;
+    let key = how.key;
+    if let Some(name) = how.only {
+        let is_disabled = config
+            .servers
+            .get(name)
+            .is_some_and(|s| !mcp_enabled || s.enabled == Some(false));
+        if !config.servers.contains_key(name) || is_disabled {
+            return Err(ConfigError::UnknownServer {
+                origin: origin_of(config),
+                name: name.to_owned(),
+                known: config.servers.keys().cloned().collect(),
+                disabled: is_disabled,
+            });
+        }
+    }
     let mut problems = Vec::new();
     let mut servers = BTreeMap::new();
     let mut disabled = BTreeSet::new();
     for (name, server) in &config.servers {
+        if how.only.is_some_and(|only| only != name) {
+            continue;
+        }
         if !mcp_enabled || server.enabled == Some(false) {
             disabled.insert(name.clone());
             continue;
         }
         let mut r = Resolver {
             env,
-            base: join(config.format.servers_key(), name),
+            base: config.location(name),
             format: config.format,
             problems: &mut problems,
             key,
@@ -72,10 +162,7 @@ pub fn resolve_with_key(
     }
     if !problems.is_empty() {
         return Err(ConfigError::Unresolved {
-            origin: config
-                .source
-                .as_ref()
-                .map_or_else(|| "<input>".to_owned(), |p| p.display().to_string()),
+            origin: origin_of(config),
             report: Report { problems },
         });
     }

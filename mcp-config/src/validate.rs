@@ -34,13 +34,19 @@ pub fn validate(document: &Value, format: Format, strict: bool) -> Report {
     document_to_model(document, format, strict).1
 }
 
-pub(crate) fn document_to_model(
-    document: &Value,
-    format: Format,
-    strict: bool,
-) -> ((BTreeMap<String, ServerConfig>, AgentDefaults), Report) {
+/// What a document holds, before it becomes an [`McpConfig`](crate::McpConfig).
+#[derive(Debug, Default)]
+pub(crate) struct Model {
+    pub(crate) servers: BTreeMap<String, ServerConfig>,
+    pub(crate) agent: AgentDefaults,
+    /// Where each server sits (`mcpServers.a`).
+    pub(crate) locations: BTreeMap<String, String>,
+}
+
+pub(crate) fn document_to_model(document: &Value, format: Format, strict: bool) -> (Model, Report) {
     let mut problems = Vec::new();
     let mut servers = BTreeMap::new();
+    let mut locations = BTreeMap::new();
     let mut agent = AgentDefaults::default();
     match document {
         Value::Object(doc) => {
@@ -72,6 +78,7 @@ pub(crate) fn document_to_model(
                         if let Some(s) = server {
                             servers.insert(name.clone(), s);
                         }
+                        locations.insert(name.clone(), path);
                     }
                 }
                 Some(other) => problems.push(Problem::error(
@@ -95,7 +102,12 @@ pub(crate) fn document_to_model(
     if strict {
         report.make_strict();
     }
-    ((servers, agent), report)
+    let model = Model {
+        servers,
+        agent,
+        locations,
+    };
+    (model, report)
 }
 
 fn agent_defaults(value: &Value, problems: &mut Vec<Problem>) -> AgentDefaults {
