@@ -28,9 +28,10 @@ pub enum ConfigError {
     },
     /// The format could not be detected from the content.
     #[error(
-        "{origin}: cannot tell which config format this is (no `mcpServers`, `servers` or \
-         `mcp_servers` found); name the format: openclaw-json, openclaw-toml, claude-desktop, \
-         cursor, vscode or codex"
+        "{origin}: cannot tell which config format this is (no `mcpServers`, `servers`, \
+         `mcp_servers`, `context_servers` or `mcp` found); name the format: openclaw-json, \
+         openclaw-toml, claude-desktop, cursor, vscode, codex, claude-code, gemini-cli, windsurf, \
+         zed or opencode"
     )]
     UnknownFormat {
         /// The file (or `<input>`).

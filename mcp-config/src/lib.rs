@@ -80,10 +80,12 @@
 //! ));
 //! ```
 
+mod envfile;
 mod error;
 mod expand;
 mod fingerprint;
 mod formats;
+mod jsonc;
 mod model;
 mod report;
 mod resolve;
@@ -91,15 +93,15 @@ mod select;
 mod validate;
 
 pub use error::ConfigError;
-pub use expand::has_vars;
+pub use expand::{has_vars, has_vars_in};
 pub use fingerprint::{Fingerprint, FingerprintKey, KeyUnavailable};
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
 pub use mcp_protocol::ProtocolPin;
 pub use mcp_protocol::secret::Secret;
 pub use model::{
-    AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, OAuthSettings, ProxySetting,
-    ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter, TransportConfig, UnknownFormatName,
-    pin_spelling, redact_url,
+    AgentDefaults, DeclaredTransport, Format, HttpKind, InputKind, InputSpec, McpConfig,
+    OAuthSettings, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
+    TransportConfig, UnknownFormatName, pin_spelling, redact_url,
 };
 pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, Resolve, process_env, resolve, resolve_with_key};

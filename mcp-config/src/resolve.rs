@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::expand::{self, ExpandError};
+use crate::expand::{self, Dialect, ExpandError, Missing, Values};
 use crate::fingerprint::{FingerprintKey, secret_digest};
 use mcp_protocol::defaults;
 
 use crate::model::pin_spelling;
 use crate::model::{
-    DeclaredTransport, HttpKind, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig,
-    ToolFilter, TransportConfig,
+    DeclaredTransport, HttpKind, InputKind, InputSpec, ProxySetting, ResolvedConfig,
+    ResolvedServer, ServerConfig, ToolFilter, TransportConfig,
 };
 use crate::validate::{header_value_problem, is_no_proxy, join, proxy_problem, url_problem};
 use crate::{ConfigError, Fingerprint, Format, McpConfig, Problem, Report, Secret};
@@ -73,6 +73,7 @@ pub struct Resolve<'a> {
     env: EnvLookup<'a>,
     key: &'a FingerprintKey,
     only: Option<&'a str>,
+    inputs: Option<&'a BTreeMap<String, Secret>>,
 }
 
 impl std::fmt::Debug for Resolve<'_> {
@@ -90,7 +91,17 @@ impl<'a> Resolve<'a> {
             env,
             key: FingerprintKey::per_process(),
             only: None,
+            inputs: None,
         }
+    }
+
+    /// The values of VS Code's inputs (`${input:ID}`), by id, as the user
+    /// gave them (a program asks on a terminal, or reads its command line;
+    /// [`McpConfig::inputs_used`] says which are needed). One without a
+    /// value is an error naming the input and its description.
+    pub fn inputs(mut self, values: &'a BTreeMap<String, Secret>) -> Self {
+        self.inputs = Some(values);
+        self
     }
 
     /// Fingerprints under `key` (see [`resolve_with_key`]).
@@ -155,6 +166,10 @@ fn resolve_config(config: &McpConfig, how: &Resolve<'_>) -> Result<ResolvedConfi
             format: config.format,
             problems: &mut problems,
             key,
+            dialect: Dialect::of(config.format),
+            inputs: how.inputs,
+            specs: &config.inputs,
+            workspace: workspace_folder(config),
         };
         if let Some(s) = r.server(name, server, config) {
             servers.insert(name.clone(), s);
@@ -176,32 +191,141 @@ fn resolve_config(config: &McpConfig, how: &Resolve<'_>) -> Result<ResolvedConfi
     })
 }
 
+/// The project folder an editor's `${workspaceFolder}` names: the folder
+/// holding the `.vscode` (`.cursor`, `.windsurf`) folder the file is in.
+fn workspace_folder(config: &McpConfig) -> Option<String> {
+    let dir = config.source.as_ref()?.parent()?;
+    let name = dir.file_name()?.to_str()?;
+    matches!(name, ".vscode" | ".cursor" | ".windsurf")
+        .then(|| dir.parent())
+        .flatten()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
 struct Resolver<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
     base: String,
     format: Format,
     problems: &'a mut Vec<Problem>,
     key: &'a FingerprintKey,
+    dialect: Dialect,
+    inputs: Option<&'a BTreeMap<String, Secret>>,
+    specs: &'a [InputSpec],
+    workspace: Option<String>,
+}
+
+/// What a template's references expand to.
+struct Ctx<'r> {
+    env: &'r dyn Fn(&str) -> Option<String>,
+    inputs: Option<&'r BTreeMap<String, Secret>>,
+    workspace: Option<&'r str>,
+}
+
+impl Values for Ctx<'_> {
+    fn env(&self, name: &str) -> Option<String> {
+        (self.env)(name)
+    }
+    fn input(&self, id: &str) -> Option<String> {
+        self.inputs?.get(id).map(|v| v.expose().to_owned())
+    }
+    fn workspace_folder(&self) -> Option<String> {
+        self.workspace.map(str::to_owned)
+    }
 }
 
 impl Resolver<'_> {
+    fn missing_message(&self, m: &Missing) -> String {
+        match m {
+            Missing::Env(n) => format!(
+                "environment variable `{n}` is not set; set it, or write `${{{n}:-default}}` for a default"
+            ),
+            Missing::Input(id) => match self.specs.iter().find(|s| &s.id == id) {
+                Some(spec) => {
+                    let what = spec
+                        .description
+                        .as_deref()
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default();
+                    format!(
+                        "input `{id}`{what} has no value; give it (`mcp` takes `--input {id}=VALUE`, or asks on a terminal)"
+                    )
+                }
+                None => format!("`${{input:{id}}}` names no input; declare it under `inputs`"),
+            },
+            Missing::WorkspaceFolder => "`${workspaceFolder}` has no value: the file is not in a project's `.vscode` (or `.cursor`) folder".to_owned(),
+            Missing::UserHome => "`${userHome}` has no value: neither HOME nor USERPROFILE is set".to_owned(),
+        }
+    }
+
     fn expand(&mut self, path: String, template: &str) -> Option<String> {
-        match expand::expand(template, self.env) {
-            Ok(v) => Some(v),
-            Err(ExpandError::Missing(names)) => {
-                for n in names {
-                    self.problems.push(Problem::error(
-                        path.clone(),
-                        format!(
-                            "environment variable `{n}` is not set; set it, or write `${{{n}:-default}}` for a default"
-                        ),
-                    ));
+        let ctx = Ctx {
+            env: self.env,
+            inputs: self.inputs,
+            workspace: self.workspace.as_deref(),
+        };
+        match expand::expand(template, self.dialect, &ctx) {
+            Ok(v) => {
+                self.check_picks(&path, template);
+                Some(v)
+            }
+            Err(ExpandError::Missing(missing)) => {
+                for m in missing {
+                    let message = self.missing_message(&m);
+                    self.problems.push(Problem::error(path.clone(), message));
                 }
                 None
             }
             Err(ExpandError::Syntax(e)) => {
                 self.problems.push(Problem::error(path, e.0));
                 None
+            }
+        }
+    }
+
+    /// A `pickString` input's value must be one of its options.
+    fn check_picks(&mut self, path: &str, template: &str) {
+        for r in expand::refs(template, self.dialect) {
+            let expand::Ref::Input(id) = r else { continue };
+            let Some(spec) = self.specs.iter().find(|s| s.id == id) else {
+                continue;
+            };
+            let value = self.inputs.and_then(|i| i.get(id));
+            if spec.kind == InputKind::PickString
+                && let Some(v) = value
+                && !spec.options.iter().any(|o| o == v.expose())
+            {
+                self.problems.push(Problem::error(
+                    path,
+                    format!("input `{id}` must be one of {}", spec.options.join(", ")),
+                ));
+            }
+        }
+    }
+
+    /// `envFile`'s variables, read from the file (relative to the config's folder).
+    fn env_file(
+        &mut self,
+        template: &str,
+        source: Option<&std::path::Path>,
+    ) -> BTreeMap<String, String> {
+        let path = join(&self.base, "envFile");
+        let Some(file) = self.expand(path.clone(), template) else {
+            return BTreeMap::new();
+        };
+        let mut file = PathBuf::from(file);
+        if file.is_relative()
+            && let Some(dir) = source.and_then(std::path::Path::parent)
+        {
+            file = dir.join(file);
+        }
+        match std::fs::read_to_string(&file) {
+            Ok(text) => crate::envfile::parse(&text).0,
+            Err(e) => {
+                self.problems.push(Problem::error(
+                    path,
+                    format!("cannot read the env file {}: {e}", file.display()),
+                ));
+                BTreeMap::new()
             }
         }
     }
@@ -247,6 +371,11 @@ impl Resolver<'_> {
             for (k, v) in &s.env {
                 if let Some(v) = self.expand(join(&join(&self.base, "env"), k), v.expose()) {
                     env.insert(k.clone(), Secret::new(v));
+                }
+            }
+            if let Some(t) = &s.env_file {
+                for (k, v) in self.env_file(t, config.source.as_deref()) {
+                    env.entry(k).or_insert_with(|| Secret::new(v));
                 }
             }
             for k in &s.env_vars {
@@ -363,6 +492,7 @@ impl Resolver<'_> {
                 exclude: s.exclude_tools.iter().cloned().collect(),
             },
             protocol_version: s.protocol_version,
+            trust: s.trust,
             oauth: None,
             fingerprint: Fingerprint::UNSET,
         };
