@@ -26,6 +26,7 @@ mod diagnosis;
 mod direct;
 mod elicit;
 mod features;
+mod inputs;
 mod oauth;
 mod output;
 mod probe;
@@ -46,6 +47,10 @@ struct Cli {
     /// Log what the client does (to stderr).
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// A value for a VS Code input of the config, `ID=VALUE` (repeatable);
+    /// inputs not given are asked on a terminal.
+    #[arg(long = "input", value_name = "ID=VALUE", global = true)]
+    input: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -113,8 +118,9 @@ pub(crate) struct TargetArgs {
     /// HTTP, falling back to SSE on 400/404/405).
     #[arg(long, value_name = "KIND", default_value = "auto", requires = "url")]
     pub(crate) transport: String,
-    /// A config file (or a folder holding one): OpenClaw settings.json or
-    /// config.toml, Claude Desktop, Cursor, VS Code, Codex.
+    /// A config file (or a folder holding one): Claude Desktop, Claude
+    /// Code, Cursor, VS Code, Codex, Gemini CLI, Windsurf, Zed, OpenCode,
+    /// OpenClaw.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     /// With --config: only this server.
@@ -208,7 +214,8 @@ pub(crate) enum ConfigCommand {
         #[arg(long)]
         strict: bool,
         /// The format, when detection is not wanted (openclaw-json,
-        /// openclaw-toml, claude-desktop, cursor, vscode, codex).
+        /// openclaw-toml, claude-desktop, claude-code, cursor, vscode, codex,
+        /// gemini-cli, windsurf, zed, opencode).
         #[arg(long)]
         format: Option<String>,
     },
@@ -235,6 +242,10 @@ fn main() -> ExitCode {
             .init();
     }
     let style = Style::detect();
+    if let Err(e) = inputs::give(&cli.input) {
+        term::errln!("mcp: {e}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Probe(a) => run_async(probe::probe(
             a.target,

@@ -223,13 +223,18 @@ pub(crate) fn load_config(
     if let Some(name) = server {
         options = options.server(name);
     }
+    // Claude Code's local scope: the project is the folder `mcp` runs in.
+    if let Ok(dir) = std::env::current_dir() {
+        options = options.project(dir);
+    }
     // Each error names the file itself.
     let loaded = mcp_config::load_path(path, &options).map_err(|e| e.to_string())?;
     for problem in &loaded.report.problems {
         term::errln!("mcp: {}: {problem}", path.display());
     }
     let env = mcp_config::process_env;
-    let mut how = mcp_config::Resolve::new(&env);
+    let inputs = crate::inputs::for_config(&loaded.config, server);
+    let mut how = mcp_config::Resolve::new(&env).inputs(&inputs);
     if let Some(name) = server {
         how = how.only(name);
     }

@@ -83,3 +83,111 @@ fn the_asked_server_s_own_problem_fails_naming_the_file_once() {
         "{stderr}"
     );
 }
+
+/// Each client's file: checked clean, shown under its client's name, and
+/// its demo server's tools listed (tool filters applied).
+#[test]
+fn every_format_is_checked_shown_and_used() {
+    let cases: [(&str, &str, &[&str]); 7] = [
+        ("vscode/.vscode/mcp.json", "VS Code, format vscode", &[]),
+        (
+            "claude-code/.mcp.json",
+            "Claude Code, format claude-code",
+            &[],
+        ),
+        ("claude-code", "Claude Code, format claude-code", &[]),
+        (
+            "gemini/.gemini/settings.json",
+            "Gemini CLI, format gemini-cli",
+            &["fail", "read_file"],
+        ),
+        (
+            "windsurf/mcp_config.json",
+            "Windsurf, format windsurf",
+            &["get_env"],
+        ),
+        ("zed/settings.json", "Zed, format zed", &[]),
+        ("opencode/opencode.jsonc", "OpenCode, format opencode", &[]),
+    ];
+    for (p, label, hidden) in cases {
+        let file = path_of(p);
+        let (out, stdout, stderr) = run(&["config", "check", &file]);
+        assert!(out.status.success(), "{p}: {stdout}\n{stderr}");
+        assert!(stdout.contains("ok: no problems"), "{p}: {stdout}");
+        let (out, stdout, stderr) = run(&[
+            "config",
+            "show",
+            &file,
+            "--input",
+            "demo-token=tok-from-flag",
+        ]);
+        assert!(out.status.success(), "{p}: {stdout}\n{stderr}");
+        assert!(stdout.contains(&format!("({label})")), "{p}: {stdout}");
+        assert!(stdout.contains("server demo: stdio"), "{p}: {stdout}");
+        assert!(!stdout.contains("tok-from-flag"), "{p}: {stdout}");
+        let (out, stdout, stderr) = run(&[
+            "tools",
+            "--config",
+            &file,
+            "--input",
+            "demo-token=tok-from-flag",
+        ]);
+        assert!(out.status.success(), "{p}: {stdout}\n{stderr}");
+        assert!(stdout.contains("demo__echo"), "{p}: {stdout}");
+        for tool in hidden {
+            assert!(
+                !stdout.contains(&format!("demo__{tool}")),
+                "{p} shows {tool}: {stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gemini_trust_and_filters_are_shown() {
+    let (out, stdout, _) = run(&["config", "show", &path_of("gemini")]);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("  tools: only add, echo, fail; never fail"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  trust: yes"), "{stdout}");
+    assert!(stdout.contains("request timeout: 20s"), "{stdout}");
+}
+
+/// A filtered-out tool is not callable either.
+#[test]
+fn a_filtered_out_tool_cannot_be_called() {
+    let file = path_of("gemini/.gemini/settings.json");
+    let (out, stdout, stderr) = run(&["call", "--config", &file, "demo__fail"]);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    let (out, stdout, stderr) = run(&[
+        "call",
+        "--config",
+        &file,
+        "demo__echo",
+        "--args",
+        r#"{"text": "hi"}"#,
+    ]);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("hi"), "{stdout}");
+}
+
+/// Without `--input` and off a terminal, the error names the input and
+/// its description, once.
+#[test]
+fn a_missing_input_names_itself() {
+    let file = path_of("vscode/.vscode/mcp.json");
+    let (out, stdout, stderr) = run(&["tools", "--config", &file]);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        stderr
+            .matches("input `demo-token` (Demo token) has no value")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("servers.demo.env.DEMO_TOKEN"), "{stderr}");
+    let (out, _, stderr) = run(&["tools", "--config", &file, "--input", "no-equals"]);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+}

@@ -462,3 +462,47 @@ fn secrets_from_inputs_and_env_files_stay_out_of_debug() {
     assert!(!err.to_string().contains("s3cret-region"), "{err}");
     assert!(matches!(err, ConfigError::Unresolved { .. }));
 }
+
+/// Tool filters, from every format that has them, are part of the server:
+/// a changed filter is a changed fingerprint; the order written is not.
+#[test]
+fn tool_filters_of_every_format_enter_the_fingerprint() {
+    let fp = |text: &str, format: Format| {
+        let loaded = parse_str(text, &Options::new().format(format)).unwrap();
+        let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+        (r.servers["a"].fingerprint, r.servers["a"].tools.clone())
+    };
+    let codex = |tools: &str| {
+        fp(
+            &format!("[mcp_servers.a]\ncommand = \"x\"\n{tools}"),
+            Format::Codex,
+        )
+    };
+    let gemini = |tools: &str| {
+        fp(
+            &format!(r#"{{"mcpServers": {{"a": {{"command": "x"{tools}}}}}}}"#),
+            Format::GeminiCli,
+        )
+    };
+    let windsurf = |tools: &str| {
+        fp(
+            &format!(r#"{{"mcpServers": {{"a": {{"command": "x"{tools}}}}}}}"#),
+            Format::Windsurf,
+        )
+    };
+    let (open, filter) = codex("");
+    assert!(filter.allows("anything"));
+    let (only_a, filter) = codex("enabled_tools = [\"a\", \"b\"]");
+    assert!(filter.allows("a") && !filter.allows("c"));
+    let (not_b, filter) = codex("disabled_tools = [\"b\"]");
+    assert!(!filter.allows("b") && filter.allows("a"));
+    assert_ne!(open, only_a);
+    assert_ne!(open, not_b);
+    assert_ne!(only_a, not_b);
+    assert_eq!(only_a, codex("enabled_tools = [\"b\", \"a\"]").0);
+    // Gemini's includeTools is Codex's enabled_tools; excludeTools its disabled_tools.
+    assert_eq!(gemini(r#", "includeTools": ["a", "b"]"#).0, only_a);
+    assert_eq!(gemini(r#", "excludeTools": ["b"]"#).0, not_b);
+    // Windsurf's disabledTools too.
+    assert_eq!(windsurf(r#", "disabledTools": ["b"]"#).0, not_b);
+}
