@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use mcp_config::{
     ConfigError, EnvLookup, FingerprintKey, Loaded, McpConfig, Options, Problem, ProxySetting,
-    Report, ResolvedConfig, Severity, TransportConfig, has_vars, load_path, redact_url, resolve,
-    resolve_with_key,
+    Report, Resolve, ResolvedConfig, Severity, TransportConfig, has_vars, has_vars_in, load_path,
+    redact_url,
 };
 use serde_json::Value;
 
@@ -110,9 +110,13 @@ fn fingerprint_key() -> ShowKey {
     }
 }
 
-/// `--format` and `--strict`; an unknown format is a usage error.
+/// `--format` and `--strict`; an unknown format is a usage error. The
+/// project (Claude Code's local scope) is the folder `mcp` runs in.
 fn options(format: Option<String>, strict: bool) -> Result<Options, ExitCode> {
     let mut options = Options::new().strict(strict);
+    if let Ok(dir) = std::env::current_dir() {
+        options = options.project(dir);
+    }
     if let Some(f) = format {
         match f.parse::<mcp_config::Format>() {
             Ok(f) => options = options.format(f),
@@ -140,8 +144,10 @@ fn check(loaded: Result<Loaded, ConfigError>, env: Option<EnvLookup<'_>>) -> Rep
         Ok(Loaded {
             config, mut report, ..
         }) => {
+            // Inputs are not asked for: the given ones, else stand-ins.
+            let inputs = crate::inputs::for_check(&config);
             if let Some(env) = env
-                && let Err(e) = resolve(&config, env)
+                && let Err(e) = Resolve::new(env).inputs(&inputs).run(&config)
             {
                 match e {
                     ConfigError::Unresolved { report: r, .. } => report.problems.extend(r.problems),
@@ -166,7 +172,11 @@ fn show(
     key: &ShowKey,
 ) -> Result<Vec<String>, ConfigError> {
     let loaded = load_path(path, options)?;
-    let resolved = resolve_with_key(&loaded.config, env, &key.key)?;
+    let inputs = crate::inputs::for_config(&loaded.config, None);
+    let resolved = Resolve::new(env)
+        .key(&key.key)
+        .inputs(&inputs)
+        .run(&loaded.config)?;
     let mut lines = show_lines(&loaded.config, &resolved);
     // Which key the fingerprints hold under: compare them only with ones
     // made under the same.
@@ -197,14 +207,15 @@ fn human(d: Duration) -> String {
 /// cwd or URL that came from `${VAR}` shown as written rather than expanded.
 fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
     let mut out = Vec::new();
+    let label = format!("{}, format {}", resolved.format.client(), resolved.format);
     if let Some(src) = &resolved.source {
-        out.push(format!("config: {} ({})", src.display(), resolved.format));
+        out.push(format!("config: {} ({label})", src.display()));
     } else {
-        out.push(format!("config: <input> ({})", resolved.format));
+        out.push(format!("config: <input> ({label})"));
     }
     out.push(format!("session fingerprint: {}", resolved.fingerprint));
     let as_written = |resolved: &str, raw: Option<&String>| match raw {
-        Some(raw) if has_vars(raw) => raw.clone(),
+        Some(raw) if has_vars(raw) || has_vars_in(config.format, raw) => raw.clone(),
         _ => resolved.to_owned(),
     };
     for (name, s) in &resolved.servers {
@@ -308,6 +319,12 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
             };
             out.push(format!("  tools: {inc}{exc}"));
         }
+        if let Some(trust) = s.trust {
+            out.push(format!(
+                "  trust: {} (nothing is confirmed here either way)",
+                if trust { "yes" } else { "no" }
+            ));
+        }
         if let Some(pv) = &s.protocol_version {
             out.push(format!(
                 "  protocol version: {}",
@@ -333,7 +350,7 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
 mod tests {
     use std::path::PathBuf;
 
-    use mcp_config::parse_str;
+    use mcp_config::{parse_str, resolve, resolve_with_key};
 
     use super::*;
 

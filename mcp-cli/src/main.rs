@@ -28,6 +28,7 @@ mod diagnosis;
 mod direct;
 mod elicit;
 mod features;
+mod inputs;
 mod list;
 mod manage;
 mod oauth;
@@ -50,6 +51,10 @@ struct Cli {
     /// Log what the client does (to stderr).
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// A value for a VS Code input of the config, `ID=VALUE` (repeatable);
+    /// inputs not given are asked on a terminal.
+    #[arg(long = "input", value_name = "ID=VALUE", global = true)]
+    input: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -124,8 +129,9 @@ pub(crate) struct TargetArgs {
     /// HTTP, falling back to SSE on 400/404/405).
     #[arg(long, value_name = "KIND", default_value = "auto", requires = "url")]
     pub(crate) transport: String,
-    /// A config file (or a folder holding one): OpenClaw settings.json or
-    /// config.toml, Claude Desktop, Cursor, VS Code, Codex.
+    /// A config file (or a folder holding one): Claude Desktop, Claude
+    /// Code, Cursor, VS Code, Codex, Gemini CLI, Windsurf, Zed, OpenCode,
+    /// OpenClaw.
     #[arg(long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
     /// With --config: only this server.
@@ -219,7 +225,8 @@ pub(crate) enum ConfigCommand {
         #[arg(long)]
         strict: bool,
         /// The format, when detection is not wanted (openclaw-json,
-        /// openclaw-toml, claude-desktop, cursor, vscode, codex).
+        /// openclaw-toml, claude-desktop, claude-code, cursor, vscode, codex,
+        /// gemini-cli, windsurf, zed, opencode).
         #[arg(long)]
         format: Option<String>,
     },
@@ -246,6 +253,10 @@ fn main() -> ExitCode {
             .init();
     }
     let style = Style::detect();
+    if let Err(e) = inputs::give(&cli.input) {
+        term::errln!("mcp: {e}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Probe(a) => run_async(probe::probe(
             a.target,

@@ -212,34 +212,35 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
     }])
 }
 
-/// Loads, validates and resolves a config; with `server`, only that server
-/// (an error names the ones there are).
+/// Loads, validates and resolves a config; with `server`, only that server:
+/// another server's problems are printed as warnings (each once, with its
+/// path) and nothing of it is resolved.
 pub(crate) fn load_config(
     path: &std::path::Path,
     server: Option<&str>,
 ) -> Result<mcp_config::ResolvedConfig, String> {
-    let loaded =
-        mcp_config::load_path(path, &mcp_config::Options::new()).map_err(|e| e.to_string())?;
-    if loaded.report.has_errors() {
-        let lines = loaded.report.lines().join("\n  ");
-        return Err(format!("{} has errors:\n  {lines}", path.display()));
+    let mut options = mcp_config::Options::new();
+    if let Some(name) = server {
+        options = options.server(name);
     }
-    let mut resolved = mcp_config::resolve(&loaded.config, &mcp_config::process_env)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    // Claude Code's local scope: the project is the folder `mcp` runs in.
+    if let Ok(dir) = std::env::current_dir() {
+        options = options.project(dir);
+    }
+    // Each error names the file itself.
+    let loaded = mcp_config::load_path(path, &options).map_err(|e| e.to_string())?;
+    for problem in &loaded.report.problems {
+        term::errln!("mcp: {}: {problem}", path.display());
+    }
+    let env = mcp_config::process_env;
+    let inputs = crate::inputs::for_config(&loaded.config, server);
+    let mut how = mcp_config::Resolve::new(&env).inputs(&inputs);
+    if let Some(name) = server {
+        how = how.only(name);
+    }
+    let resolved = how.run(&loaded.config).map_err(|e| e.to_string())?;
     for server in resolved.servers.values() {
         keep_secrets_of(server);
-    }
-    if let Some(name) = server {
-        if !resolved.servers.contains_key(name) {
-            let known: Vec<_> = resolved.servers.keys().cloned().collect();
-            let why = if resolved.disabled.contains(name) {
-                " (it is disabled)".to_string()
-            } else {
-                format!(" (it has: {})", known.join(", "))
-            };
-            return Err(format!("{} has no server {name:?}{why}", path.display()));
-        }
-        resolved.servers.retain(|n, _| n == name);
     }
     Ok(resolved)
 }

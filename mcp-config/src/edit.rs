@@ -64,8 +64,8 @@ enum Kinds {
         streamable: &'static str,
         sse: &'static str,
     },
-    /// The URL's own key says which (Gemini CLI: `httpUrl` or `url`).
-    #[allow(dead_code)] // the Gemini entry comes with its format
+    /// The URL's own key says which (Gemini CLI: `httpUrl` or `url`;
+    /// Windsurf's `serverUrl` for both, the client picking).
     UrlKey {
         streamable: &'static str,
         sse: &'static str,
@@ -94,6 +94,9 @@ struct Spec {
     /// A file name that only this format uses: such a file is made when
     /// missing.
     own_file_names: &'static [&'static str],
+    /// Why servers cannot be added to this format yet (its entries have a
+    /// shape of their own this writer does not make); removing still works.
+    no_add: Option<&'static str>,
 }
 
 /// The table: one entry per format.
@@ -114,6 +117,7 @@ fn spec(format: Format) -> Spec {
         stdio_type: None,
         remote: OPENCLAW,
         own_file_names: &[],
+        no_add: None,
     };
     match format {
         Format::OpenClawJson => base,
@@ -160,6 +164,56 @@ fn spec(format: Format) -> Spec {
                 kinds: Kinds::StreamableOnly,
                 headers: "http_headers",
             }),
+            ..base
+        },
+        // `.mcp.json` and `~/.claude.json`'s user scope (the local scope,
+        // `projects.<folder>.mcpServers`, is not written).
+        Format::ClaudeCode => Spec {
+            remote: Ok(Remote {
+                kinds: Kinds::Key {
+                    key: "type",
+                    auto: Some("http"),
+                    streamable: "http",
+                    sse: "sse",
+                },
+                headers: "headers",
+            }),
+            own_file_names: &[".mcp.json"],
+            ..base
+        },
+        Format::GeminiCli => Spec {
+            syntax: Syntax::Jsonc,
+            remote: Ok(Remote {
+                kinds: Kinds::UrlKey {
+                    streamable: "httpUrl",
+                    sse: "url",
+                },
+                headers: "headers",
+            }),
+            ..base
+        },
+        Format::Windsurf => Spec {
+            remote: Ok(Remote {
+                kinds: Kinds::UrlKey {
+                    streamable: "serverUrl",
+                    sse: "serverUrl",
+                },
+                headers: "headers",
+            }),
+            ..base
+        },
+        Format::Zed => Spec {
+            syntax: Syntax::Jsonc,
+            servers_at: &["context_servers"],
+            remote: Err("this writer adds local (stdio) servers to Zed's settings only"),
+            ..base
+        },
+        Format::OpenCode => Spec {
+            syntax: Syntax::Jsonc,
+            servers_at: &["mcp"],
+            no_add: Some(
+                "OpenCode's entries (`type: local|remote`, the command as one array, `environment`) are not written by `mcp add` yet; add it in opencode.json by hand",
+            ),
             ..base
         },
     }
@@ -285,6 +339,14 @@ pub enum EditError {
         line: usize,
         /// Where (1-based, in characters).
         column: usize,
+    },
+    /// This writer does not add servers to this format.
+    #[error("{why}")]
+    NotWritable {
+        /// The format.
+        format: Format,
+        /// Why, and what to do instead.
+        why: &'static str,
     },
     /// The format could not be told from the file.
     #[error(
@@ -514,6 +576,9 @@ pub fn add_server(
 ) -> Result<String, EditError> {
     check_name(name)?;
     let spec = spec(format);
+    if let Some(why) = spec.no_add {
+        return Err(EditError::NotWritable { format, why });
+    }
     let node = record(&spec, name, server)?;
     let replace = existing == Existing::Replace;
     match spec.syntax {

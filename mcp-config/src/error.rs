@@ -28,9 +28,10 @@ pub enum ConfigError {
     },
     /// The format could not be detected from the content.
     #[error(
-        "{origin}: cannot tell which config format this is (no `mcpServers`, `servers` or \
-         `mcp_servers` found); name the format: openclaw-json, openclaw-toml, claude-desktop, \
-         cursor, vscode or codex"
+        "{origin}: cannot tell which config format this is (no `mcpServers`, `servers`, \
+         `mcp_servers`, `context_servers` or `mcp` found); name the format: openclaw-json, \
+         openclaw-toml, claude-desktop, cursor, vscode, codex, claude-code, gemini-cli, windsurf, \
+         zed or opencode"
     )]
     UnknownFormat {
         /// The file (or `<input>`).
@@ -64,6 +65,18 @@ pub enum ConfigError {
         /// All problems, warnings included.
         report: Report,
     },
+    /// The one server asked for is not in the file, or is disabled.
+    #[error("{origin}: {}", describe_missing(name, known, *disabled))]
+    UnknownServer {
+        /// The file (or `<input>`).
+        origin: String,
+        /// The name asked for.
+        name: String,
+        /// The servers the file has.
+        known: Vec<String>,
+        /// It is there, but disabled.
+        disabled: bool,
+    },
     /// `${VAR}` expansion failed (missing variables and values that became invalid).
     #[error("{origin}: cannot resolve the MCP config:\n{report}")]
     Unresolved {
@@ -91,5 +104,15 @@ fn describe_files(files: &[PathBuf]) -> String {
     match names.as_slice() {
         [a, b] => format!("both {a} and {b}"),
         _ => format!("several config files ({})", names.join(", ")),
+    }
+}
+
+fn describe_missing(name: &str, known: &[String], disabled: bool) -> String {
+    if disabled {
+        format!("server `{name}` is disabled; enable it to use it")
+    } else if known.is_empty() {
+        format!("no server `{name}`: the file has no servers")
+    } else {
+        format!("no server `{name}` (it has: {})", known.join(", "))
     }
 }

@@ -8,13 +8,20 @@ use crate::validate::document_to_model;
 use crate::{ConfigError, Format, McpConfig, Report};
 
 /// How to load a config.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
     /// The format, or `None` to detect it from the file name and content.
     pub format: Option<Format>,
     /// Treat warnings (unknown keys, ignored fields) as errors.
     pub strict: bool,
+    /// Only this server is wanted: another server's errors become warnings
+    /// (that server is left out), and a name the file lacks is an error.
+    pub server: Option<String>,
+    /// The project folder, for Claude Code's `~/.claude.json`: its local
+    /// scope (`projects.<this folder>.mcpServers`) is read beside the user
+    /// scope, and wins on a name both have. `mcp` gives its working folder.
+    pub project: Option<PathBuf>,
 }
 
 impl Options {
@@ -32,6 +39,18 @@ impl Options {
     /// Strict mode: warnings are errors.
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
+        self
+    }
+
+    /// The project folder (Claude Code's local scope).
+    pub fn project(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.project = Some(dir.into());
+        self
+    }
+
+    /// Only this server is wanted (`--server NAME`): see [`Options::server`](Self#structfield.server).
+    pub fn server(mut self, name: impl Into<String>) -> Self {
+        self.server = Some(name.into());
         self
     }
 }
@@ -52,8 +71,13 @@ pub const FOLDER_CANDIDATES: &[&str] = &[
     "config.toml",
     "claude_desktop_config.json",
     "mcp.json",
+    ".mcp.json",
     ".cursor/mcp.json",
     ".vscode/mcp.json",
+    ".gemini/settings.json",
+    "mcp_config.json",
+    "opencode.json",
+    "opencode.jsonc",
 ];
 
 /// Parses config text; the format is detected unless named in `options`.
@@ -114,7 +138,7 @@ fn parse_inner(text: &str, path: Option<&Path>, options: &Options) -> Result<Loa
         None => {
             let is_toml = match ext {
                 Some("toml") => true,
-                Some("json") => false,
+                Some("json" | "jsonc") => false,
                 _ => !text.trim_start().starts_with('{'),
             };
             let doc = parse_syntax(text, is_toml, &origin)?;
@@ -124,15 +148,22 @@ fn parse_inner(text: &str, path: Option<&Path>, options: &Options) -> Result<Loa
             (doc, format)
         }
     };
-    let ((servers, agent), report) = document_to_model(&document, format, options.strict);
+    let project = options.project.as_ref().map(|p| p.to_string_lossy());
+    let (mut model, mut report) =
+        document_to_model(&document, format, options.strict, project.as_deref());
+    if let Some(name) = &options.server {
+        crate::select::keep_one(&mut model, &mut report, name, &origin)?;
+    }
     if report.has_errors() {
         return Err(ConfigError::Invalid { origin, report });
     }
     let config = McpConfig {
-        servers,
-        agent,
+        servers: model.servers,
+        agent: model.agent,
         format,
         source: path.map(Path::to_path_buf),
+        locations: model.locations,
+        inputs: model.inputs,
     };
     Ok(Loaded { config, report })
 }
@@ -157,9 +188,12 @@ fn parse_syntax(text: &str, is_toml: bool, origin: &str) -> Result<Value, Config
             }
         })
     } else {
-        serde_json::from_str::<Value>(text).map_err(|e| ConfigError::Syntax {
-            origin: origin.to_owned(),
-            message: format!("not valid JSON: {e}"),
+        // Comments and trailing commas are read as the editors read them.
+        serde_json::from_str::<Value>(&crate::jsonc::to_json(text)).map_err(|e| {
+            ConfigError::Syntax {
+                origin: origin.to_owned(),
+                message: format!("not valid JSON: {e}"),
+            }
         })
     }
 }
@@ -186,6 +220,29 @@ const CODEX_KEYS: &[&str] = &[
     "enabled_tools",
     "disabled_tools",
     "env_vars",
+];
+
+/// Keys only Gemini CLI's server records have.
+const GEMINI_KEYS: &[&str] = &[
+    "httpUrl",
+    "trust",
+    "includeTools",
+    "excludeTools",
+    "timeout",
+];
+
+/// Top-level keys of Gemini CLI's `settings.json` (none is OpenClaw's).
+const GEMINI_TOP: &[&str] = &[
+    "selectedAuthType",
+    "theme",
+    "general",
+    "ui",
+    "security",
+    "telemetry",
+    "contextFileName",
+    "allowMCPServers",
+    "excludeMCPServers",
+    "coreTools",
 ];
 
 /// Detects the format from the content, using the file name as a hint.
@@ -228,6 +285,54 @@ pub(crate) fn detect(doc: &Value, is_toml: bool, path: Option<&Path>) -> Option<
     }
     if obj.contains_key("servers") && !obj.contains_key("mcpServers") {
         return Some(Format::VsCode);
+    }
+    if has_table("context_servers") {
+        return Some(Format::Zed);
+    }
+    if let Some(mcp) = obj.get("mcp").and_then(Value::as_object) {
+        let schema = obj.get("$schema").and_then(Value::as_str).unwrap_or("");
+        let opencode_records = |m: &serde_json::Map<String, Value>| {
+            m.values().filter_map(Value::as_object).any(|r| {
+                matches!(
+                    r.get("type").and_then(Value::as_str),
+                    Some("local" | "remote")
+                ) || r.get("command").is_some_and(Value::is_array)
+            })
+        };
+        let nested = mcp.get("servers").and_then(Value::as_object);
+        if file_name.starts_with("opencode.")
+            || schema.contains("opencode")
+            || opencode_records(mcp)
+            || nested.is_some_and(opencode_records)
+        {
+            return Some(Format::OpenCode);
+        }
+        if nested.is_some() {
+            return Some(Format::VsCode);
+        }
+    }
+    let parent = path
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    match file_name {
+        ".mcp.json" | ".claude.json" => return Some(Format::ClaudeCode),
+        "mcp_config.json" => return Some(Format::Windsurf),
+        "settings.json" if parent == ".gemini" => return Some(Format::GeminiCli),
+        _ => {}
+    }
+    if obj.contains_key("projects") && obj.contains_key("mcpServers") {
+        return Some(Format::ClaudeCode);
+    }
+    if has_table("agent") || has_table("llm") || records_have("mcpServers", OPENCLAW_KEYS) {
+        return Some(Format::OpenClawJson);
+    }
+    if records_have("mcpServers", GEMINI_KEYS) || GEMINI_TOP.iter().any(|k| obj.contains_key(*k)) {
+        return Some(Format::GeminiCli);
+    }
+    if records_have("mcpServers", &["serverUrl"]) {
+        return Some(Format::Windsurf);
     }
     match file_name {
         "settings.json" => return Some(Format::OpenClawJson),

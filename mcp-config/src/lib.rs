@@ -8,9 +8,22 @@
 //! | OpenClaw JSON | `settings.json` | `mcpServers`, defaults in `agent` |
 //! | OpenClaw TOML | `config.toml` | `[mcp_servers.NAME]`, defaults in `[agent]` |
 //! | Claude Desktop | `claude_desktop_config.json` | `mcpServers` |
-//! | Cursor | `mcp.json` | `mcpServers` |
-//! | VS Code | `.vscode/mcp.json` | `servers` (`type: stdio\|http\|sse`) |
-//! | Codex | `config.toml` | `[mcp_servers.NAME]` (`bearer_token_env_var`, `http_headers`, …) |
+//! | Claude Code | `.mcp.json`, `~/.claude.json` | `mcpServers`; local scope `projects.<path>.mcpServers` |
+//! | Cursor | `.cursor/mcp.json` | `mcpServers` (`envFile`, `${workspaceFolder}`) |
+//! | VS Code | `.vscode/mcp.json`, `settings.json` | `servers` / `mcp.servers` (`type: stdio\|http\|sse`), `inputs` |
+//! | Codex | `config.toml` | `[mcp_servers.NAME]` (`bearer_token_env_var`, `http_headers`, `enabled_tools`, …) |
+//! | Gemini CLI | `.gemini/settings.json` | `mcpServers` (`httpUrl`, `url` = SSE, `timeout`, `trust`, `includeTools`, `$VAR`) |
+//! | Windsurf | `mcp_config.json` | `mcpServers` (`serverUrl`, `disabledTools`) |
+//! | Zed | `settings.json` | `context_servers` (`command` a string or `{path, args, env}`) |
+//! | OpenCode | `opencode.json(c)` | `mcp` or `mcp.servers` (`type: local\|remote`, command lists, `environment`, `{env:VAR}`) |
+//!
+//! JSON files may hold comments and trailing commas (JSONC), as the editors
+//! write them. Each format's own references expand as its client does:
+//! `${VAR}` everywhere; VS Code's `${input:ID}` (values the program gives:
+//! [`Resolve::inputs`], [`McpConfig::inputs_used`]), `${workspaceFolder}`
+//! (the folder holding `.vscode/`) and `${userHome}`. [`Options::server`]
+//! and [`Resolve::only`] take one server alone: another's problems are then
+//! warnings, and nothing of it is expanded.
 //!
 //! The steps, each its own function:
 //!
@@ -81,26 +94,29 @@
 //! ```
 
 pub mod edit;
+mod envfile;
 mod error;
 mod expand;
 mod fingerprint;
 mod formats;
+mod jsonc;
 mod model;
 mod report;
 mod resolve;
+mod select;
 mod validate;
 
 pub use error::ConfigError;
-pub use expand::has_vars;
+pub use expand::{has_vars, has_vars_in};
 pub use fingerprint::{Fingerprint, FingerprintKey, KeyUnavailable};
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
 pub use mcp_protocol::ProtocolPin;
 pub use mcp_protocol::secret::Secret;
 pub use model::{
-    AgentDefaults, DeclaredTransport, Format, HttpKind, McpConfig, OAuthSettings, ProxySetting,
-    ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter, TransportConfig, UnknownFormatName,
-    pin_spelling, redact_url,
+    AgentDefaults, DeclaredTransport, Format, HttpKind, InputKind, InputSpec, McpConfig,
+    OAuthSettings, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
+    TransportConfig, UnknownFormatName, pin_spelling, redact_url,
 };
 pub use report::{Problem, Report, Severity};
-pub use resolve::{EnvLookup, process_env, resolve, resolve_with_key};
+pub use resolve::{EnvLookup, Resolve, process_env, resolve, resolve_with_key};
 pub use validate::{is_mcp_config_record, validate};

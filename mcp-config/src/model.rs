@@ -26,17 +26,33 @@ pub enum Format {
     VsCode,
     /// Codex `config.toml`: `[mcp_servers.NAME]`.
     Codex,
+    /// Claude Code: a project's `.mcp.json`, or `~/.claude.json` (user
+    /// scope `mcpServers`, local scope `projects.<path>.mcpServers`).
+    ClaudeCode,
+    /// Gemini CLI `settings.json`: `mcpServers` (`httpUrl`, `url` for SSE, `trust`, …).
+    GeminiCli,
+    /// Windsurf `mcp_config.json`: `mcpServers` (`serverUrl`).
+    Windsurf,
+    /// Zed `settings.json`: `context_servers`.
+    Zed,
+    /// OpenCode `opencode.json(c)`: `mcp` (`type: local|remote`), or `mcp.servers`.
+    OpenCode,
 }
 
 impl Format {
     /// All formats, in the order a folder is searched.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 11] = [
         Format::OpenClawJson,
         Format::OpenClawToml,
         Format::ClaudeDesktop,
         Format::Cursor,
         Format::VsCode,
         Format::Codex,
+        Format::ClaudeCode,
+        Format::GeminiCli,
+        Format::Windsurf,
+        Format::Zed,
+        Format::OpenCode,
     ];
 
     /// The short name used on the command line (`openclaw-json`, `vscode`, …).
@@ -48,6 +64,27 @@ impl Format {
             Format::Cursor => "cursor",
             Format::VsCode => "vscode",
             Format::Codex => "codex",
+            Format::ClaudeCode => "claude-code",
+            Format::GeminiCli => "gemini-cli",
+            Format::Windsurf => "windsurf",
+            Format::Zed => "zed",
+            Format::OpenCode => "opencode",
+        }
+    }
+
+    /// The client's name, as a report labels the file (`Claude Code`).
+    pub fn client(self) -> &'static str {
+        match self {
+            Format::OpenClawJson | Format::OpenClawToml => "OpenClaw",
+            Format::ClaudeDesktop => "Claude Desktop",
+            Format::Cursor => "Cursor",
+            Format::VsCode => "VS Code",
+            Format::Codex => "Codex",
+            Format::ClaudeCode => "Claude Code",
+            Format::GeminiCli => "Gemini CLI",
+            Format::Windsurf => "Windsurf",
+            Format::Zed => "Zed",
+            Format::OpenCode => "OpenCode",
         }
     }
 
@@ -61,7 +98,14 @@ impl Format {
         match self {
             Format::OpenClawToml | Format::Codex => "mcp_servers",
             Format::VsCode => "servers",
-            Format::OpenClawJson | Format::ClaudeDesktop | Format::Cursor => "mcpServers",
+            Format::Zed => "context_servers",
+            Format::OpenCode => "mcp",
+            Format::OpenClawJson
+            | Format::ClaudeDesktop
+            | Format::Cursor
+            | Format::ClaudeCode
+            | Format::GeminiCli
+            | Format::Windsurf => "mcpServers",
         }
     }
 
@@ -73,6 +117,16 @@ impl Format {
             Format::ClaudeDesktop => &["claude_desktop_config.json"],
             Format::Cursor => &["mcp.json", ".cursor/mcp.json"],
             Format::VsCode => &[".vscode/mcp.json", "mcp.json"],
+            Format::ClaudeCode => &[".mcp.json", ".claude.json"],
+            Format::GeminiCli => &[".gemini/settings.json", "settings.json"],
+            Format::Windsurf => &["mcp_config.json"],
+            Format::Zed => &[".zed/settings.json", "settings.json"],
+            Format::OpenCode => &[
+                "opencode.json",
+                "opencode.jsonc",
+                ".opencode/opencode.json",
+                ".opencode/opencode.jsonc",
+            ],
         }
     }
 }
@@ -86,7 +140,7 @@ impl fmt::Display for Format {
 /// A format name that is not one of [`Format::name`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown config format `{0}`; use one of openclaw-json, openclaw-toml, claude-desktop, cursor, vscode, codex"
+    "unknown config format `{0}`; use one of openclaw-json, openclaw-toml, claude-desktop, cursor, vscode, codex, claude-code, gemini-cli, windsurf, zed, opencode"
 )]
 pub struct UnknownFormatName(pub String);
 
@@ -176,6 +230,43 @@ pub struct ServerConfig {
     /// `none`, as written (may hold `${VAR}`; a secret: it may carry
     /// credentials). Absent: the environment's `HTTPS_PROXY` and friends.
     pub proxy: Option<Secret>,
+    /// `envFile` (VS Code, Cursor): a dotenv file whose variables the
+    /// server gets (`env` wins over it), as written (may hold `${…}`;
+    /// relative to the config file's folder).
+    pub env_file: Option<String>,
+    /// Gemini CLI's `trust` (its confirmations skipped). This client asks
+    /// for no confirmation, so it changes nothing here; kept to be shown.
+    pub trust: Option<bool>,
+}
+
+/// What kind of value a VS Code input asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InputKind {
+    /// `promptString`: any text (`password: true` masks it).
+    PromptString,
+    /// `pickString`: one of `options`.
+    PickString,
+}
+
+/// One of VS Code's `inputs`: a value `${input:ID}` stands for, given by
+/// the user when the config is used (the program asks, or takes it from
+/// its command line: [`Resolve::inputs`](crate::Resolve::inputs)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InputSpec {
+    /// `id`, as `${input:ID}` names it.
+    pub id: String,
+    /// `type`.
+    pub kind: InputKind,
+    /// `description`: what to ask.
+    pub description: Option<String>,
+    /// `password`: mask what is typed.
+    pub password: bool,
+    /// `options` of a `pickString` (their values).
+    pub options: Vec<String>,
+    /// `default`.
+    pub default: Option<String>,
 }
 
 /// OAuth settings of one HTTP server. As written, `client_id`,
@@ -219,6 +310,11 @@ pub struct McpConfig {
     pub format: Format,
     /// The file it came from, if any.
     pub source: Option<PathBuf>,
+    /// Where each server sits in the file, as problem paths name it
+    /// (`mcpServers.local-fs`, `projects./home/me/app.mcpServers.db`).
+    pub locations: BTreeMap<String, String>,
+    /// VS Code's `inputs`, in the order written.
+    pub inputs: Vec<InputSpec>,
 }
 
 /// How an HTTP server is reached.
@@ -357,6 +453,8 @@ pub struct ResolvedServer {
     pub tools: ToolFilter,
     /// Pinned protocol lifecycle or revision, if any.
     pub protocol_version: Option<ProtocolPin>,
+    /// Gemini CLI's `trust`, as written (no effect here: nothing is confirmed).
+    pub trust: Option<bool>,
     /// OAuth settings, `${VAR}` expanded (HTTP servers only).
     pub oauth: Option<OAuthSettings>,
     /// Fingerprint of everything above except the name.

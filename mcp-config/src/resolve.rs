@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::expand::{self, ExpandError};
+use crate::expand::{self, Dialect, ExpandError, Missing, Values};
 use crate::fingerprint::{FingerprintKey, secret_digest};
 use mcp_protocol::defaults;
 
 use crate::model::pin_spelling;
 use crate::model::{
-    DeclaredTransport, HttpKind, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig,
-    ToolFilter, TransportConfig,
+    DeclaredTransport, HttpKind, InputKind, InputSpec, ProxySetting, ResolvedConfig,
+    ResolvedServer, ServerConfig, ToolFilter, TransportConfig,
 };
 use crate::validate::{header_value_problem, is_no_proxy, join, proxy_problem, url_problem};
 use crate::{ConfigError, Fingerprint, Format, McpConfig, Problem, Report, Secret};
@@ -35,12 +35,13 @@ pub fn process_env(name: &str) -> Option<String> {
 /// and the config path; a missing variable never becomes an empty string.
 ///
 /// The fingerprints are comparable within this process only; for ones that
-/// hold across runs, keep a key and call [`resolve_with_key`].
+/// hold across runs, keep a key and call [`resolve_with_key`]. [`Resolve`]
+/// does the same with more choices (one server alone).
 pub fn resolve(
     config: &McpConfig,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ResolvedConfig, ConfigError> {
-    resolve_with_key(config, env, FingerprintKey::per_process())
+    Resolve::new(env).run(config)
 }
 
 /// [`resolve`], with fingerprints under `key`: the same config and key give
@@ -50,21 +51,125 @@ pub fn resolve_with_key(
     env: &dyn Fn(&str) -> Option<String>,
     key: &FingerprintKey,
 ) -> Result<ResolvedConfig, ConfigError> {
+    Resolve::new(env).key(key).run(config)
+}
+
+/// How to resolve a config: the environment, the fingerprint key, and
+/// which servers.
+///
+/// ```
+/// use mcp_config::{Options, Resolve, parse_str};
+/// let text = r#"{"mcpServers": {
+///     "a": {"command": "a"},
+///     "b": {"command": "${UNSET_HERE}"}
+/// }}"#;
+/// let loaded = parse_str(text, &Options::new()).unwrap();
+/// // `b` needs a variable that is not set; asking for `a` alone never looks.
+/// let only_a = Resolve::new(&|_: &str| None).only("a").run(&loaded.config).unwrap();
+/// assert_eq!(only_a.servers.len(), 1);
+/// ```
+#[derive(Clone, Copy)]
+pub struct Resolve<'a> {
+    env: EnvLookup<'a>,
+    key: &'a FingerprintKey,
+    only: Option<&'a str>,
+    inputs: Option<&'a BTreeMap<String, Secret>>,
+}
+
+impl std::fmt::Debug for Resolve<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolve")
+            .field("only", &self.only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Resolve<'a> {
+    /// Every enabled server, `${VAR}` from `env`, under this process's key.
+    pub fn new(env: EnvLookup<'a>) -> Self {
+        Self {
+            env,
+            key: FingerprintKey::per_process(),
+            only: None,
+            inputs: None,
+        }
+    }
+
+    /// The values of VS Code's inputs (`${input:ID}`), by id, as the user
+    /// gave them (a program asks on a terminal, or reads its command line;
+    /// [`McpConfig::inputs_used`] says which are needed). One without a
+    /// value is an error naming the input and its description.
+    pub fn inputs(mut self, values: &'a BTreeMap<String, Secret>) -> Self {
+        self.inputs = Some(values);
+        self
+    }
+
+    /// Fingerprints under `key` (see [`resolve_with_key`]).
+    pub fn key(mut self, key: &'a FingerprintKey) -> Self {
+        self.key = key;
+        self
+    }
+
+    /// Only the server `name`: no other server is expanded, so another's
+    /// unset variable is no problem. A name the config lacks, or a disabled
+    /// server, is [`ConfigError::UnknownServer`].
+    pub fn only(mut self, name: &'a str) -> Self {
+        self.only = Some(name);
+        self
+    }
+
+    /// Resolves `config`.
+    pub fn run(&self, config: &McpConfig) -> Result<ResolvedConfig, ConfigError> {
+        resolve_config(config, self)
+    }
+}
+
+fn origin_of(config: &McpConfig) -> String {
+    config
+        .source
+        .as_ref()
+        .map_or_else(|| "<input>".to_owned(), |p| p.display().to_string())
+}
+
+fn resolve_config(config: &McpConfig, how: &Resolve<'_>) -> Result<ResolvedConfig, ConfigError> {
     let mcp_enabled = config.agent.mcp_enabled.unwrap_or(true);
+    let env = how.env;
+    let key = how.key;
+    if let Some(name) = how.only {
+        let is_disabled = config
+            .servers
+            .get(name)
+            .is_some_and(|s| !mcp_enabled || s.enabled == Some(false));
+        if !config.servers.contains_key(name) || is_disabled {
+            return Err(ConfigError::UnknownServer {
+                origin: origin_of(config),
+                name: name.to_owned(),
+                known: config.servers.keys().cloned().collect(),
+                disabled: is_disabled,
+            });
+        }
+    }
     let mut problems = Vec::new();
     let mut servers = BTreeMap::new();
     let mut disabled = BTreeSet::new();
     for (name, server) in &config.servers {
+        if how.only.is_some_and(|only| only != name) {
+            continue;
+        }
         if !mcp_enabled || server.enabled == Some(false) {
             disabled.insert(name.clone());
             continue;
         }
         let mut r = Resolver {
             env,
-            base: join(config.format.servers_key(), name),
+            base: config.location(name),
             format: config.format,
             problems: &mut problems,
             key,
+            dialect: Dialect::of(config.format),
+            inputs: how.inputs,
+            specs: &config.inputs,
+            workspace: workspace_folder(config),
         };
         if let Some(s) = r.server(name, server, config) {
             servers.insert(name.clone(), s);
@@ -72,10 +177,7 @@ pub fn resolve_with_key(
     }
     if !problems.is_empty() {
         return Err(ConfigError::Unresolved {
-            origin: config
-                .source
-                .as_ref()
-                .map_or_else(|| "<input>".to_owned(), |p| p.display().to_string()),
+            origin: origin_of(config),
             report: Report { problems },
         });
     }
@@ -89,32 +191,141 @@ pub fn resolve_with_key(
     })
 }
 
+/// The project folder an editor's `${workspaceFolder}` names: the folder
+/// holding the `.vscode` (`.cursor`, `.windsurf`) folder the file is in.
+fn workspace_folder(config: &McpConfig) -> Option<String> {
+    let dir = config.source.as_ref()?.parent()?;
+    let name = dir.file_name()?.to_str()?;
+    matches!(name, ".vscode" | ".cursor" | ".windsurf")
+        .then(|| dir.parent())
+        .flatten()
+        .map(|p| p.to_string_lossy().into_owned())
+}
+
 struct Resolver<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
     base: String,
     format: Format,
     problems: &'a mut Vec<Problem>,
     key: &'a FingerprintKey,
+    dialect: Dialect,
+    inputs: Option<&'a BTreeMap<String, Secret>>,
+    specs: &'a [InputSpec],
+    workspace: Option<String>,
+}
+
+/// What a template's references expand to.
+struct Ctx<'r> {
+    env: &'r dyn Fn(&str) -> Option<String>,
+    inputs: Option<&'r BTreeMap<String, Secret>>,
+    workspace: Option<&'r str>,
+}
+
+impl Values for Ctx<'_> {
+    fn env(&self, name: &str) -> Option<String> {
+        (self.env)(name)
+    }
+    fn input(&self, id: &str) -> Option<String> {
+        self.inputs?.get(id).map(|v| v.expose().to_owned())
+    }
+    fn workspace_folder(&self) -> Option<String> {
+        self.workspace.map(str::to_owned)
+    }
 }
 
 impl Resolver<'_> {
+    fn missing_message(&self, m: &Missing) -> String {
+        match m {
+            Missing::Env(n) => format!(
+                "environment variable `{n}` is not set; set it, or write `${{{n}:-default}}` for a default"
+            ),
+            Missing::Input(id) => match self.specs.iter().find(|s| &s.id == id) {
+                Some(spec) => {
+                    let what = spec
+                        .description
+                        .as_deref()
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default();
+                    format!(
+                        "input `{id}`{what} has no value; give it (`mcp` takes `--input {id}=VALUE`, or asks on a terminal)"
+                    )
+                }
+                None => format!("`${{input:{id}}}` names no input; declare it under `inputs`"),
+            },
+            Missing::WorkspaceFolder => "`${workspaceFolder}` has no value: the file is not in a project's `.vscode` (or `.cursor`) folder".to_owned(),
+            Missing::UserHome => "`${userHome}` has no value: neither HOME nor USERPROFILE is set".to_owned(),
+        }
+    }
+
     fn expand(&mut self, path: String, template: &str) -> Option<String> {
-        match expand::expand(template, self.env) {
-            Ok(v) => Some(v),
-            Err(ExpandError::Missing(names)) => {
-                for n in names {
-                    self.problems.push(Problem::error(
-                        path.clone(),
-                        format!(
-                            "environment variable `{n}` is not set; set it, or write `${{{n}:-default}}` for a default"
-                        ),
-                    ));
+        let ctx = Ctx {
+            env: self.env,
+            inputs: self.inputs,
+            workspace: self.workspace.as_deref(),
+        };
+        match expand::expand(template, self.dialect, &ctx) {
+            Ok(v) => {
+                self.check_picks(&path, template);
+                Some(v)
+            }
+            Err(ExpandError::Missing(missing)) => {
+                for m in missing {
+                    let message = self.missing_message(&m);
+                    self.problems.push(Problem::error(path.clone(), message));
                 }
                 None
             }
             Err(ExpandError::Syntax(e)) => {
                 self.problems.push(Problem::error(path, e.0));
                 None
+            }
+        }
+    }
+
+    /// A `pickString` input's value must be one of its options.
+    fn check_picks(&mut self, path: &str, template: &str) {
+        for r in expand::refs(template, self.dialect) {
+            let expand::Ref::Input(id) = r else { continue };
+            let Some(spec) = self.specs.iter().find(|s| s.id == id) else {
+                continue;
+            };
+            let value = self.inputs.and_then(|i| i.get(id));
+            if spec.kind == InputKind::PickString
+                && let Some(v) = value
+                && !spec.options.iter().any(|o| o == v.expose())
+            {
+                self.problems.push(Problem::error(
+                    path,
+                    format!("input `{id}` must be one of {}", spec.options.join(", ")),
+                ));
+            }
+        }
+    }
+
+    /// `envFile`'s variables, read from the file (relative to the config's folder).
+    fn env_file(
+        &mut self,
+        template: &str,
+        source: Option<&std::path::Path>,
+    ) -> BTreeMap<String, String> {
+        let path = join(&self.base, "envFile");
+        let Some(file) = self.expand(path.clone(), template) else {
+            return BTreeMap::new();
+        };
+        let mut file = PathBuf::from(file);
+        if file.is_relative()
+            && let Some(dir) = source.and_then(std::path::Path::parent)
+        {
+            file = dir.join(file);
+        }
+        match std::fs::read_to_string(&file) {
+            Ok(text) => crate::envfile::parse(&text).0,
+            Err(e) => {
+                self.problems.push(Problem::error(
+                    path,
+                    format!("cannot read the env file {}: {e}", file.display()),
+                ));
+                BTreeMap::new()
             }
         }
     }
@@ -160,6 +371,11 @@ impl Resolver<'_> {
             for (k, v) in &s.env {
                 if let Some(v) = self.expand(join(&join(&self.base, "env"), k), v.expose()) {
                     env.insert(k.clone(), Secret::new(v));
+                }
+            }
+            if let Some(t) = &s.env_file {
+                for (k, v) in self.env_file(t, config.source.as_deref()) {
+                    env.entry(k).or_insert_with(|| Secret::new(v));
                 }
             }
             for k in &s.env_vars {
@@ -276,6 +492,7 @@ impl Resolver<'_> {
                 exclude: s.exclude_tools.iter().cloned().collect(),
             },
             protocol_version: s.protocol_version,
+            trust: s.trust,
             oauth: None,
             fingerprint: Fingerprint::UNSET,
         };

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::expand;
+use crate::expand::{self, Dialect};
 use mcp_protocol::ProtocolPin;
 use mcp_protocol::endpoint::check_url;
 
@@ -26,61 +26,74 @@ use crate::{Format, Secret};
 /// assert!(problems[0].message.starts_with("has both `command` and `url`"));
 /// ```
 pub fn is_mcp_config_record(value: &Value, path: &str) -> Vec<Problem> {
-    record(value, path).1
+    record(value, path, None).1
 }
 
 /// Validates a whole document (a config file as JSON) in the given format.
 pub fn validate(document: &Value, format: Format, strict: bool) -> Report {
-    document_to_model(document, format, strict).1
+    document_to_model(document, format, strict, None).1
+}
+
+/// What a document holds, before it becomes an [`McpConfig`](crate::McpConfig).
+#[derive(Debug, Default)]
+pub(crate) struct Model {
+    pub(crate) servers: BTreeMap<String, ServerConfig>,
+    pub(crate) agent: AgentDefaults,
+    /// Where each server sits (`mcpServers.a`).
+    pub(crate) locations: BTreeMap<String, String>,
+    pub(crate) inputs: Vec<crate::model::InputSpec>,
 }
 
 pub(crate) fn document_to_model(
     document: &Value,
     format: Format,
     strict: bool,
-) -> ((BTreeMap<String, ServerConfig>, AgentDefaults), Report) {
+    project: Option<&str>,
+) -> (Model, Report) {
     let mut problems = Vec::new();
+    let mut inputs = Vec::new();
     let mut servers = BTreeMap::new();
+    let mut locations = BTreeMap::new();
     let mut agent = AgentDefaults::default();
     match document {
         Value::Object(doc) => {
             if let Some(a) = doc.get("agent") {
                 agent = agent_defaults(a, &mut problems);
             }
-            let key = format.servers_key();
-            match doc.get(key) {
-                None => {}
-                Some(Value::Object(map)) => {
-                    for (name, rec) in sorted(map) {
-                        let path = join(key, name);
-                        if name.is_empty() {
-                            problems.push(Problem::error(key, "has a server with an empty name"));
-                        } else if !name
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                        {
-                            problems.push(Problem::error(
-                                &path,
-                                format!(
-                                    "server name `{}` may only use letters, digits, `_` and `-`",
-                                    name.escape_debug()
-                                ),
-                            ));
-                        }
-                        let (server, p) = record(rec, &path);
-                        problems.extend(p);
-                        if let Some(s) = server {
-                            servers.insert(name.clone(), s);
-                        }
+            let found = locate::locate(doc, format, project, &mut problems);
+            if let Some((path, v)) = found.inputs {
+                let mut ck = Ck {
+                    base: path.clone(),
+                    problems: Vec::new(),
+                    dialect: Dialect::PLAIN,
+                };
+                inputs = inputs::inputs(&mut ck, &path, v);
+                problems.extend(ck.problems);
+            }
+            for (key, map) in found.maps {
+                for (name, rec) in sorted(map) {
+                    let path = join(&key, name);
+                    if name.is_empty() {
+                        problems.push(Problem::error(&key, "has a server with an empty name"));
+                    } else if !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                    {
+                        problems.push(Problem::error(
+                            &path,
+                            format!(
+                                "server name `{}` may only use letters, digits, `_` and `-`",
+                                name.escape_debug()
+                            ),
+                        ));
                     }
+                    let (server, p) = record(rec, &path, Some(format));
+                    problems.extend(p);
+                    if let Some(s) = server {
+                        servers.insert(name.clone(), s);
+                    }
+                    locations.insert(name.clone(), path);
                 }
-                Some(other) => problems.push(Problem::error(
-                    key,
-                    format!(
-                        "must be an object mapping server names to server records, found {}",
-                        kind(other)
-                    ),
-                )),
             }
         }
         other => problems.push(Problem::error(
@@ -95,13 +108,20 @@ pub(crate) fn document_to_model(
     if strict {
         report.make_strict();
     }
-    ((servers, agent), report)
+    let model = Model {
+        servers,
+        agent,
+        locations,
+        inputs,
+    };
+    (model, report)
 }
 
 fn agent_defaults(value: &Value, problems: &mut Vec<Problem>) -> AgentDefaults {
     let mut ck = Ck {
         base: "agent".to_owned(),
         problems: Vec::new(),
+        dialect: Dialect::PLAIN,
     };
     let mut out = AgentDefaults::default();
     let Value::Object(map) = value else {
@@ -153,6 +173,15 @@ enum Field {
     EnvFile,
     OAuth,
     Proxy,
+    /// Gemini CLI's `httpUrl`: a streamable HTTP endpoint.
+    HttpUrl,
+    /// `timeout` in milliseconds: Gemini CLI's request timeout, OpenCode's
+    /// wait for the server's tools (its handshake).
+    Timeout,
+    Trust,
+    /// Read and left alone: `description` (Gemini CLI), `source` and
+    /// `settings` (Zed).
+    Ignored,
 }
 
 impl Field {
@@ -165,11 +194,11 @@ impl Field {
             Field::Env => "the environment",
             Field::EnvVars => "the passed-through variables",
             Field::Cwd => "the working directory",
-            Field::Url => "the URL",
+            Field::Url | Field::HttpUrl => "the URL",
             Field::Headers => "the headers",
             Field::EnvHeaders => "the headers taken from the environment",
             Field::BearerEnv => "the bearer token variable",
-            Field::RequestMs | Field::RequestSec => "the request timeout",
+            Field::RequestMs | Field::RequestSec | Field::Timeout => "the request timeout",
             Field::HandshakeMs | Field::HandshakeSec => "the handshake timeout",
             Field::Parallel => "parallel tool calls",
             Field::Enabled | Field::Disabled => "whether the server is enabled",
@@ -179,6 +208,8 @@ impl Field {
             Field::EnvFile => "the env file",
             Field::OAuth => "the OAuth settings",
             Field::Proxy => "the proxy",
+            Field::Trust => "trust",
+            Field::Ignored => "",
         }
     }
 }
@@ -226,6 +257,15 @@ const KEYS: &[(&str, Field)] = &[
     ("oauth", Field::OAuth),
     ("auth", Field::OAuth),
     ("proxy", Field::Proxy),
+    ("httpUrl", Field::HttpUrl),
+    ("serverUrl", Field::Url),
+    ("environment", Field::Env),
+    ("timeout", Field::Timeout),
+    ("trust", Field::Trust),
+    ("disabledTools", Field::Exclude),
+    ("description", Field::Ignored),
+    ("source", Field::Ignored),
+    ("settings", Field::Ignored),
 ];
 
 #[derive(Clone, Copy)]
@@ -237,6 +277,7 @@ enum Unit {
 struct Ck {
     base: String,
     problems: Vec<Problem>,
+    dialect: Dialect,
 }
 
 impl Ck {
@@ -269,7 +310,7 @@ impl Ck {
     /// A string that may hold `${VAR}`: checks the template syntax too.
     fn template(&mut self, path: String, v: &Value) -> Option<String> {
         let s = self.string(path.clone(), v)?;
-        if let Err(e) = expand::check(s) {
+        if let Err(e) = expand::check(s, self.dialect) {
             self.error(path, e.0);
             return None;
         }
@@ -500,10 +541,15 @@ fn transport_name(t: DeclaredTransport) -> &'static str {
 }
 
 /// Validates a record and builds it; the record is `None` when it is not an object.
-pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Problem>) {
+pub(crate) fn record(
+    value: &Value,
+    path: &str,
+    format: Option<Format>,
+) -> (Option<ServerConfig>, Vec<Problem>) {
     let mut ck = Ck {
         base: path.to_owned(),
         problems: Vec::new(),
+        dialect: format.map_or(Dialect::PLAIN, Dialect::of),
     };
     let Value::Object(map) = value else {
         ck.error(
@@ -531,6 +577,9 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
             );
             continue;
         };
+        if field == Field::Ignored {
+            continue;
+        }
         if let Some((_, first)) = seen_groups.iter().find(|(g, _)| *g == field.group()) {
             ck.error(
                 path,
@@ -553,6 +602,9 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
                         }
                         "http" => Some(DeclaredTransport::Http),
                         "sse" => Some(DeclaredTransport::Sse),
+                        // OpenCode's names.
+                        "local" => Some(DeclaredTransport::Stdio),
+                        "remote" => Some(DeclaredTransport::Http),
                         other => {
                             ck.error(path, format!("unknown transport `{}`; use stdio, streamable-http, http or sse", other.escape_debug()));
                             None
@@ -560,15 +612,7 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
                     };
                 }
             }
-            Field::Command => {
-                if let Some(c) = ck.template(path.clone(), v) {
-                    if c.trim().is_empty() {
-                        ck.error(path, "must not be empty");
-                    } else {
-                        s.command = Some(c);
-                    }
-                }
-            }
+            Field::Command => command::command(&mut ck, &mut s, &path, v, map),
             Field::Args => {
                 stdio_only.push(path.clone());
                 s.args = ck.string_list(path, v, true).unwrap_or_default();
@@ -603,7 +647,14 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
                 stdio_only.push(path.clone());
                 s.cwd = ck.template(path, v);
             }
-            Field::Url => {
+            Field::Url | Field::HttpUrl => {
+                if field == Field::HttpUrl {
+                    s.transport = Some(DeclaredTransport::StreamableHttp);
+                } else if format == Some(Format::GeminiCli) && key == "url" && s.transport.is_none()
+                {
+                    // Gemini CLI: `url` is an SSE endpoint, `httpUrl` a streamable one.
+                    s.transport = Some(DeclaredTransport::Sse);
+                }
                 if let Some(u) = ck.template(path.clone(), v) {
                     if let Some(m) = url_problem(&u) {
                         ck.error(path, m);
@@ -655,6 +706,12 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
                 }
             }
             Field::RequestMs => s.request_timeout = ck.duration(path, v, Unit::Millis),
+            Field::Timeout if format == Some(Format::OpenCode) => {
+                s.handshake_timeout = ck.duration(path, v, Unit::Millis);
+            }
+            Field::Timeout => s.request_timeout = ck.duration(path, v, Unit::Millis),
+            Field::Trust => s.trust = ck.boolean(path, v),
+            Field::Ignored => {}
             Field::RequestSec => s.request_timeout = ck.duration(path, v, Unit::Secs),
             Field::HandshakeMs => s.handshake_timeout = ck.duration(path, v, Unit::Millis),
             Field::HandshakeSec => s.handshake_timeout = ck.duration(path, v, Unit::Secs),
@@ -679,10 +736,10 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
                     }
                 }
             }
-            Field::EnvFile => ck.warn(
-                path,
-                "is not read by this client; put the variables in `env` instead",
-            ),
+            Field::EnvFile => {
+                stdio_only.push(path.clone());
+                s.env_file = ck.template(path, v);
+            }
             Field::OAuth => {
                 http_only.push(path.clone());
                 s.oauth = oauth_settings(&mut ck, &path, v);
@@ -700,7 +757,9 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
     }
 
     let has_command = map.contains_key("command");
-    let has_url = map.contains_key("url");
+    let has_url = ["url", "httpUrl", "serverUrl"]
+        .iter()
+        .any(|k| map.contains_key(*k));
     match (has_command, has_url) {
         (true, true) => ck.error(
             path,
@@ -730,112 +789,12 @@ pub(crate) fn record(value: &Value, path: &str) -> (Option<ServerConfig>, Vec<Pr
     (Some(s), ck.problems)
 }
 
+mod command;
+mod inputs;
+mod locate;
 mod oauth;
 
 use oauth::oauth_settings;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn only(value: Value) -> Problem {
-        let p = is_mcp_config_record(&value, "mcpServers.s");
-        assert_eq!(p.len(), 1, "{p:#?}");
-        p.into_iter().next().unwrap()
-    }
-
-    #[test]
-    fn a_good_record_has_no_problems() {
-        let v = json!({"command": "node", "args": ["a"], "env": {"A": "${B:-c}"}, "timeoutMs": 5});
-        assert_eq!(is_mcp_config_record(&v, "x"), vec![]);
-    }
-
-    #[test]
-    fn url_checks() {
-        assert_eq!(url_problem("https://h/mcp"), None);
-        assert_eq!(url_problem("HTTP://h"), None);
-        assert_eq!(url_problem("${URL}"), None);
-        assert_eq!(url_problem("https://${HOST}/mcp?key=${KEY}"), None);
-        assert_eq!(
-            url_problem("ftp://h").as_deref(),
-            Some("must be an http:// or https:// URL")
-        );
-        assert_eq!(
-            url_problem("ftp://${HOST}/").as_deref(),
-            Some("must be an http:// or https:// URL")
-        );
-        assert!(
-            url_problem("https:///x")
-                .unwrap()
-                .starts_with("has no host")
-        );
-        assert!(
-            url_problem("https://h/a b")
-                .unwrap()
-                .starts_with("contains whitespace")
-        );
-        // What the transport would refuse, refused here too.
-        assert!(
-            url_problem("https://h:99999/mcp")
-                .unwrap()
-                .starts_with("is not a valid URL")
-        );
-    }
-
-    #[test]
-    fn proxy_checks() {
-        for ok in [
-            "http://proxy:3128",
-            "none",
-            "NONE",
-            "",
-            "http://${U}:${P}@proxy:3128",
-            "${PROXY}",
-        ] {
-            assert_eq!(proxy_problem(ok), None, "{ok}");
-        }
-        let p = only(json!({"url": "https://h/mcp", "proxy": "https://u:secret@proxy:443"}));
-        assert_eq!(p.path, "mcpServers.s.proxy");
-        assert!(p.message.contains("https:// proxy"), "{}", p.message);
-        assert!(!p.message.contains("secret"), "{}", p.message);
-        assert!(
-            proxy_problem("socks5://proxy:1080")
-                .unwrap()
-                .contains("SOCKS")
-        );
-        assert!(proxy_problem("proxy:3128").unwrap().contains("http://"));
-        let p = only(json!({"url": "https://h/mcp", "proxy": 3128}));
-        assert_eq!(p.message, "must be a string, found a number");
-        let p = only(json!({"command": "x", "proxy": "none"}));
-        assert!(p.message.contains("only HTTP servers"), "{}", p.message);
-    }
-
-    #[test]
-    fn header_value_checks() {
-        assert_eq!(header_value_problem("Bearer x\t y"), None);
-        assert!(
-            header_value_problem("a\r\nX: y")
-                .unwrap()
-                .contains("line break")
-        );
-        assert!(header_value_problem("a\u{1}").unwrap().contains("control"));
-        assert!(header_value_problem("é").unwrap().contains("non-ASCII"));
-    }
-
-    #[test]
-    fn a_group_set_twice_is_an_error() {
-        let p = only(json!({"command": "x", "timeoutMs": 1, "requestTimeoutMs": 2}));
-        assert_eq!(p.path, "mcpServers.s.timeoutMs");
-        assert_eq!(
-            p.message,
-            "`requestTimeoutMs` already sets the request timeout; keep one of the two"
-        );
-    }
-
-    #[test]
-    fn join_escapes_control_characters() {
-        assert_eq!(join("a", "b\nc"), "a.b\\nc");
-        assert_eq!(join("", "b"), "b");
-    }
-}
+mod tests;

@@ -40,6 +40,22 @@ fn fixtures() -> Vec<(Format, &'static str)> {
             Format::Codex,
             "model = \"o4\"  # the model\n\n[mcp_servers.docs]\nurl = \"https://example.com/mcp\"\nbearer_token_env_var = \"DOCS_TOKEN\"\n\n[profiles.fast]\nmodel = \"mini\"\n",
         ),
+        (
+            Format::ClaudeCode,
+            "{\n  \"mcpServers\": {\n    \"fs\": {\"type\": \"stdio\", \"command\": \"npx\", \"args\": [\"-y\", \"fs\"]},\n    \"docs\": {\"type\": \"http\", \"url\": \"https://example.com/mcp\"}\n  }\n}\n",
+        ),
+        (
+            Format::GeminiCli,
+            "{\n  \"theme\": \"GitHub\",\n  \"mcpServers\": {\n    \"docs\": {\"httpUrl\": \"https://example.com/mcp\", \"timeout\": 5000}\n  }\n}\n",
+        ),
+        (
+            Format::Windsurf,
+            "{\n  \"mcpServers\": {\n    \"docs\": {\"serverUrl\": \"https://example.com/mcp\"}\n  }\n}\n",
+        ),
+        (
+            Format::Zed,
+            "{\n  \"theme\": \"One Dark\",\n  \"context_servers\": {\n    \"fs\": {\"command\": \"npx\", \"args\": [\"-y\", \"fs\"], \"env\": {}}\n  }\n}\n",
+        ),
     ]
 }
 
@@ -70,7 +86,7 @@ fn plain(format: Format) -> bool {
 fn add_then_remove_gives_back_every_byte() {
     for (format, text) in fixtures() {
         let servers: Vec<(&str, NewServer)> = match format {
-            Format::ClaudeDesktop => vec![("added", stdio())],
+            Format::ClaudeDesktop | Format::Zed => vec![("added", stdio())],
             _ => vec![("added", stdio()), ("added-remote", remote())],
         };
         for (name, server) in servers {
@@ -124,7 +140,7 @@ fn the_entry_reads_back_as_written() {
             }
             other => panic!("{format}: {other:?}"),
         }
-        if format == Format::ClaudeDesktop || !plain(format) {
+        if matches!(format, Format::ClaudeDesktop | Format::Zed) || !plain(format) {
             continue;
         }
         let added = add_server(text, format, "web", &remote(), Existing::Refuse).unwrap();
@@ -554,4 +570,30 @@ fn toml_layouts() {
         Ok(added) => assert_eq!(remove_server(&added, Format::Codex, "b").unwrap(), mixed),
         Err(e) => assert!(matches!(e, EditError::Unchecked { .. }), "{e}"),
     }
+}
+
+#[test]
+fn opencode_entries_are_refused_with_what_to_do_and_removal_still_works() {
+    let text = "{\n  \"mcp\": {\n    \"fs\": {\"type\": \"local\", \"command\": [\"npx\", \"fs\"]}\n  }\n}\n";
+    let e = add_server(text, Format::OpenCode, "kit", &stdio(), Existing::Refuse).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            EditError::NotWritable {
+                format: Format::OpenCode,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("by hand"), "{e}");
+    let removed = remove_server(text, Format::OpenCode, "fs").unwrap();
+    assert!(server_names(&removed, Format::OpenCode).unwrap().is_empty());
+}
+
+#[test]
+fn zed_takes_local_servers_only() {
+    let text = "{\"context_servers\": {}}";
+    let e = add_server(text, Format::Zed, "web", &remote(), Existing::Refuse).unwrap_err();
+    assert!(e.to_string().contains("Zed"), "{e}");
 }

@@ -7,7 +7,7 @@
 use mcp_config::{Format, Options, parse_str, resolve};
 use proptest::prelude::*;
 
-const FORMATS: [Option<Format>; 7] = [
+const FORMATS: [Option<Format>; 12] = [
     None,
     Some(Format::OpenClawJson),
     Some(Format::OpenClawToml),
@@ -15,6 +15,11 @@ const FORMATS: [Option<Format>; 7] = [
     Some(Format::Cursor),
     Some(Format::VsCode),
     Some(Format::Codex),
+    Some(Format::ClaudeCode),
+    Some(Format::GeminiCli),
+    Some(Format::Windsurf),
+    Some(Format::Zed),
+    Some(Format::OpenCode),
 ];
 
 fn load_all(text: &str) {

@@ -288,12 +288,14 @@ fn unknown_and_ignored_keys_are_warnings() {
             "is ignored: only HTTP servers (with `url`) use it".to_owned()
         )]
     );
+    // `envFile` is read (VS Code, Cursor), for stdio servers only.
+    assert_eq!(problems(json!({"command": "n", "envFile": ".env"})), vec![]);
     assert_eq!(
-        problems(json!({"command": "n", "envFile": ".env"})),
+        problems(json!({"url": "https://h/mcp", "envFile": ".env"})),
         vec![(
             Severity::Warning,
             "mcpServers.remote-tools.envFile".to_owned(),
-            "is not read by this client; put the variables in `env` instead".to_owned()
+            "is ignored: only stdio servers (with `command`) use it".to_owned()
         )]
     );
 }

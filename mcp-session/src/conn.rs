@@ -23,8 +23,8 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 
 use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::types::ClientCapabilities;
 use mcp_protocol::request::Request;
+use mcp_protocol::types::ClientCapabilities;
 use mcp_protocol::types::InitializeResult;
 
 use crate::config::SessionConfig;

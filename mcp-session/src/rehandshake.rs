@@ -41,11 +41,11 @@ use mcp_protocol::types::ClientCapabilities;
 use mcp_protocol::{ProtocolMode, methods};
 
 use crate::config::ProgressListener;
+use crate::conn::Inner;
 use crate::error::SessionError;
 use crate::lifecycle::{Lifecycle, Step};
 use crate::pending::{Deadline, RequestId};
 use crate::reader::ClosedInfo;
-use crate::conn::Inner;
 
 /// Lets a connected session run the handshake again: installs the start
 /// of a round in its [`Renewal`](crate::renewal::Renewal). Only for a

@@ -151,4 +151,3 @@ fn wants(filter: &SubscriptionFilter, event: &ServerNotification) -> bool {
         _ => false,
     }
 }
-

@@ -102,6 +102,7 @@ mod tests {
                 "callbackPort": 8123, "clientMetadataUrl": "https://app.example/client.json"
             }}),
             "s",
+            None,
         );
         assert!(problems.is_empty(), "{problems:?}");
         let o = s.unwrap().oauth.unwrap();
@@ -116,6 +117,7 @@ mod tests {
                 "CLIENT_ID": "c", "CLIENT_SECRET": "s", "scopes": "read write"
             }}),
             "s",
+            None,
         );
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(s.unwrap().oauth.unwrap().scopes.unwrap(), ["read", "write"]);
@@ -123,11 +125,13 @@ mod tests {
         let (s, _) = record(
             &json!({"url": "https://x.example/mcp", "oauth": {"enabled": false}}),
             "s",
+            None,
         );
         assert!(!s.unwrap().oauth.unwrap().is_enabled());
         let (_, problems) = record(
             &json!({"url": "https://x.example/mcp", "oauth": {"callbackPort": 70000, "clientMetadataUrl": "http://a/b", "tokenUrl": "https://t"}}),
             "s",
+            None,
         );
         let text = format!("{problems:?}");
         assert!(
@@ -135,7 +139,7 @@ mod tests {
             "{text}"
         );
         // Only HTTP servers use it.
-        let (_, problems) = record(&json!({"command": "x", "oauth": {}}), "s");
+        let (_, problems) = record(&json!({"command": "x", "oauth": {}}), "s", None);
         assert!(format!("{problems:?}").contains("only HTTP servers"));
     }
 }
