@@ -445,7 +445,10 @@ pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Messag
         Some(Ok(json!({})))
     } else if let Some(handler) = &shared.handler {
         handler
-            .handle(&request.method, request.params.as_deref())
+            .handle(
+                &request.method,
+                request.params.as_ref().and_then(|p| p.raw_value().ok()),
+            )
             .await
     } else {
         None
@@ -468,7 +471,7 @@ pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Messag
 
 pub(crate) fn on_notification(shared: &Shared, n: Notification) {
     shared.notifications_seen.fetch_add(1, Ordering::Relaxed);
-    let params = n.params.as_deref();
+    let params = n.params.as_ref();
     let parse = |what: &str| -> Option<Value> {
         params.and_then(|p| {
             serde_json::from_str(p.get())

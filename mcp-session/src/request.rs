@@ -5,8 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorResponse, Id, Message, Notification, RawJson, Request, Response};
-use mcp_transport::{Answer, SendContext, Transport, TransportKind};
+use mcp_jsonrpc::{
+    EncodeError, ErrorResponse, Id, Message, Notification, OutgoingRequest, RawJson, Request,
+    Response,
+};
+use mcp_transport::{Answer, SendContext, Transport, TransportError, TransportKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -93,12 +96,50 @@ impl Inner {
         RequestId(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Sends a request and waits for its answer, within its deadline.
+    /// Sends a request with params already raw and waits for its answer,
+    /// within its deadline.
     pub(crate) async fn request_raw(
         &self,
         key: RequestId,
         method: &str,
         params: Option<RawJson>,
+        timeout: Duration,
+        on_progress: Option<&ProgressListener>,
+        context: &SendContext,
+    ) -> Result<RawJson, SessionError> {
+        let send = Outgoing::Message(Message::Request(Request {
+            id: key.id(),
+            method: method.to_string(),
+            params,
+        }));
+        self.exchange(key, method, send, timeout, on_progress, context)
+            .await
+    }
+
+    /// Sends a request and waits for its answer, within its deadline; the
+    /// params are written by serde straight into the outgoing frame (where
+    /// the transport writes frames itself), never into a `String` first.
+    pub(crate) async fn request_params<P: Serialize + Sync>(
+        &self,
+        key: RequestId,
+        method: &str,
+        params: &P,
+        timeout: Duration,
+        on_progress: Option<&ProgressListener>,
+        context: &SendContext,
+    ) -> Result<RawJson, SessionError> {
+        let send = Outgoing::Request(OutgoingRequest::new(key.id(), method).params(params));
+        self.exchange(key, method, send, timeout, on_progress, context)
+            .await
+    }
+
+    /// Sends `send` (the request `key`) and waits for its answer, within its
+    /// deadline: the answer's `result` as the slice of the frame it came in.
+    async fn exchange(
+        &self,
+        key: RequestId,
+        method: &str,
+        send: Outgoing<'_>,
         timeout: Duration,
         on_progress: Option<&ProgressListener>,
         context: &SendContext,
@@ -133,14 +174,12 @@ impl Inner {
             done: false,
             expired: false,
         };
-        let message = Message::Request(Request {
-            id,
-            method: method.to_string(),
-            params,
-        });
         // The transport may answer here (HTTP: the POST driven on this task),
         // or later through the reader; until it has returned, both race.
-        let mut sending = Some(self.transport.request_with(&message, context));
+        let mut sending = Some(match &send {
+            Outgoing::Message(message) => self.transport.request_with(message, context),
+            Outgoing::Request(request) => self.transport.request_outgoing(request, context),
+        });
         let outcome = loop {
             tokio::select! {
                 biased;
@@ -152,7 +191,17 @@ impl Inner {
                     }
                 } => {
                     sending = None;
-                    if let Some(outcome) = self.answered(&guard.id, answer?) {
+                    let answer = match answer {
+                        Ok(answer) => answer,
+                        Err(TransportError::Encode(EncodeError::Json(e))) => {
+                            // Nothing was sent: nothing to cancel.
+                            self.shared.lock_pending().remove(&guard.id);
+                            guard.finish();
+                            return Err(cannot_encode(method, &e));
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    if let Some(outcome) = self.answered(&guard.id, answer) {
                         break Some(outcome);
                     }
                 }
@@ -234,18 +283,30 @@ impl Inner {
         Some(outcome)
     }
 
-    pub(crate) async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(
+    /// Sends a request and parses its result into `R`, once, straight from
+    /// the frame it came in; the params are written straight into the
+    /// outgoing frame.
+    pub(crate) async fn request<P: Serialize + Sync, R: DeserializeOwned>(
         &self,
         method: &str,
         params: &P,
         timeout: Duration,
         context: &SendContext,
     ) -> Result<R, SessionError> {
-        let raw = self.params(method, params)?;
         let id = self.next_id();
-        let result = self
-            .request_raw(id, method, Some(raw), timeout, None, context)
-            .await?;
+        let result = match &self.meta {
+            None => {
+                self.request_params(id, method, params, timeout, None, context)
+                    .await?
+            }
+            Some(meta) => {
+                let mut value =
+                    serde_json::to_value(params).map_err(|e| cannot_encode(method, &e))?;
+                meta.apply(&mut value);
+                self.request_params(id, method, &value, timeout, None, context)
+                    .await?
+            }
+        };
         parse_result(method, &result)
     }
 
@@ -260,13 +321,24 @@ impl Inner {
             None => to_raw_params(method, params),
             Some(meta) => {
                 let mut value =
-                    serde_json::to_value(params).map_err(|e| SessionError::InvalidResponse {
-                        method: method.to_string(),
-                        reason: format!("cannot encode the request: {e}"),
-                    })?;
+                    serde_json::to_value(params).map_err(|e| cannot_encode(method, &e))?;
                 meta.apply(&mut value);
                 to_raw_params(method, &value)
             }
         }
+    }
+}
+
+/// A request on its way out: a message built already, or params still a
+/// value (written straight into the frame by transports that write frames).
+enum Outgoing<'p> {
+    Message(Message),
+    Request(OutgoingRequest<'p>),
+}
+
+fn cannot_encode(method: &str, e: &serde_json::Error) -> SessionError {
+    SessionError::InvalidResponse {
+        method: method.to_string(),
+        reason: format!("cannot encode the request: {e}"),
     }
 }

@@ -720,7 +720,13 @@ impl Session {
             None => None,
         };
         let answer = match &self.inner.config.handler {
-            Some(h) => h.handle(&request.method, params.as_deref()).await,
+            Some(h) => {
+                h.handle(
+                    &request.method,
+                    params.as_ref().and_then(|p| p.raw_value().ok()),
+                )
+                .await
+            }
             None => None,
         };
         match answer {

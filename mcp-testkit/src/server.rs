@@ -312,7 +312,7 @@ impl Server {
             methods::CANCELLED => {
                 let params = n
                     .params
-                    .as_deref()
+                    .as_ref()
                     .and_then(|p| from_raw::<CancelledParams>(p).ok());
                 if let Some(params) = params {
                     self.cancel(&params.request_id);

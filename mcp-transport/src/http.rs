@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use hyper::Uri;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_payload_with};
+use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_frame_with};
 
 use crate::{BatchGate, InvalidFrame, Received, TransportError, batch_to_received};
 
@@ -494,18 +494,25 @@ fn encode(message: &mcp_jsonrpc::Message) -> Result<bytes::Bytes, TransportError
 
 /// Parses one JSON body or SSE `data`, a batch only as far as the gate
 /// allows now (read only when the payload is a batch), its parsed elements
-/// within `budget` bytes.
+/// within `budget` bytes. The messages' raw members are slices of `bytes`.
 fn parse_gated(
-    bytes: &[u8],
+    bytes: &bytes::Bytes,
     gate: &BatchGate,
     budget: usize,
 ) -> Result<Payload, mcp_jsonrpc::MessageError> {
-    parse_payload_with(bytes, || gate.batches(budget))
+    parse_frame_with(bytes, || gate.batches(budget))
 }
 
-/// Turns one JSON body or SSE `data` into what `recv` hands out.
-fn payload_to_received(bytes: &[u8], gate: &BatchGate, budget: usize, out: &mut Vec<Received>) {
-    parsed_to_received(parse_gated(bytes, gate, budget), bytes, out);
+/// Turns one JSON body or SSE `data` into what `recv` hands out (taking the
+/// data over: the messages' raw members are slices of it).
+fn payload_to_received(
+    bytes: impl Into<bytes::Bytes>,
+    gate: &BatchGate,
+    budget: usize,
+    out: &mut Vec<Received>,
+) {
+    let bytes = bytes.into();
+    parsed_to_received(parse_gated(&bytes, gate, budget), &bytes, out);
 }
 
 /// [`payload_to_received`] for a payload already parsed from `bytes`.

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use mcp_jsonrpc::{EncodeError, Message, NewlineCodec};
+use mcp_jsonrpc::{EncodeError, Message, NewlineCodec, OutgoingRequest};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::codec::Encoder;
@@ -112,6 +112,34 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
         cancels: bool,
         closing: &CancellationToken,
     ) -> Result<(), SendFailure> {
+        let is_request = matches!(message, Message::Request(_));
+        self.send_line(is_request, cancels, closing, |codec, buf| {
+            codec.encode(message, buf)
+        })
+        .await
+    }
+
+    /// Writes a request as one line, its params written by serde straight
+    /// into the staging buffer.
+    pub(crate) async fn send_request(
+        &self,
+        request: &OutgoingRequest<'_>,
+        closing: &CancellationToken,
+    ) -> Result<(), SendFailure> {
+        self.send_line(true, false, closing, |codec, buf| {
+            codec.encode(request, buf)
+        })
+        .await
+    }
+
+    /// Stages the line `encode` writes, then writes what is staged.
+    async fn send_line(
+        &self,
+        is_request: bool,
+        cancels: bool,
+        closing: &CancellationToken,
+        encode: impl FnOnce(&mut NewlineCodec, &mut BytesMut) -> Result<(), EncodeError>,
+    ) -> Result<(), SendFailure> {
         if closing.is_cancelled() {
             return Err(SendFailure::Closing);
         }
@@ -119,17 +147,11 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
             let mut staged = self.staged.lock().unwrap_or_else(|p| p.into_inner());
             let staged = &mut *staged;
             let before = staged.buf.len();
-            staged
-                .codec
-                .encode(message, &mut staged.buf)
-                .map_err(SendFailure::Encode)?;
+            encode(&mut staged.codec, &mut staged.buf).map_err(SendFailure::Encode)?;
             staged.end += (staged.buf.len() - before) as u64;
             staged.end
         };
-        let others_awaiting = match message {
-            Message::Request(_) => self.awaiting.fetch_add(1, Ordering::Relaxed) > 0,
-            _ => false,
-        };
+        let others_awaiting = is_request && self.awaiting.fetch_add(1, Ordering::Relaxed) > 0;
         if cancels {
             self.answered_one();
         }

@@ -163,7 +163,7 @@ impl Routes {
                 .and_then(|id| self.pending.remove(&key(id))),
             Some(Message::Notification(n)) if n.method == methods::PROGRESS => n
                 .params
-                .as_deref()
+                .as_ref()
                 .and_then(|p| from_raw::<ProgressParams>(p).ok())
                 .and_then(|p| self.progress.get(&p.progress_token.to_string()).copied())
                 .map(Target::Stream),
