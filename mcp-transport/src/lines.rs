@@ -398,4 +398,53 @@ mod tests {
         w.send(&request(1), false, &closing).await.unwrap();
         assert_eq!(lines(&out.writes.lock().unwrap()).len(), 1);
     }
+
+    /// Params whose serialization fails.
+    struct Unserializable;
+
+    impl serde::Serialize for Unserializable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no JSON for this"))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_request_with_params_as_a_value_is_the_same_line() {
+        let out = Recorder::default();
+        let w = LineWriter::new(out.clone(), 1024);
+        let closing = CancellationToken::new();
+        let params = serde_json::json!({"name": "echo", "arguments": {"text": "a\nb"}});
+        let id = Id::from(7);
+        let outgoing = OutgoingRequest::new(id.clone(), "tools/call").params(&params);
+        w.send_request(&outgoing, &closing).await.unwrap();
+        let message = Message::Request(Request::new(
+            id,
+            "tools/call",
+            Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+        ));
+        w.send(&message, false, &closing).await.unwrap();
+        let lines = lines(&out.writes.lock().unwrap());
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0], lines[1]);
+        // A request counts as awaiting its answer either way.
+        assert_eq!(w.awaiting.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn params_that_cannot_be_serialized_stage_nothing() {
+        let out = Recorder::default();
+        let w = LineWriter::new(out.clone(), 1024);
+        let closing = CancellationToken::new();
+        let outgoing = OutgoingRequest::new(Id::from(1), "m").params(&Unserializable);
+        assert!(matches!(
+            w.send_request(&outgoing, &closing).await,
+            Err(SendFailure::Encode(EncodeError::Json(_)))
+        ));
+        assert_eq!(w.staged.lock().unwrap().buf.len(), 0);
+        assert_eq!(w.awaiting.load(Ordering::Relaxed), 0);
+        w.send(&request(2), false, &closing).await.unwrap();
+        let lines = lines(&out.writes.lock().unwrap());
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("\"id\":2"), "{lines:?}");
+    }
 }
