@@ -462,7 +462,7 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
     };
     // One call for every revision: subscriptions/listen on 2026-07-28,
     // resources/subscribe and the declared list changes before it.
-    let mut filter = mcp_session::protocol::modern::SubscriptionFilter::new()
+    let mut filter = mcp_session::protocol::subscriptions::SubscriptionFilter::new()
         .tools_list_changed()
         .resources_list_changed()
         .prompts_list_changed();

@@ -7,15 +7,21 @@
 //! * [`ProtocolVersion`]: the five revisions and their order;
 //!   [`ProtocolMode`]: which lifecycle a client uses; [`ProtocolPin`]: how
 //!   configs pin either.
-//! * [`methods`]: method names; [`meta`]: the `_meta` keys and the
-//!   per-request metadata of 2026-07-28; [`codes`]: the error codes MCP adds
-//!   to JSON-RPC's.
+//! * The method table, as lsp-types has one: [`request`] and
+//!   [`notification`] hold one type per method of every revision, whose
+//!   [`Request`](request::Request) or
+//!   [`Notification`](notification::Notification) impl names the method,
+//!   the [`Revisions`] that have it and the types of its params and result.
+//!   [`methods`]: the older string constants, defined from the table.
+//! * [`meta`]: the `_meta` keys and the per-request metadata of 2026-07-28;
+//!   [`codes`]: the error codes MCP adds to JSON-RPC's.
 //! * [`types`]: the message types (capabilities, tools, content, results,
-//!   request parameters, elicitation), for a client and a server alike;
-//!   [`modern`]: the data of 2026-07-28 (`server/discover`, multi-round-trip
-//!   results, cache hints, subscriptions, the `-32022` error's data), read
-//!   and written; [`tasks`]: tasks, as 2025-11-25 has them and as
-//!   2026-07-28's extension does.
+//!   request parameters, elicitation), for a client and a server alike.
+//!   2026-07-28's data, read and written: [`discover`] (`server/discover`'s
+//!   result, the `-32022` error's data), [`results`] (`resultType`,
+//!   `input_required` results, cache hints), [`subscriptions`]
+//!   (`subscriptions/listen`'s filter and params). [`tasks`]: tasks, as
+//!   2025-11-25 has them and as 2026-07-28's extension does.
 //! * [`skills`]: the skills extension (`io.modelcontextprotocol/skills`,
 //!   SEP-2640): skill entries with their file digests, `skills/list`,
 //!   `skills/get`, `resources/directory/read`, and the strict `SKILL.md`
@@ -36,11 +42,13 @@
 //!
 //! ```
 //! use mcp_protocol::types::{CallToolResult, Content};
-//! use mcp_protocol::{ProtocolVersion, methods};
+//! use mcp_protocol::ProtocolVersion;
+//! use mcp_protocol::request::{Request, ToolsCall};
 //!
 //! let v: ProtocolVersion = "2025-06-18".parse().unwrap();
 //! assert!(v.has_handshake() && v < ProtocolVersion::V2026_07_28);
-//! assert_eq!(methods::TOOLS_CALL, "tools/call");
+//! assert_eq!(ToolsCall::METHOD, "tools/call");
+//! assert!(ToolsCall::exists_in(v));
 //!
 //! let result: CallToolResult = serde_json::from_str(
 //!     r#"{"content": [{"type": "text", "text": "hi"}, {"type": "hologram"}]}"#,
@@ -51,18 +59,22 @@
 
 pub mod codes;
 pub mod defaults;
+pub mod discover;
 pub mod endpoint;
 pub mod meta;
 pub mod methods;
-pub mod modern;
+pub mod notification;
 pub mod printable;
+pub mod request;
+pub mod results;
 pub mod secret;
 pub mod skills;
+pub mod subscriptions;
 pub mod tasks;
 pub mod types;
 mod version;
 pub mod x_mcp_header;
 
 pub use version::{
-    Listening, ProtocolMode, ProtocolPin, ProtocolVersion, TaskModel, UnknownVersion,
+    Listening, ProtocolMode, ProtocolPin, ProtocolVersion, Revisions, TaskModel, UnknownVersion,
 };

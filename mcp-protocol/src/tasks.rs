@@ -329,7 +329,7 @@ pub mod extension {
     use serde_json::{Map, Value};
 
     use super::{Task, TaskStatus};
-    use crate::modern::{InputRequest, ResultType};
+    use crate::results::{InputRequest, ResultType};
     use crate::types::{ClientCapabilities, Extra, ServerCapabilities};
 
     /// The extension's identifier, a key of `capabilities.extensions`.
@@ -476,7 +476,7 @@ pub mod extension {
 mod tests {
     use super::extension::{DetailedTask, UpdateTaskParams};
     use super::*;
-    use crate::modern::ResultType;
+    use crate::results::ResultType;
     use crate::types::{ClientCapabilities, ServerCapabilities};
     use serde_json::json;
 

@@ -15,7 +15,7 @@ mod resources;
 mod sampling;
 
 pub use content::{BinaryContent, CallToolResult, Content, TaggedFields, TextContent};
-pub use elicitation::{ElicitRequestParams, ElicitResult};
+pub use elicitation::{ElicitRequestParams, ElicitResult, ElicitationCompleteParams};
 pub use resources::{
     BlobResourceContents, CompleteParams, CompleteResult, Completion, CompletionArgument,
     CompletionContext, CompletionReference, GetPromptParams, GetPromptResult, ListPromptsResult,
@@ -513,6 +513,21 @@ impl CallToolParams {
             .and_then(|m| m.get(crate::meta::PROGRESS_TOKEN))
             .filter(|token| !token.is_null())
     }
+}
+
+/// The parameters of a request or notification that has none of its own
+/// (`ping`, `server/discover`, `roots/list`, the `list_changed`
+/// notifications …): `{}`, plus whatever metadata or fields it carries.
+/// Absent params read as this, empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmptyParams {
+    /// Request or notification metadata (on 2026-07-28, the revision and
+    /// the client).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Other fields.
+    #[serde(flatten)]
+    pub extra: Extra,
 }
 
 /// A result with nothing to say (`ping`, `logging/setLevel`): `{}`, plus

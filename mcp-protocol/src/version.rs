@@ -155,6 +155,74 @@ impl ProtocolVersion {
     }
 }
 
+/// The revisions a method exists in: a contiguous range of
+/// [`ProtocolVersion`]s, as the method table records it for each method
+/// ([`crate::request::Request::REVISIONS`],
+/// [`crate::notification::Notification::REVISIONS`]).
+///
+/// Every method MCP added or dropped did so at one revision and never came
+/// back, so a range (first and last revision) says it all.
+///
+/// ```
+/// use mcp_protocol::{ProtocolVersion, Revisions};
+/// let ping = Revisions::until(ProtocolVersion::V2025_11_25);
+/// assert!(ping.contains(ProtocolVersion::V2024_11_05));
+/// assert!(!ping.contains(ProtocolVersion::V2026_07_28));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Revisions {
+    first: ProtocolVersion,
+    last: ProtocolVersion,
+}
+
+impl Revisions {
+    /// Every revision.
+    pub const ALL: Revisions = Revisions {
+        first: ProtocolVersion::V2024_11_05,
+        last: ProtocolVersion::V2026_07_28,
+    };
+
+    /// From `first` on (every later revision too).
+    pub const fn since(first: ProtocolVersion) -> Revisions {
+        Revisions {
+            first,
+            last: ProtocolVersion::V2026_07_28,
+        }
+    }
+
+    /// Up to `last`, included.
+    pub const fn until(last: ProtocolVersion) -> Revisions {
+        Revisions {
+            first: ProtocolVersion::V2024_11_05,
+            last,
+        }
+    }
+
+    /// `revision` alone.
+    pub const fn only(revision: ProtocolVersion) -> Revisions {
+        Revisions {
+            first: revision,
+            last: revision,
+        }
+    }
+
+    /// The first revision with the method.
+    pub const fn first(self) -> ProtocolVersion {
+        self.first
+    }
+
+    /// The last revision with the method.
+    pub const fn last(self) -> ProtocolVersion {
+        self.last
+    }
+
+    /// Whether `revision` has the method.
+    pub const fn contains(self, revision: ProtocolVersion) -> bool {
+        let v = revision as u8;
+        self.first as u8 <= v && v <= self.last as u8
+    }
+}
+
 impl fmt::Display for ProtocolVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_protocol::modern::{
-    DiscoverResult, InputRequest, InputRequiredResult, SubscriptionParams, UnsupportedVersionData,
-};
+use mcp_protocol::discover::{DiscoverResult, UnsupportedVersionData};
+use mcp_protocol::results::{InputRequest, InputRequiredResult};
+use mcp_protocol::subscriptions::SubscriptionParams;
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, CancelledParams, ClientCapabilities, Content,
     ElicitRequestParams, ElicitResult, ListToolsResult, LoggingMessageParams, PaginatedParams,

@@ -9,8 +9,8 @@ use mcp_jsonrpc::{Message, Notification, RawJson};
 use mcp_transport::{Lifecycle as Lifecycle_, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
 
+use mcp_protocol::discover::DiscoverResult;
 use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::modern::DiscoverResult;
 use mcp_protocol::types::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
 use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, methods};
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_protocol::methods;
-use mcp_protocol::modern::CacheHints;
+use mcp_protocol::results::CacheHints;
 use mcp_protocol::types::{
     CompleteParams, CompleteResult, Completion, CompletionArgument, CompletionContext,
     CompletionReference, Extra, GetPromptParams, GetPromptResult, ListPromptsResult,

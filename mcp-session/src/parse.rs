@@ -158,7 +158,7 @@ impl Serialize for CallMeta<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_protocol::modern::ResultType;
+    use mcp_protocol::results::ResultType;
     use serde_json::json;
 
     fn shape(text: &str) -> (ResultType, Option<bool>) {

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::modern::{InputRequest, InputRequiredResult, ResultType};
+use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
 use mcp_protocol::tasks::extension::DetailedTask;
 use mcp_protocol::tasks::{CreateTaskResult, TaskMetadata};
 use mcp_protocol::types::{

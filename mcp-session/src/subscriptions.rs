@@ -27,7 +27,7 @@ use crate::config::ServerNotification;
 use crate::error::SessionError;
 use crate::queue;
 
-pub use mcp_protocol::modern::SubscriptionFilter;
+pub use mcp_protocol::subscriptions::SubscriptionFilter;
 
 /// What the reader task hands a subscription.
 #[derive(Debug)]

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use mcp_jsonrpc::Id;
-use mcp_protocol::modern::{SubscriptionFilter, SubscriptionParams};
+use mcp_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
 use mcp_protocol::types::{
     Extra, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedParams,
 };

@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 
 use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
 use mcp_runtime::{RuntimeError, RuntimeLease, RuntimeManager, RuntimeOptions};
-use mcp_session::protocol::modern::SubscriptionFilter;
 use mcp_session::protocol::printable::{Layout, printable};
+use mcp_session::protocol::subscriptions::SubscriptionFilter;
 use mcp_session::{SessionError, TimeoutKind};
 use mcp_transport::TransportError;
 use serde_json::{Value, json};

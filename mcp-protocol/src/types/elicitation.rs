@@ -54,6 +54,19 @@ pub struct ElicitResult {
     pub extra: Extra,
 }
 
+/// `notifications/elicitation/complete` parameters (2025-11-25): a
+/// URL-mode elicitation is done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationCompleteParams {
+    /// The `elicitationId` of the `elicitation/create` that sent the user
+    /// to a URL.
+    pub elicitation_id: String,
+    /// Other fields (`_meta` …).
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 impl ElicitResult {
     /// The user accepted (`"action": "accept"`).
     pub fn is_accept(&self) -> bool {

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_jsonrpc::{ErrorObject, codes};
-use mcp_protocol::modern::{InputRequest, InputRequiredResult};
+use mcp_protocol::results::{InputRequest, InputRequiredResult};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, ClientCapabilities, CreateMessageParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Extra, ListRootsResult, SamplingMessage,

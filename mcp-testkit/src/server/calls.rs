@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
 use mcp_jsonrpc::{Id, codes};
-use mcp_protocol::modern::{
-    InputRequest, InputRequiredResult, ResultType, SubscriptionFilter, SubscriptionParams,
-};
+use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
+use mcp_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
 use mcp_protocol::types::{
     CallToolParams, CallToolResult, ElicitRequestParams, ElicitResult, Extra,
 };

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mcp_jsonrpc::RawJson;
-use mcp_protocol::modern::{CacheHints, ResultType};
+use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{
     CompleteParams, CompleteResult, CompletionReference, EmptyResult, Extra, GetPromptParams,
     GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,

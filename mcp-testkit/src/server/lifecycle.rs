@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use mcp_jsonrpc::Id;
-use mcp_protocol::modern::{CacheHints, DiscoverResult, ResultType, UnsupportedVersionData};
+use mcp_protocol::discover::{DiscoverResult, UnsupportedVersionData};
+use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{
     Extra, Implementation, InitializeParams, InitializeResult, PromptsCapability,
     ResourcesCapability, ServerCapabilities, ToolsCapability,

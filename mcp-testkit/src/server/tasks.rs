@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use mcp_jsonrpc::{Id, codes};
-use mcp_protocol::modern::ResultType;
+use mcp_protocol::results::ResultType;
 use mcp_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
 use mcp_protocol::tasks::{
     CreateTaskResult, ListTasksResult, RELATED_TASK, Task, TaskIdParams, TaskMetadata, TaskStatus,

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_protocol::modern::{CacheHints, ResultType};
+use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{Extra, ListToolsResult, PaginatedParams};
 use serde_json::{Map, Value};
 
