@@ -150,7 +150,7 @@ mod tests {
         prop_oneof![
             any::<i64>().prop_map(Id::from),
             any::<u64>().prop_map(Id::from),
-            ".{0,8}".prop_map(|s| Id::from(s)),
+            ".{0,8}".prop_map(Id::from),
         ]
     }
 
