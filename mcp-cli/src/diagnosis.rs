@@ -149,7 +149,7 @@ pub(crate) fn call(e: &SessionError) -> Option<String> {
         {
             let field = error
                 .data
-                .as_deref()
+                .as_ref()
                 .and_then(|d| serde_json::from_str::<Value>(d.get()).ok())
                 .map(|d| format!(" (server says: {d})"))
                 .unwrap_or_default();

@@ -3,13 +3,13 @@
 use std::fmt;
 use std::io;
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 
 use crate::Id;
 use crate::batch::{BatchSwitch, Batches, DEFAULT_MAX_BATCH_ELEMENTS};
 use crate::message::{
-    Message, MessageError, Payload, excerpt_str, parse_payload_with, write_compact,
+    Message, MessageError, OutgoingRequest, Payload, excerpt_str, parse_frame_with, write_compact,
 };
 
 /// The default maximum frame length: 16 MiB.
@@ -114,8 +114,10 @@ impl NewlineCodec {
         Batches::up_to(max_elements).within(self.max_frame_length)
     }
 
-    fn frame(&self, line: &[u8]) -> Frame {
-        match parse_payload_with(line, || self.batches()) {
+    /// Parses a line split off the read buffer: the messages' raw members
+    /// are slices of it.
+    fn frame(&self, line: &Bytes) -> Frame {
+        match parse_frame_with(line, || self.batches()) {
             Ok(Payload::Single(m)) => Frame::Message(m),
             Ok(Payload::Batch(items)) => Frame::Batch(items),
             Err(reason) => Frame::Malformed(Malformed {
@@ -320,12 +322,22 @@ pub fn excerpt(bytes: &[u8]) -> String {
 
 /// Strips the line end, a leading byte-order mark; `None` for a blank line.
 fn content(line: &[u8]) -> Option<&[u8]> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let line = line.strip_prefix(BOM).unwrap_or(line);
-    if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+    content_range(line).and_then(|(start, end)| line.get(start..end))
+}
+
+/// Where [`content`] lies in `line`.
+fn content_range(line: &[u8]) -> Option<(usize, usize)> {
+    let end = line.len() - usize::from(line.ends_with(b"\r"));
+    let start = if line.starts_with(BOM) && end >= BOM.len() {
+        BOM.len()
+    } else {
+        0
+    };
+    let text = line.get(start..end)?;
+    if text.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
         None
     } else {
-        Some(line)
+        Some((start, end))
     }
 }
 
@@ -369,15 +381,23 @@ impl Decoder for NewlineCodec {
             };
             self.next_index = 0;
             let line = buf.get(..newline).unwrap_or_default();
-            let out = if line.strip_suffix(b"\r").unwrap_or(line).len() > self.max_frame_length {
-                Some(Frame::Oversized(Oversized::of(self.max_frame_length, line)))
-            } else {
-                content(line).map(|line| self.frame(line))
-            };
-            buf.advance(newline + 1);
-            if let Some(out) = out {
-                return Ok(Some(out));
+            if line.strip_suffix(b"\r").unwrap_or(line).len() > self.max_frame_length {
+                let oversized = Oversized::of(self.max_frame_length, line);
+                buf.advance(newline + 1);
+                return Ok(Some(Frame::Oversized(oversized)));
             }
+            let Some((start, end)) = content_range(line) else {
+                // A blank line: look for the next one.
+                buf.advance(newline + 1);
+                continue;
+            };
+            // The line leaves the buffer as a frozen `Bytes` (no copy): the
+            // messages' raw members are slices of it, each read once more
+            // only by the layer that knows its type.
+            let mut line = buf.split_to(newline + 1).freeze();
+            line.truncate(end);
+            line.advance(start);
+            return Ok(Some(self.frame(&line)));
             // A blank line: look for the next one.
         }
     }
@@ -421,13 +441,19 @@ pub enum EncodeError {
     Io(#[from] io::Error),
 }
 
-impl Encoder<&Message> for NewlineCodec {
-    type Error = EncodeError;
-
-    fn encode(&mut self, item: &Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
+impl NewlineCodec {
+    /// Writes one message with `write`, then checks its length and turns
+    /// the newlines raw members may hold into spaces; on failure `dst` is
+    /// as it was.
+    fn encode_with(
+        &self,
+        dst: &mut BytesMut,
+        hint: usize,
+        write: impl FnOnce(&mut bytes::buf::Writer<&mut BytesMut>) -> Result<(), serde_json::Error>,
+    ) -> Result<(), EncodeError> {
         let start = dst.len();
-        dst.reserve(item.encoded_len_hint());
-        if let Err(e) = write_compact(item, &mut dst.writer()) {
+        dst.reserve(hint);
+        if let Err(e) = write(&mut dst.writer()) {
             dst.truncate(start);
             return Err(e.into());
         }
@@ -451,6 +477,29 @@ impl Encoder<&Message> for NewlineCodec {
         }
         dst.put_u8(b'\n');
         Ok(())
+    }
+}
+
+impl Encoder<&Message> for NewlineCodec {
+    type Error = EncodeError;
+
+    fn encode(&mut self, item: &Message, dst: &mut BytesMut) -> Result<(), EncodeError> {
+        self.encode_with(dst, item.encoded_len_hint(), |w| write_compact(item, w))
+    }
+}
+
+/// A request's params are written by serde straight into `dst`, byte for
+/// byte what the same request as a [`Message`] with [`to_raw`](crate::to_raw)
+/// params gives.
+impl Encoder<&OutgoingRequest<'_>> for NewlineCodec {
+    type Error = EncodeError;
+
+    fn encode(
+        &mut self,
+        item: &OutgoingRequest<'_>,
+        dst: &mut BytesMut,
+    ) -> Result<(), EncodeError> {
+        self.encode_with(dst, 128 + item.method().len(), |w| item.write(w))
     }
 }
 

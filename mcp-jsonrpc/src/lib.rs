@@ -4,8 +4,10 @@
 //!
 //! * the message model ([`Message`]: [`Request`], [`Notification`],
 //!   [`Response`], [`ErrorResponse`]) with `params`, `result` and error `data`
-//!   kept as raw JSON ([`RawJson`]) so each message is parsed once, by the
-//!   layer that knows its type;
+//!   kept as raw JSON ([`RawJson`], a slice of the frame they were read from)
+//!   so each message is parsed once, by the layer that knows its type;
+//! * [`OutgoingRequest`], a request whose params serde writes straight into
+//!   the frame;
 //! * precise reasons when JSON is not JSON-RPC ([`MessageError`]);
 //! * batches parsed only as far as a setting allows ([`Batches`], shared
 //!   with a running codec through a [`BatchSwitch`]): refused whole, or
@@ -45,6 +47,7 @@ mod codec;
 pub mod codes;
 mod id;
 mod message;
+mod raw;
 
 pub use batch::{
     BATCH_ELEMENT_COST, BatchSwitch, Batches, DEFAULT_BATCH_BUDGET, DEFAULT_MAX_BATCH_ELEMENTS,
@@ -56,7 +59,8 @@ pub use codec::{
 };
 pub use id::Id;
 pub use message::{
-    ErrorObject, ErrorResponse, Message, MessageError, Notification, Payload, RawJson, Request,
-    Response, from_raw, parse_payload, parse_payload_with, to_raw,
+    ErrorObject, ErrorResponse, Message, MessageError, Notification, OutgoingRequest, Payload,
+    Request, Response, parse_frame_with, parse_payload, parse_payload_with,
 };
+pub use raw::{RawJson, from_raw, to_raw};
 pub use serde_json::value::RawValue;

@@ -2,24 +2,20 @@
 
 use std::fmt;
 
+use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use crate::batch::Batches;
 use crate::id::Id;
+use crate::raw::RawJson;
 
 mod batch_parse;
+mod outgoing;
 mod parse;
 mod serialize;
+pub use outgoing::OutgoingRequest;
 pub(crate) use serialize::write_compact;
-
-/// A JSON value kept as its raw text until the layer that knows its type parses it.
-///
-/// Keeping `params` and `result` raw means a message is parsed once: the codec
-/// checks the envelope, and the session parses the payload straight into its
-/// own types.
-pub type RawJson = Box<RawValue>;
 
 /// One JSON-RPC 2.0 message.
 #[derive(Debug, Clone)]
@@ -104,9 +100,7 @@ impl ErrorObject {
 
     /// Parses `data` into a type, when present.
     pub fn data_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
-        self.data
-            .as_deref()
-            .map(|raw| serde_json::from_str(raw.get()))
+        self.data.as_ref().map(RawJson::parse)
     }
 }
 
@@ -118,16 +112,6 @@ impl fmt::Display for ErrorObject {
         }
         f.write_str(")")
     }
-}
-
-/// Serializes a value to raw JSON, for building `params` and `result`.
-pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, serde_json::Error> {
-    serde_json::value::to_raw_value(value)
-}
-
-/// Parses raw JSON into a type.
-pub fn from_raw<T: DeserializeOwned>(raw: &RawValue) -> Result<T, serde_json::Error> {
-    serde_json::from_str(raw.get())
 }
 
 impl Request {
@@ -152,11 +136,12 @@ impl Notification {
 }
 
 impl Response {
-    /// A successful response.
-    pub fn new(id: impl Into<Id>, result: RawJson) -> Self {
+    /// A successful response (`result` a [`RawJson`], or serde_json's
+    /// `Box<RawValue>`).
+    pub fn new(id: impl Into<Id>, result: impl Into<RawJson>) -> Self {
         Response {
             id: id.into(),
-            result,
+            result: result.into(),
         }
     }
 }
@@ -217,8 +202,18 @@ impl Message {
     /// assert_eq!(err.to_string(), "request id is null; ids are integers or strings");
     /// ```
     pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
+        Self::single(parse_payload_with(bytes, || Batches::REFUSED))
+    }
+
+    /// [`from_slice`](Self::from_slice) for a frame held in a [`Bytes`]: its
+    /// `params`, `result` and error `data` are slices of `frame`, not copies.
+    pub fn from_bytes(frame: &Bytes) -> Result<Message, MessageError> {
+        Self::single(parse_frame_with(frame, || Batches::REFUSED))
+    }
+
+    fn single(parsed: Result<Payload, MessageError>) -> Result<Message, MessageError> {
         // A batch is refused before any element is built.
-        match parse_payload_with(bytes, || Batches::REFUSED) {
+        match parsed {
             Ok(Payload::Single(m)) => Ok(m),
             Ok(Payload::Batch(_)) | Err(MessageError::BatchRefused { .. }) => {
                 Err(MessageError::UnexpectedBatch)
@@ -352,7 +347,25 @@ pub fn parse_payload_with(
     // exactly what `std::str::from_utf8` accepts, several times faster on
     // text with some non-ASCII (std's fast path is for ASCII runs only).
     let text = simdutf8::basic::from_utf8(bytes).map_err(|_| MessageError::NotUtf8)?;
-    parse::parse_text(text, batches)
+    parse::parse_text(parse::Source { frame: None, text }, batches)
+}
+
+/// [`parse_payload_with`] for a frame held in a [`Bytes`] (a line the codec
+/// split off its read buffer, an HTTP body, an SSE event's data): the
+/// messages' `params`, `result` and error `data` are slices of `frame`,
+/// not copies, so each member is read once, by the layer that knows its type.
+pub fn parse_frame_with(
+    frame: &Bytes,
+    batches: impl FnOnce() -> Batches,
+) -> Result<Payload, MessageError> {
+    let text = simdutf8::basic::from_utf8(frame).map_err(|_| MessageError::NotUtf8)?;
+    parse::parse_text(
+        parse::Source {
+            frame: Some(frame),
+            text,
+        },
+        batches,
+    )
 }
 
 /// A short, printable excerpt of some text: at most `max` characters, control
@@ -376,6 +389,7 @@ pub(crate) fn excerpt_str(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::raw::to_raw;
 
     fn err(s: &str) -> MessageError {
         Message::from_slice(s.as_bytes()).unwrap_err()
@@ -436,7 +450,7 @@ mod tests {
     /// The reference path: std's UTF-8 check, then the same parse.
     fn parse_payload_std(bytes: &[u8]) -> Result<Payload, MessageError> {
         match std::str::from_utf8(bytes) {
-            Ok(text) => parse::parse_text(text, Batches::default),
+            Ok(text) => parse::parse_text(parse::Source { frame: None, text }, Batches::default),
             Err(_) => Err(MessageError::NotUtf8),
         }
     }

@@ -141,7 +141,7 @@ fn error_response_without_id() {
     let Message::Error(e) = &m else { panic!() };
     assert_eq!(e.id, None);
     assert_eq!(e.error.code, -32600);
-    assert_eq!(e.error.data.as_deref().map(|d| d.get()), Some("[1]"));
+    assert_eq!(e.error.data.as_ref().map(|d| d.get()), Some("[1]"));
     assert_eq!(
         text(&m),
         r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"bad","data":[1]}}"#

@@ -5,7 +5,7 @@
 use bytes::BytesMut;
 use mcp_jsonrpc::{
     EncodeError, ErrorObject, ErrorResponse, Frame, Id, Message, NewlineCodec, Notification,
-    RawJson, RawValue, Request, Response,
+    Payload, RawJson, Request, Response, parse_frame_with, parse_payload,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -70,7 +70,7 @@ fn raw(value: Value) -> impl Strategy<Value = RawJson> {
                 .unwrap()
                 .replace('\n', "\r\n"),
         };
-        RawValue::from_string(text).unwrap()
+        RawJson::from_string(text).unwrap()
     })
 }
 
@@ -343,11 +343,117 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
+// Zero copy: raw members as slices of the frame.
+
+/// The raw members of a message.
+fn raw_members(m: &Message) -> Vec<&RawJson> {
+    match m {
+        Message::Request(r) => r.params.iter().collect(),
+        Message::Notification(n) => n.params.iter().collect(),
+        Message::Response(r) => vec![&r.result],
+        Message::Error(e) => e.error.data.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether every raw member of `parsed` lies inside `frame`.
+fn all_in_frame(parsed: &Result<Payload, mcp_jsonrpc::MessageError>, frame: &bytes::Bytes) -> bool {
+    let range = frame.as_ptr_range();
+    let inside = |m: &Message| {
+        raw_members(m).iter().all(|r| {
+            let p = r.as_bytes().as_ptr_range();
+            range.start <= p.start && p.end <= range.end
+        })
+    };
+    match parsed {
+        Ok(Payload::Single(m)) => inside(m),
+        Ok(Payload::Batch(items)) => items.iter().flatten().all(inside),
+        _ => true,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// A frame held in `Bytes` parses to what the copying parse gives, with
+    /// every raw member a slice of the frame, for single messages, batches
+    /// and the text around them.
+    #[test]
+    fn frame_slices_parse_as_copies_do(
+        messages in prop::collection::vec(message(), 1..4),
+        batch in any::<bool>(),
+        pad in prop::sample::select(vec!["", " ", "\t\r\n "]),
+    ) {
+        let texts: Vec<String> = messages
+            .iter()
+            .map(|m| String::from_utf8(m.to_vec().unwrap()).unwrap())
+            .collect();
+        let body = if batch {
+            format!("{pad}[{}]{pad}", texts.join(","))
+        } else {
+            format!("{pad}{}{pad}", texts[0])
+        };
+        let frame = bytes::Bytes::from(body.clone().into_bytes());
+        let sliced = parse_frame_with(&frame, mcp_jsonrpc::Batches::default);
+        let copied = parse_payload(body.as_bytes());
+        prop_assert_eq!(format!("{sliced:?}"), format!("{copied:?}"));
+        prop_assert!(sliced.is_ok());
+        prop_assert!(all_in_frame(&sliced, &frame));
+        if !batch {
+            prop_assert_eq!(
+                format!("{:?}", Message::from_bytes(&frame)),
+                format!("{:?}", Message::from_slice(body.as_bytes()))
+            );
+        }
+    }
+
+    /// The codec's frames (lines split off its read buffer) parse as the
+    /// copying parse of each line does.
+    #[test]
+    fn codec_frames_parse_as_copies_do(messages in prop::collection::vec(message(), 1..6)) {
+        let mut codec = NewlineCodec::new();
+        let mut buf = encode_all(&mut codec, &messages);
+        let lines: Vec<Vec<u8>> = buf[..]
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        for line in lines {
+            let Some(Frame::Message(m)) = codec.decode(&mut buf).unwrap() else {
+                panic!("not a message")
+            };
+            let reference = Message::from_slice(&line).unwrap();
+            prop_assert_eq!(format!("{m:?}"), format!("{reference:?}"));
+        }
+        prop_assert!(codec.decode(&mut buf).unwrap().is_none());
+    }
+}
+
+proptest! {
+    /// A request whose params serde writes straight into the frame encodes
+    /// to the very line the same request as a `Message` does (raw params
+    /// with newlines between tokens included).
+    #[test]
+    fn outgoing_requests_encode_as_messages_do(id in id(), method in text(), params in params()) {
+        let message = Message::from(Request::new(id.clone(), method.clone(), params.clone()));
+        let mut outgoing = mcp_jsonrpc::OutgoingRequest::new(id, &method);
+        if let Some(p) = &params {
+            outgoing = outgoing.params(p);
+        }
+        let mut codec = NewlineCodec::new();
+        let (mut a, mut b) = (BytesMut::new(), BytesMut::new());
+        codec.encode(&message, &mut a).unwrap();
+        codec.encode(&outgoing, &mut b).unwrap();
+        prop_assert_eq!(a, b);
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Encoder edges.
 
 #[test]
 fn encoder_flattens_newlines_in_raw_values() {
-    let params = RawValue::from_string("{\n \"a\" :\r\n 1,\n\"b\":\"x\\ny\"}".to_owned()).unwrap();
+    let params = RawJson::from_string("{\n \"a\" :\r\n 1,\n\"b\":\"x\\ny\"}".to_owned()).unwrap();
     let m = Message::from(Request::new(1, "m", Some(params)));
     let mut codec = NewlineCodec::new();
     let mut buf = BytesMut::new();

@@ -210,7 +210,13 @@ pub(crate) async fn answer_input(
         None => None,
     };
     let answer = match &core.config.handler {
-        Some(h) => h.handle(&request.method, params.as_deref()).await,
+        Some(h) => {
+            h.handle(
+                &request.method,
+                params.as_ref().and_then(|p| p.raw_value().ok()),
+            )
+            .await
+        }
         None => None,
     };
     match answer {

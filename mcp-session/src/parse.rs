@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use mcp_jsonrpc::{Id, RawJson, RawValue};
+use mcp_jsonrpc::{Id, RawJson};
 use mcp_protocol::tasks::TaskMetadata;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -88,11 +88,13 @@ pub(crate) fn parse_value<R: DeserializeOwned>(
     })
 }
 
+/// Parses a result into `R`, once, straight from its text (a slice of the
+/// frame it came in).
 pub(crate) fn parse_result<R: DeserializeOwned>(
     method: &str,
-    raw: &RawValue,
+    raw: &RawJson,
 ) -> Result<R, SessionError> {
-    mcp_jsonrpc::from_raw(raw).map_err(|e| SessionError::InvalidResponse {
+    raw.parse().map_err(|e| SessionError::InvalidResponse {
         method: method.to_string(),
         reason: e.to_string(),
     })

@@ -352,7 +352,7 @@ mod tests {
     }
 
     fn raw(s: &str) -> RawJson {
-        serde_json::value::RawValue::from_string(s.to_string()).unwrap()
+        RawJson::from_string(s.to_string()).unwrap()
     }
 
     #[test]

@@ -456,7 +456,10 @@ pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Messag
         Some(Ok(json!({})))
     } else if let Some(handler) = &shared.handler {
         handler
-            .handle(&request.method, request.params.as_deref())
+            .handle(
+                &request.method,
+                request.params.as_ref().and_then(|p| p.raw_value().ok()),
+            )
             .await
     } else {
         None
@@ -479,7 +482,8 @@ pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Messag
 
 pub(crate) fn on_notification(shared: &Shared, n: Notification) {
     shared.notifications_seen.fetch_add(1, Ordering::Relaxed);
-    let params = n.params.as_deref();
+    // Borrowed as serde_json's `RawValue` for the method table's reader.
+    let params = n.params.as_ref().and_then(|p| p.raw_value().ok());
     // Notifications of a `subscriptions/listen` stream name their
     // subscription in `_meta`.
     let subscription = if shared.subscribers.is_empty() {

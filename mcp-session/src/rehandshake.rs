@@ -33,8 +33,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, RawJson, Request};
+use mcp_jsonrpc::{Id, Message, Notification, OutgoingRequest, RawJson, Request};
 use mcp_transport::{Lifecycle as Lifecycle_, SendContext};
+use serde::Serialize;
 use tokio::time::Instant;
 
 use mcp_protocol::types::ClientCapabilities;
@@ -46,6 +47,7 @@ use crate::error::SessionError;
 use crate::lifecycle::{Lifecycle, Step};
 use crate::pending::{Deadline, RequestId};
 use crate::reader::ClosedInfo;
+use crate::request::Outgoing;
 
 /// Lets a connected session run the handshake again: installs the start
 /// of a round in its [`Renewal`](crate::renewal::Renewal). Only for a
@@ -84,9 +86,10 @@ fn sent_again(method: &str) -> bool {
 }
 
 impl Inner {
-    /// Sends a request and waits for its answer, within its deadline; when
-    /// the server's session ended before it was processed, waits for the
-    /// handshake to run again and sends it once more (see the module).
+    /// Sends a request with params already raw and waits for its answer,
+    /// within its deadline; when the server's session ended before it was
+    /// processed, waits for the handshake to run again and sends it once
+    /// more (see the module).
     pub(crate) async fn request_raw(
         &self,
         key: RequestId,
@@ -96,25 +99,58 @@ impl Inner {
         on_progress: Option<&ProgressListener>,
         context: &SendContext,
     ) -> Result<RawJson, SessionError> {
+        // Raw params are shared bytes: sending them again copies nothing.
+        let build = |id: Id| {
+            Outgoing::Message(Message::Request(Request {
+                id,
+                method: method.to_string(),
+                params: params.clone(),
+            }))
+        };
+        self.request_renewing(key, method, build, timeout, on_progress, context)
+            .await
+    }
+
+    /// Sends a request and waits for its answer, within its deadline; the
+    /// params are written by serde straight into the outgoing frame (where
+    /// the transport writes frames itself), never into a `String` first.
+    /// Sent again as [`request_raw`](Self::request_raw) is.
+    pub(crate) async fn request_params<P: Serialize + Sync>(
+        &self,
+        key: RequestId,
+        method: &str,
+        params: &P,
+        timeout: Duration,
+        on_progress: Option<&ProgressListener>,
+        context: &SendContext,
+    ) -> Result<RawJson, SessionError> {
+        let build = |id: Id| Outgoing::Request(OutgoingRequest::new(id, method).params(params));
+        self.request_renewing(key, method, build, timeout, on_progress, context)
+            .await
+    }
+
+    /// The request `build` makes for an id, sent once, and once more under a
+    /// new id when the server's session ended before it was processed.
+    async fn request_renewing<'p>(
+        &self,
+        key: RequestId,
+        method: &str,
+        build: impl Fn(Id) -> Outgoing<'p>,
+        timeout: Duration,
+        on_progress: Option<&ProgressListener>,
+        context: &SendContext,
+    ) -> Result<RawJson, SessionError> {
         let renewal = &self.shared.renewal;
         let seen = renewal.done();
         let started = Instant::now();
-        let message = Message::Request(Request {
-            id: key.id(),
-            method: method.to_string(),
-            params,
-        });
         let outcome = self
-            .request_once(key, &message, method, timeout, on_progress, context)
+            .request_once(key, &build(key.id()), method, timeout, on_progress, context)
             .await;
-        let expired = match outcome {
+        match outcome {
             Err(SessionError::Transport(e))
-                if e.is_session_expired() && sent_again(method) && renewal.installed() =>
-            {
-                e
-            }
+                if e.is_session_expired() && sent_again(method) && renewal.installed() => {}
             other => return other,
-        };
+        }
         renewal.start_after(seen);
         let left = timeout.saturating_sub(started.elapsed());
         match tokio::time::timeout(left, renewal.renewed_since(seen)).await {
@@ -125,16 +161,11 @@ impl Inner {
                 return Err(deadline.expired(method, Instant::now()));
             }
         }
-        let Message::Request(mut request) = message else {
-            return Err(SessionError::Transport(expired));
-        };
         // A new id: a cancellation of the first one may still reach the
         // new session.
         let key = self.next_id();
-        request.id = key.id();
         tracing::debug!(server = %self.config.server_name, "sending {method} again on the server's new session");
-        let message = Message::Request(request);
-        self.request_once(key, &message, method, timeout, on_progress, context)
+        self.request_once(key, &build(key.id()), method, timeout, on_progress, context)
             .await
     }
 

@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorResponse, Id, Message, Notification, RawJson, Response};
-use mcp_transport::{Answer, SendContext, Transport};
+use mcp_jsonrpc::{
+    EncodeError, ErrorResponse, Id, Message, Notification, OutgoingRequest, RawJson, Response,
+};
+use mcp_transport::{Answer, SendContext, Transport, TransportError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -86,14 +88,16 @@ impl Inner {
         RequestId(self.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
-    /// Sends a request (`message`, whose id is `key`'s) and waits for its
-    /// answer, within its deadline: once. [`request_raw`](Inner::request_raw)
-    /// (in `rehandshake.rs`) builds the message and sends it again when the
-    /// server's session ended before it was processed.
+    /// Sends `send` (the request `key`) and waits for its answer, within its
+    /// deadline, once: the answer's `result` as the slice of the frame it
+    /// came in. [`request_raw`](Inner::request_raw) and
+    /// [`request_params`](Inner::request_params) (in `rehandshake.rs`) build
+    /// it and send it again when the server's session ended before it was
+    /// processed.
     pub(crate) async fn request_once(
         &self,
         key: RequestId,
-        message: &Message,
+        send: &Outgoing<'_>,
         method: &str,
         timeout: Duration,
         on_progress: Option<&ProgressListener>,
@@ -121,16 +125,20 @@ impl Inner {
             self.shared.ask_rearm();
         }
         let mut done = inserted.done;
+        let id = key.id();
         let mut guard = InFlight {
             session: self,
-            id: key.id(),
+            id: id.clone(),
             method,
             done: false,
             expired: false,
         };
         // The transport may answer here (HTTP: the POST driven on this task),
         // or later through the reader; until it has returned, both race.
-        let mut sending = Some(self.transport.request_with(message, context));
+        let mut sending = Some(match send {
+            Outgoing::Message(message) => self.transport.request_with(message, context),
+            Outgoing::Request(request) => self.transport.request_outgoing(request, context),
+        });
         let outcome = loop {
             tokio::select! {
                 biased;
@@ -142,7 +150,17 @@ impl Inner {
                     }
                 } => {
                     sending = None;
-                    if let Some(outcome) = self.answered(&guard.id, answer?) {
+                    let answer = match answer {
+                        Ok(answer) => answer,
+                        Err(TransportError::Encode(EncodeError::Json(e))) => {
+                            // Nothing was sent: nothing to cancel.
+                            self.shared.lock_pending().remove(&guard.id);
+                            guard.finish();
+                            return Err(cannot_encode(method, &e));
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                    if let Some(outcome) = self.answered(&guard.id, answer) {
                         break Some(outcome);
                     }
                 }
@@ -224,18 +242,30 @@ impl Inner {
         Some(outcome)
     }
 
-    pub(crate) async fn request<P: Serialize + ?Sized, R: DeserializeOwned>(
+    /// Sends a request and parses its result into `R`, once, straight from
+    /// the frame it came in; the params are written straight into the
+    /// outgoing frame.
+    pub(crate) async fn request<P: Serialize + Sync, R: DeserializeOwned>(
         &self,
         method: &str,
         params: &P,
         timeout: Duration,
         context: &SendContext,
     ) -> Result<R, SessionError> {
-        let raw = self.params(method, params)?;
         let id = self.next_id();
-        let result = self
-            .request_raw(id, method, Some(raw), timeout, None, context)
-            .await?;
+        let result = match &self.meta {
+            None => {
+                self.request_params(id, method, params, timeout, None, context)
+                    .await?
+            }
+            Some(meta) => {
+                let mut value =
+                    serde_json::to_value(params).map_err(|e| cannot_encode(method, &e))?;
+                meta.apply(&mut value);
+                self.request_params(id, method, &value, timeout, None, context)
+                    .await?
+            }
+        };
         parse_result(method, &result)
     }
 
@@ -250,13 +280,24 @@ impl Inner {
             None => to_raw_params(method, params),
             Some(meta) => {
                 let mut value =
-                    serde_json::to_value(params).map_err(|e| SessionError::InvalidResponse {
-                        method: method.to_string(),
-                        reason: format!("cannot encode the request: {e}"),
-                    })?;
+                    serde_json::to_value(params).map_err(|e| cannot_encode(method, &e))?;
                 meta.apply(&mut value);
                 to_raw_params(method, &value)
             }
         }
+    }
+}
+
+/// A request on its way out: a message built already, or params still a
+/// value (written straight into the frame by transports that write frames).
+pub(crate) enum Outgoing<'p> {
+    Message(Message),
+    Request(OutgoingRequest<'p>),
+}
+
+fn cannot_encode(method: &str, e: &serde_json::Error) -> SessionError {
+    SessionError::InvalidResponse {
+        method: method.to_string(),
+        reason: format!("cannot encode the request: {e}"),
     }
 }

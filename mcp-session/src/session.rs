@@ -357,3 +357,43 @@ impl Session {
         }
     }
 }
+
+impl Session {
+    /// Sends a request of the method table and returns its typed result:
+    /// the params are written by serde straight into the outgoing frame,
+    /// the result parsed once, from the frame's bytes, into `R::Result`.
+    ///
+    /// The typed form of [`Session::request`]: the session's revision, its
+    /// request `_meta` and its default timeout, nothing more (a `tools/call`
+    /// sent so is neither validated nor carried through `input_required`
+    /// rounds or tasks: that is [`Session::call_tool`]).
+    ///
+    /// ```no_run
+    /// # async fn f(session: mcp_session::Session) -> Result<(), mcp_session::SessionError> {
+    /// use mcp_session::protocol::request::ToolsList;
+    /// let page = session.call::<ToolsList>(&Default::default()).await?;
+    /// println!("{} tools on the first page", page.tools.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn call<R: mcp_protocol::request::Request>(
+        &self,
+        params: &R::Params,
+    ) -> Result<R::Result, SessionError> {
+        let inner = self.core();
+        // What a 2026-07-28 request mirrors as `Mcp-Name`, read from the
+        // params only where it is sent.
+        let name = match mcp_protocol::x_mcp_header::name_field(R::METHOD) {
+            Some(field) if inner.mirrors_headers() => serde_json::to_value(params)
+                .ok()
+                .and_then(|v| v.get(field)?.as_str().map(str::to_owned)),
+            _ => None,
+        };
+        let context = match &name {
+            Some(name) => inner.named_context(name),
+            None => inner.context(),
+        };
+        inner
+            .send::<R>(params, inner.config.request_timeout, &context)
+            .await
+    }
+}

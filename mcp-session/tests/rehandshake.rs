@@ -182,7 +182,7 @@ fn serve(server: memory::MemoryTransport, versions: &'static [&'static str]) -> 
             } else {
                 let params: serde_json::Value = message
                     .params
-                    .as_deref()
+                    .as_ref()
                     .map(|p| serde_json::from_str(p.get()).unwrap())
                     .unwrap_or_default();
                 if params["hold"] == true && counts.initializes.load(Ordering::SeqCst) < 2 {

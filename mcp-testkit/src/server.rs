@@ -306,7 +306,10 @@ impl Server {
     }
 
     fn handle_notification(&self, n: Notification) {
-        match ClientNotification::parse(&n.method, n.params.as_deref()) {
+        match ClientNotification::parse(
+            &n.method,
+            n.params.as_ref().and_then(|p| p.raw_value().ok()),
+        ) {
             Ok(ClientNotification::Initialized) => {
                 self.initialized.store(true, Ordering::SeqCst);
             }

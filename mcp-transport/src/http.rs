@@ -50,7 +50,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::Uri;
-use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_payload_with};
+use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_frame_with};
 
 use crate::{BatchGate, InvalidFrame, Received, TransportError, batch_to_received};
 
@@ -417,18 +417,25 @@ fn encode(message: &mcp_jsonrpc::Message) -> Result<bytes::Bytes, TransportError
 
 /// Parses one JSON body or SSE `data`, a batch only as far as the gate
 /// allows now (read only when the payload is a batch), its parsed elements
-/// within `budget` bytes.
+/// within `budget` bytes. The messages' raw members are slices of `bytes`.
 fn parse_gated(
-    bytes: &[u8],
+    bytes: &bytes::Bytes,
     gate: &BatchGate,
     budget: usize,
 ) -> Result<Payload, mcp_jsonrpc::MessageError> {
-    parse_payload_with(bytes, || gate.batches(budget))
+    parse_frame_with(bytes, || gate.batches(budget))
 }
 
-/// Turns one JSON body or SSE `data` into what `recv` hands out.
-fn payload_to_received(bytes: &[u8], gate: &BatchGate, budget: usize, out: &mut Vec<Received>) {
-    parsed_to_received(parse_gated(bytes, gate, budget), bytes, out);
+/// Turns one JSON body or SSE `data` into what `recv` hands out (taking the
+/// data over: the messages' raw members are slices of it).
+fn payload_to_received(
+    bytes: impl Into<bytes::Bytes>,
+    gate: &BatchGate,
+    budget: usize,
+    out: &mut Vec<Received>,
+) {
+    let bytes = bytes.into();
+    parsed_to_received(parse_gated(&bytes, gate, budget), &bytes, out);
 }
 
 /// [`payload_to_received`] for a payload already parsed from `bytes`.
@@ -452,6 +459,85 @@ fn parsed_to_received(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    mod bodies {
+        use super::*;
+        use crate::{Message, SendContext};
+        use mcp_jsonrpc::{ErrorObject, ErrorResponse, Notification, RawJson, Request, Response};
+        use proptest::prelude::*;
+
+        fn raw() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just("{}".to_owned()),
+                Just("[1, {\"a\": \"\\n\"}]".to_owned()),
+                "[a-z é\"]{0,16}".prop_map(|t| serde_json::json!({ "text": t }).to_string()),
+                Just("{\n  \"pretty\": true\n}".to_owned()),
+            ]
+        }
+
+        fn message() -> impl Strategy<Value = String> {
+            let raw_json = || raw().prop_map(|t| RawJson::from_string(t).unwrap());
+            prop_oneof![
+                (any::<i64>(), prop::option::of(raw_json()))
+                    .prop_map(|(id, p)| Message::from(Request::new(id, "m", p))),
+                prop::option::of(raw_json()).prop_map(|p| Message::from(Notification::new("n", p))),
+                (any::<i64>(), raw_json()).prop_map(|(id, r)| Message::from(Response::new(id, r))),
+                (any::<i64>(), prop::option::of(raw_json())).prop_map(|(id, d)| {
+                    let mut e = ErrorObject::new(-1, "e");
+                    e.data = d;
+                    Message::from(ErrorResponse::new(Some(id.into()), e))
+                }),
+            ]
+            .prop_map(|m| String::from_utf8(m.to_vec().unwrap()).unwrap())
+        }
+
+        fn raw_members(r: &Received) -> Vec<&RawJson> {
+            match r {
+                Received::Message(Message::Request(r)) => r.params.iter().collect(),
+                Received::Message(Message::Notification(n)) => n.params.iter().collect(),
+                Received::Message(Message::Response(r)) => vec![&r.result],
+                Received::Message(Message::Error(e)) => e.error.data.iter().collect(),
+                _ => Vec::new(),
+            }
+        }
+
+        proptest! {
+            /// An HTTP body or SSE event parses to what the copying parse
+            /// gives, its messages' raw members slices of the body.
+            #[test]
+            fn bodies_parse_as_copies_do(
+                messages in prop::collection::vec(message(), 1..4),
+                batch in any::<bool>(),
+                junk in any::<bool>(),
+            ) {
+                let mut text = if batch {
+                    format!("[{}]", messages.join(","))
+                } else {
+                    messages[0].clone()
+                };
+                if junk {
+                    text.push('x');
+                }
+                let gate = BatchGate::new(16);
+                gate.follow(&SendContext::new().revision(mcp_protocol::ProtocolVersion::V2025_03_26));
+                let body = bytes::Bytes::from(text.clone().into_bytes());
+                let mut sliced = Vec::new();
+                payload_to_received(body.clone(), &gate, 1 << 20, &mut sliced);
+                let mut copied = Vec::new();
+                parsed_to_received(
+                    mcp_jsonrpc::parse_payload_with(text.as_bytes(), || gate.batches(1 << 20)),
+                    text.as_bytes(),
+                    &mut copied,
+                );
+                prop_assert_eq!(format!("{sliced:?}"), format!("{copied:?}"));
+                let range = body.as_ptr_range();
+                for r in sliced.iter().flat_map(raw_members) {
+                    let p = r.as_bytes().as_ptr_range();
+                    prop_assert!(range.start <= p.start && p.end <= range.end);
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_client_options_are_the_transport_options_client_part() {

@@ -38,7 +38,8 @@ use mcp_jsonrpc::BatchSwitch;
 #[cfg(feature = "http")]
 use mcp_jsonrpc::Batches;
 pub use mcp_jsonrpc::{
-    DEFAULT_MAX_BATCH_ELEMENTS, Id, Malformed, Message, MessageError, Oversized, Truncated,
+    DEFAULT_MAX_BATCH_ELEMENTS, Id, Malformed, Message, MessageError, OutgoingRequest, Oversized,
+    Truncated,
 };
 use mcp_protocol::ProtocolVersion;
 
@@ -385,6 +386,27 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
         Box::pin(async move { sent.await.map(|()| Answer::Later) })
     }
 
+    /// [`request_with`](Transport::request_with) for a request whose params
+    /// are still a value of the caller's type: a transport that writes
+    /// frames itself (stdio, [`stream`]) has serde write them straight into
+    /// the outgoing frame, never into a `String` first.
+    ///
+    /// The default builds the [`Message`] (the params serialized once) and
+    /// calls `request_with`, so a wrapper that forwards `request_with` sees
+    /// every request.
+    fn request_outgoing<'a>(
+        &'a self,
+        request: &'a OutgoingRequest<'a>,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        match request.to_message() {
+            Ok(message) => Box::pin(async move { self.request_with(&message, context).await }),
+            Err(e) => Box::pin(std::future::ready(Err(TransportError::Encode(
+                mcp_jsonrpc::EncodeError::Json(e),
+            )))),
+        }
+    }
+
     /// Receives the next message, invalid frame or request failure.
     fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>>;
 
@@ -434,6 +456,13 @@ macro_rules! forward_transport {
                 context: &'a SendContext,
             ) -> BoxFuture<'a, Result<Answer, TransportError>> {
                 (**self).request_with(request, context)
+            }
+            fn request_outgoing<'a>(
+                &'a self,
+                request: &'a OutgoingRequest<'a>,
+                context: &'a SendContext,
+            ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+                (**self).request_outgoing(request, context)
             }
             fn recv(&self) -> BoxFuture<'_, Result<Received, TransportError>> {
                 (**self).recv()

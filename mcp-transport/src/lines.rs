@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use mcp_jsonrpc::{EncodeError, Message, NewlineCodec};
+use mcp_jsonrpc::{EncodeError, Message, NewlineCodec, OutgoingRequest};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::codec::Encoder;
@@ -112,6 +112,34 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
         cancels: bool,
         closing: &CancellationToken,
     ) -> Result<(), SendFailure> {
+        let is_request = matches!(message, Message::Request(_));
+        self.send_line(is_request, cancels, closing, |codec, buf| {
+            codec.encode(message, buf)
+        })
+        .await
+    }
+
+    /// Writes a request as one line, its params written by serde straight
+    /// into the staging buffer.
+    pub(crate) async fn send_request(
+        &self,
+        request: &OutgoingRequest<'_>,
+        closing: &CancellationToken,
+    ) -> Result<(), SendFailure> {
+        self.send_line(true, false, closing, |codec, buf| {
+            codec.encode(request, buf)
+        })
+        .await
+    }
+
+    /// Stages the line `encode` writes, then writes what is staged.
+    async fn send_line(
+        &self,
+        is_request: bool,
+        cancels: bool,
+        closing: &CancellationToken,
+        encode: impl FnOnce(&mut NewlineCodec, &mut BytesMut) -> Result<(), EncodeError>,
+    ) -> Result<(), SendFailure> {
         if closing.is_cancelled() {
             return Err(SendFailure::Closing);
         }
@@ -119,17 +147,11 @@ impl<W: AsyncWrite + Unpin> LineWriter<W> {
             let mut staged = self.staged.lock().unwrap_or_else(|p| p.into_inner());
             let staged = &mut *staged;
             let before = staged.buf.len();
-            staged
-                .codec
-                .encode(message, &mut staged.buf)
-                .map_err(SendFailure::Encode)?;
+            encode(&mut staged.codec, &mut staged.buf).map_err(SendFailure::Encode)?;
             staged.end += (staged.buf.len() - before) as u64;
             staged.end
         };
-        let others_awaiting = match message {
-            Message::Request(_) => self.awaiting.fetch_add(1, Ordering::Relaxed) > 0,
-            _ => false,
-        };
+        let others_awaiting = is_request && self.awaiting.fetch_add(1, Ordering::Relaxed) > 0;
         if cancels {
             self.answered_one();
         }
@@ -375,5 +397,54 @@ mod tests {
         ));
         w.send(&request(1), false, &closing).await.unwrap();
         assert_eq!(lines(&out.writes.lock().unwrap()).len(), 1);
+    }
+
+    /// Params whose serialization fails.
+    struct Unserializable;
+
+    impl serde::Serialize for Unserializable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no JSON for this"))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_request_with_params_as_a_value_is_the_same_line() {
+        let out = Recorder::default();
+        let w = LineWriter::new(out.clone(), 1024);
+        let closing = CancellationToken::new();
+        let params = serde_json::json!({"name": "echo", "arguments": {"text": "a\nb"}});
+        let id = Id::from(7);
+        let outgoing = OutgoingRequest::new(id.clone(), "tools/call").params(&params);
+        w.send_request(&outgoing, &closing).await.unwrap();
+        let message = Message::Request(Request::new(
+            id,
+            "tools/call",
+            Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+        ));
+        w.send(&message, false, &closing).await.unwrap();
+        let lines = lines(&out.writes.lock().unwrap());
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0], lines[1]);
+        // A request counts as awaiting its answer either way.
+        assert_eq!(w.awaiting.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn params_that_cannot_be_serialized_stage_nothing() {
+        let out = Recorder::default();
+        let w = LineWriter::new(out.clone(), 1024);
+        let closing = CancellationToken::new();
+        let outgoing = OutgoingRequest::new(Id::from(1), "m").params(&Unserializable);
+        assert!(matches!(
+            w.send_request(&outgoing, &closing).await,
+            Err(SendFailure::Encode(EncodeError::Json(_)))
+        ));
+        assert_eq!(w.staged.lock().unwrap().buf.len(), 0);
+        assert_eq!(w.awaiting.load(Ordering::Relaxed), 0);
+        w.send(&request(2), false, &closing).await.unwrap();
+        let lines = lines(&out.writes.lock().unwrap());
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].contains("\"id\":2"), "{lines:?}");
     }
 }

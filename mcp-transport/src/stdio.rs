@@ -66,7 +66,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_jsonrpc::{Frame, NewlineCodec};
+use mcp_jsonrpc::{Frame, NewlineCodec, OutgoingRequest};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex, OnceCell, watch};
 use tokio::task::JoinHandle;
@@ -312,7 +312,12 @@ impl StdioTransport {
     }
 
     async fn send_message(&self, message: &Message, cancels: bool) -> Result<(), TransportError> {
-        match self.writer.send(message, cancels, &self.closing).await {
+        self.sent(self.writer.send(message, cancels, &self.closing).await)
+    }
+
+    /// What a send's failure is to the caller.
+    fn sent(&self, result: Result<(), SendFailure>) -> Result<(), TransportError> {
+        match result {
             Ok(()) => Ok(()),
             Err(SendFailure::Encode(e)) => Err(e.into()),
             Err(SendFailure::Closing) => Err(self.closed_error("closed by client")),
@@ -483,6 +488,18 @@ impl Transport for StdioTransport {
         Box::pin(async move {
             self.send_message(request, false)
                 .await
+                .map(|()| Answer::Later)
+        })
+    }
+
+    fn request_outgoing<'a>(
+        &'a self,
+        request: &'a OutgoingRequest<'a>,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        self.batches.follow(context);
+        Box::pin(async move {
+            self.sent(self.writer.send_request(request, &self.closing).await)
                 .map(|()| Answer::Later)
         })
     }

@@ -33,7 +33,9 @@ use std::io;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_jsonrpc::{DEFAULT_MAX_BATCH_ELEMENTS, DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec};
+use mcp_jsonrpc::{
+    DEFAULT_MAX_BATCH_ELEMENTS, DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec, OutgoingRequest,
+};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 use tokio_util::codec::FramedRead;
@@ -115,7 +117,12 @@ impl StreamTransport {
     }
 
     async fn send_message(&self, message: &Message, cancels: bool) -> Result<(), TransportError> {
-        match self.writer.send(message, cancels, &self.closing).await {
+        self.sent(self.writer.send(message, cancels, &self.closing).await)
+    }
+
+    /// What a send's failure is to the caller.
+    fn sent(&self, result: Result<(), SendFailure>) -> Result<(), TransportError> {
+        match result {
             Ok(()) => Ok(()),
             Err(SendFailure::Encode(e)) => Err(e.into()),
             Err(SendFailure::Closing) => Err(TransportError::closed("closed by this side")),
@@ -199,6 +206,18 @@ impl Transport for StreamTransport {
         Box::pin(async move {
             self.send_message(request, false)
                 .await
+                .map(|()| Answer::Later)
+        })
+    }
+
+    fn request_outgoing<'a>(
+        &'a self,
+        request: &'a OutgoingRequest<'a>,
+        context: &'a SendContext,
+    ) -> BoxFuture<'a, Result<Answer, TransportError>> {
+        self.batches.follow(context);
+        Box::pin(async move {
+            self.sent(self.writer.send_request(request, &self.closing).await)
                 .map(|()| Answer::Later)
         })
     }

@@ -153,6 +153,21 @@ pub(crate) struct PayloadArgs {
     /// Rounds, interleaved between the clients.
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub(crate) rounds: usize,
+    /// Count the instructions per `tools/call` of each client and size under
+    /// valgrind (callgrind) instead of timing: reproducible on a noisy machine.
+    #[arg(long)]
+    pub(crate) instructions: bool,
+    /// The two call counts of --instructions; the difference of their
+    /// instruction totals over the difference of the counts cancels startup.
+    #[arg(long, value_name = "N1,N2", value_delimiter = ',', default_values_t = [10, 30])]
+    pub(crate) instructions_calls: Vec<usize>,
+    /// Only one client (ours, rmcp or floor), `tools/call` only, `--calls`
+    /// calls per size, nothing printed: what --instructions counts.
+    #[arg(long, value_name = "CLIENT", hide = true)]
+    pub(crate) only: Option<String>,
+    /// Calls per size with --only.
+    #[arg(long, value_name = "N", hide = true, default_value_t = 10)]
+    pub(crate) calls: usize,
 }
 
 /// `bench catalog`.

@@ -8,8 +8,8 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::parse::Wire;
-use super::{Message, MessageError, RawJson};
+use super::parse::{Source, Wire};
+use super::{Message, MessageError};
 use crate::batch::{BATCH_ELEMENT_COST, Batches};
 use crate::id::Id;
 
@@ -45,12 +45,14 @@ impl Refusal {
 /// Parses the top-level value; `batches` gives the batch setting, asked
 /// only when the value is an array, and `refusal` says why a batch stopped
 /// the parse.
-pub(super) struct TopSeed<F> {
+pub(super) struct TopSeed<'s, F> {
     pub(super) batches: Option<F>,
     pub(super) refusal: Option<Refusal>,
+    /// Where the raw members are kept from.
+    pub(super) source: Source<'s>,
 }
 
-impl<'de, F: FnOnce() -> Batches> DeserializeSeed<'de> for &mut TopSeed<F> {
+impl<'de, F: FnOnce() -> Batches> DeserializeSeed<'de> for &mut TopSeed<'_, F> {
     type Value = TopLevel<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<TopLevel<'de>, D::Error> {
@@ -58,7 +60,7 @@ impl<'de, F: FnOnce() -> Batches> DeserializeSeed<'de> for &mut TopSeed<F> {
     }
 }
 
-struct TopVisitor<'s, F>(&'s mut TopSeed<F>);
+struct TopVisitor<'s, 't, F>(&'s mut TopSeed<'t, F>);
 
 /// The kind of a value that is neither an object nor an array.
 macro_rules! other_kind {
@@ -73,7 +75,7 @@ macro_rules! other_kind {
     };
 }
 
-impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<'_, F> {
+impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<'_, '_, F> {
     type Value = TopLevel<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,7 +97,7 @@ impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<'_, F> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<TopLevel<'de>, A::Error> {
         let limits = self.0.batches.take().map_or(Batches::REFUSED, |f| f());
-        batch(seq, limits).map_err(|e| match e {
+        batch(seq, limits, self.0.source).map_err(|e| match e {
             BatchError::Refused(refusal) => {
                 self.0.refusal = Some(refusal);
                 de::Error::custom("a batch refused whole")
@@ -113,6 +115,7 @@ impl<'de, F: FnOnce() -> Batches> Visitor<'de> for TopVisitor<'_, F> {
 fn batch<'de, A: SeqAccess<'de>>(
     mut seq: A,
     limits: Batches,
+    source: Source<'_>,
 ) -> Result<TopLevel<'de>, BatchError<A::Error>> {
     if !limits.allowed() {
         return Err(BatchError::Refused(Refusal::NotAccepted));
@@ -129,7 +132,7 @@ fn batch<'de, A: SeqAccess<'de>>(
                 limit: limits.max_elements(),
             }));
         }
-        let Some(Element(item)) = seq.next_element::<Element>()? else {
+        let Some(item) = seq.next_element_seed(ElementVisitor(source))? else {
             break;
         };
         charged = charged.saturating_add(element_cost(&item));
@@ -239,7 +242,7 @@ impl Message {
     /// The bytes of text the message keeps on the heap (method, raw
     /// members, strings), for budgets.
     fn kept_len(&self) -> usize {
-        let raw = |r: &Option<RawJson>| r.as_ref().map_or(0, |r| r.get().len());
+        let raw = |r: &Option<crate::RawJson>| r.as_ref().map_or(0, crate::RawJson::len);
         let id = |id: &Id| match id {
             Id::String(s) => s.len(),
             Id::Number(_) => 0,
@@ -247,7 +250,7 @@ impl Message {
         match self {
             Message::Request(r) => id(&r.id) + r.method.len() + raw(&r.params),
             Message::Notification(n) => n.method.len() + raw(&n.params),
-            Message::Response(r) => id(&r.id) + r.result.get().len(),
+            Message::Response(r) => id(&r.id) + r.result.len(),
             Message::Error(e) => {
                 e.id.as_ref().map_or(0, id) + e.error.message.len() + raw(&e.error.data)
             }
@@ -267,23 +270,23 @@ impl MessageError {
     }
 }
 
-/// A batch element: its message, or why it is none (an element that is
-/// not an object, an array inside the batch, an object that is not a
-/// message).
-struct Element(Result<Message, MessageError>);
+/// Reads a batch element: its message, or why it is none (an element that
+/// is not an object, an array inside the batch, an object that is not a
+/// message), its raw members kept from the source.
+struct ElementVisitor<'s>(Source<'s>);
 
-impl<'de> Deserialize<'de> for Element {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+impl<'de> DeserializeSeed<'de> for ElementVisitor<'_> {
+    type Value = Result<Message, MessageError>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         // A member of the wrong type inside one element is an error here:
         // serde cannot resume inside the array after one, so the whole
         // batch fails with this reason.
-        d.deserialize_any(ElementVisitor).map(Element)
+        d.deserialize_any(self)
     }
 }
 
-struct ElementVisitor;
-
-impl<'de> Visitor<'de> for ElementVisitor {
+impl<'de> Visitor<'de> for ElementVisitor<'_> {
     type Value = Result<Message, MessageError>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -300,7 +303,8 @@ impl<'de> Visitor<'de> for ElementVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        Wire::deserialize(de::value::MapAccessDeserializer::new(map)).map(Wire::into_message)
+        Wire::deserialize(de::value::MapAccessDeserializer::new(map))
+            .map(|w| w.into_message(&self.0))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {

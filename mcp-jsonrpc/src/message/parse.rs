@@ -2,33 +2,51 @@
 //! that give precise reasons. A top-level array is read by
 //! [`batch_parse`](super::batch_parse).
 
+use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer};
 use serde_json::value::RawValue;
 
 use super::batch_parse::{TopLevel, TopSeed, count_elements};
 use super::{
-    ErrorObject, ErrorResponse, Message, MessageError, Notification, Payload, RawJson, Request,
-    Response, excerpt_str,
+    ErrorObject, ErrorResponse, Message, MessageError, Notification, Payload, Request, Response,
+    excerpt_str,
 };
 use crate::batch::Batches;
 use crate::id::WireId;
+use crate::raw::RawJson;
+
+/// The text being parsed, checked as UTF-8, and the frame it is, when it is
+/// held in a [`Bytes`]: raw members are then slices of the frame, else copies.
+#[derive(Clone, Copy)]
+pub(crate) struct Source<'a> {
+    pub(crate) frame: Option<&'a Bytes>,
+    pub(crate) text: &'a str,
+}
+
+impl Source<'_> {
+    fn keep(&self, raw: &RawValue) -> RawJson {
+        RawJson::in_frame(self.frame, self.text, raw)
+    }
+}
 
 /// [`parse_payload_with`](super::parse_payload_with) after the UTF-8 check.
-pub(super) fn parse_text(
-    text: &str,
+pub(crate) fn parse_text(
+    source: Source<'_>,
     batches: impl FnOnce() -> Batches,
 ) -> Result<Payload, MessageError> {
+    let text = source.text;
     let mut de = serde_json::Deserializer::from_str(text);
     let mut seed = TopSeed {
         batches: Some(batches),
         refusal: None,
+        source,
     };
     let parsed = (&mut seed)
         .deserialize(&mut de)
         .and_then(|t| de.end().map(|()| t));
     match parsed {
-        Ok(TopLevel::Single(w)) => w.into_message().map(Payload::Single),
+        Ok(TopLevel::Single(w)) => w.into_message(&source).map(Payload::Single),
         Ok(TopLevel::Batch(items)) => Ok(Payload::Batch(items)),
         Ok(TopLevel::Other(kind)) => Err(MessageError::NotAnObject(kind)),
         Err(e) => match seed.refusal {
@@ -51,21 +69,32 @@ fn classify_json_error(e: serde_json::Error) -> MessageError {
     }
 }
 
+/// A message's members as read: the raw ones borrowed from the text (kept
+/// as slices of the frame, or copied, by [`Wire::into_message`]).
 #[derive(Deserialize)]
 pub(super) struct Wire<'a> {
-    /// Borrowed from the text: only compared, never kept.
+    /// Only compared, never kept.
     #[serde(borrow, default, deserialize_with = "present")]
     jsonrpc: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     id: Option<WireId>,
     #[serde(default, deserialize_with = "method")]
     method: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<RawJson>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<RawJson>,
-    #[serde(default, deserialize_with = "error_object")]
-    error: Option<ErrorObject>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "error_object")]
+    error: Option<WireError<'a>>,
+}
+
+/// The `error` member as read: [`ErrorObject`] with `data` borrowed.
+#[derive(Deserialize)]
+struct WireError<'a> {
+    code: i64,
+    message: String,
+    #[serde(borrow, default, deserialize_with = "present")]
+    data: Option<&'a RawValue>,
 }
 
 /// `Some` even for `null`: a member that is present must not look absent.
@@ -81,8 +110,8 @@ fn method<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
         .map_err(|_| de::Error::custom("\"method\" must be a string"))
 }
 
-fn error_object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ErrorObject>, D::Error> {
-    ErrorObject::deserialize(d).map(Some).map_err(|e| {
+fn error_object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<WireError<'de>>, D::Error> {
+    WireError::deserialize(d).map(Some).map_err(|e| {
         de::Error::custom(format_args!(
             "\"error\" must be an object with an integer \"code\" and a string \"message\" ({e})"
         ))
@@ -90,7 +119,8 @@ fn error_object<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ErrorObject>, 
 }
 
 impl Wire<'_> {
-    pub(super) fn into_message(self) -> Result<Message, MessageError> {
+    /// The message, its raw members taken from `source`.
+    pub(super) fn into_message(self, source: &Source<'_>) -> Result<Message, MessageError> {
         match self.jsonrpc.map(RawValue::get) {
             None => return Err(MessageError::MissingVersion),
             Some("\"2.0\"") => {}
@@ -105,16 +135,10 @@ impl Wire<'_> {
             {
                 return Err(MessageError::ParamsNotStructured);
             }
+            let params = self.params.map(|p| source.keep(p));
             return match self.id {
-                None => Ok(Message::Notification(Notification {
-                    method,
-                    params: self.params,
-                })),
-                Some(WireId::Id(id)) => Ok(Message::Request(Request {
-                    id,
-                    method,
-                    params: self.params,
-                })),
+                None => Ok(Message::Notification(Notification { method, params })),
+                Some(WireId::Id(id)) => Ok(Message::Request(Request { id, method, params })),
                 Some(WireId::Null) => Err(MessageError::NullRequestId),
                 Some(WireId::Invalid(why)) => Err(MessageError::InvalidId(why)),
             };
@@ -122,18 +146,30 @@ impl Wire<'_> {
         match (self.result, self.error) {
             (Some(_), Some(_)) => Err(MessageError::ResultAndError),
             (Some(result), None) => match self.id {
-                Some(WireId::Id(id)) => Ok(Message::Response(Response { id, result })),
+                Some(WireId::Id(id)) => Ok(Message::Response(Response {
+                    id,
+                    result: source.keep(result),
+                })),
                 Some(WireId::Invalid(why)) => Err(MessageError::InvalidId(why)),
                 None | Some(WireId::Null) => Err(MessageError::ResultWithoutId),
             },
-            (None, Some(error)) => match self.id {
-                Some(WireId::Id(id)) => Ok(Message::Error(ErrorResponse {
-                    id: Some(id),
-                    error,
-                })),
-                None | Some(WireId::Null) => Ok(Message::Error(ErrorResponse { id: None, error })),
-                Some(WireId::Invalid(why)) => Err(MessageError::InvalidId(why)),
-            },
+            (None, Some(error)) => {
+                let error = ErrorObject {
+                    code: error.code,
+                    message: error.message,
+                    data: error.data.map(|d| source.keep(d)),
+                };
+                match self.id {
+                    Some(WireId::Id(id)) => Ok(Message::Error(ErrorResponse {
+                        id: Some(id),
+                        error,
+                    })),
+                    None | Some(WireId::Null) => {
+                        Ok(Message::Error(ErrorResponse { id: None, error }))
+                    }
+                    Some(WireId::Invalid(why)) => Err(MessageError::InvalidId(why)),
+                }
+            }
             (None, None) => Err(MessageError::NotAMessage),
         }
     }

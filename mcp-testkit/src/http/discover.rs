@@ -26,14 +26,14 @@ pub(super) fn speaks_discover(era: Era, headers: &HeaderMap, message: &Message) 
         _ => match message {
             Message::Request(r) => {
                 r.method == request::ServerDiscover::METHOD
-                    || meta_version(r.params.as_deref().map(|p| p.get())).is_some()
+                    || meta_version(r.params.as_ref().map(|p| p.get())).is_some()
             }
             Message::Notification(n) => {
                 !headers.contains_key("mcp-session-id")
                     && (headers
                         .get("mcp-protocol-version")
                         .is_some_and(|v| v.as_bytes() == DISCOVER_REVISION.as_str().as_bytes())
-                        || meta_version(n.params.as_deref().map(|p| p.get())).is_some())
+                        || meta_version(n.params.as_ref().map(|p| p.get())).is_some())
             }
             _ => false,
         },

@@ -164,7 +164,7 @@ impl Routes {
                 .and_then(|id| self.pending.remove(&key(id))),
             Some(Message::Notification(n)) if n.method == notification::Progress::METHOD => n
                 .params
-                .as_deref()
+                .as_ref()
                 .and_then(|p| from_raw::<ProgressParams>(p).ok())
                 .and_then(|p| self.progress.get(&p.progress_token.to_string()).copied())
                 .map(Target::Stream),

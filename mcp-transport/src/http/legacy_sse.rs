@@ -345,7 +345,7 @@ impl Inner {
                         }
                         let mut items = Vec::new();
                         let budget = self.options().max_event_size;
-                        payload_to_received(&event.data, &self.batches, budget, &mut items);
+                        payload_to_received(event.data, &self.batches, budget, &mut items);
                         for item in items {
                             self.answer_seen(&item);
                             if !self.deliver(item).await {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::args::{HttpArgs, StdioArgs};
+use crate::args::{HttpArgs, PayloadArgs, StdioArgs};
 
 /// How long one child run under valgrind may take.
 const CHILD_LIMIT: Duration = Duration::from_secs(600);
@@ -109,6 +109,33 @@ pub(super) fn http(args: &HttpArgs) -> Result<(), String> {
     });
     server.stop();
     result?;
+    footer();
+    Ok(())
+}
+
+/// `bench payload --instructions`: per size, the instructions of one
+/// `tools/call` `echo` of that size, each client alone (`--only`) against
+/// the fast echo server.
+pub(super) fn payload(args: &PayloadArgs) -> Result<(), String> {
+    let (n1, n2) = calls(&args.instructions_calls)?;
+    let valgrind = valgrind()?;
+    header("payload", &valgrind, n1, n2, "multi");
+    println!(
+        "  against the fast blocking echo server, the client's child, not traced: only the \
+         client's instructions count. The text echoed is the size given (the request carries \
+         it too)."
+    );
+    for &size in &args.sizes {
+        println!();
+        println!("size: {size} bytes");
+        table(&CLIENTS, n1, n2, |client, n| {
+            ["bench", "payload", "--only", client, "--calls"]
+                .map(String::from)
+                .into_iter()
+                .chain([n.to_string(), "--sizes".into(), size.to_string()])
+                .collect()
+        })?;
+    }
     footer();
     Ok(())
 }

@@ -22,10 +22,18 @@ const BYTES_PER_TOOL: usize = 330;
 const CLIENTS: [&str; 3] = ["ours (mcp-session)", "rmcp 3", "floor (raw pipes)"];
 
 pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
-    let PayloadArgs { sizes, mb, rounds } = args;
-    if sizes.is_empty() || sizes.iter().any(|&s| s == 0 || s > 8_000_000) {
+    if args.sizes.is_empty() || args.sizes.iter().any(|&s| s == 0 || s > 8_000_000) {
         return Err("--sizes: give sizes from 1 byte to 8 MB".into());
     }
+    if args.instructions {
+        return super::instructions::payload(&args);
+    }
+    if let Some(client) = &args.only {
+        return only(client, &args.sizes, args.calls);
+    }
+    let PayloadArgs {
+        sizes, mb, rounds, ..
+    } = args;
     if !(mb > 0.0 && mb <= 1000.0) || rounds == 0 {
         return Err("--mb must be in (0, 1000], --rounds at least 1".into());
     }
@@ -126,6 +134,50 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
          mcp-testkit --extra-tools K."
     );
     Ok(())
+}
+
+/// One client alone, `calls` echo calls of each size, nothing printed (what
+/// `--instructions` counts under valgrind).
+fn only(client: &str, sizes: &[usize], calls: usize) -> Result<(), String> {
+    let (rt, _) = client_runtime("multi")?;
+    let (_, fast, fast_args) = fast_server()?;
+    for &size in sizes {
+        let text = text_of(size);
+        let params = format!(r#"{{"name":"echo","arguments":{{"text":"{text}"}}}}"#);
+        match client {
+            "ours" => {
+                let ours = rt.block_on(connect_ours(&fast, &fast_args))?;
+                for _ in 0..calls {
+                    check(size, rt.block_on(ours.echo(&text))?)?;
+                }
+                rt.block_on(ours.close());
+            }
+            "rmcp" => {
+                let rmcp = rt.block_on(connect_rmcp(&fast, &fast_args))?;
+                for _ in 0..calls {
+                    check(size, rt.block_on(rmcp.echo(&text))?)?;
+                }
+                rt.block_on(rmcp.close());
+            }
+            "floor" => {
+                let mut floor = Floor::spawn(&fast, &fast_args)?;
+                for _ in 0..calls {
+                    floor.raw_call("tools/call", &params)?;
+                }
+                floor.close();
+            }
+            other => return Err(format!("--only: no client {other:?} (ours, rmcp, floor)")),
+        }
+    }
+    Ok(())
+}
+
+fn check(size: usize, got: usize) -> Result<(), String> {
+    if got == size {
+        Ok(())
+    } else {
+        Err(format!("echo answered {got} bytes of {size}"))
+    }
 }
 
 /// A text of `size` ASCII letters (nothing to escape in JSON).

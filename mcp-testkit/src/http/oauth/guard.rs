@@ -120,7 +120,7 @@ fn called_tool(message: &Message) -> Option<String> {
     if request.method != request::ToolsCall::METHOD {
         return None;
     }
-    let params: Value = serde_json::from_str(request.params.as_deref()?.get()).ok()?;
+    let params: Value = serde_json::from_str(request.params.as_ref()?.get()).ok()?;
     params.get("name")?.as_str().map(str::to_owned)
 }
 

@@ -343,7 +343,7 @@ impl Inner {
                         }
                         let mut items = Vec::new();
                         let budget = self.options().max_event_size;
-                        payload_to_received(&event.data, &self.batches, budget, &mut items);
+                        payload_to_received(event.data, &self.batches, budget, &mut items);
                         for item in items {
                             if let (Some(id), Received::Message(m)) = (expect, &item)
                                 && matches!(m, Message::Response(_) | Message::Error(_))
