@@ -12,7 +12,6 @@
 //!   [`Request`](request::Request) or
 //!   [`Notification`](notification::Notification) impl names the method,
 //!   the [`Revisions`] that have it and the types of its params and result.
-//!   [`methods`]: the older string constants, defined from the table.
 //!   [`from_server`] (`ServerRequest`, `ServerNotification`) and
 //!   [`from_client`] (`ClientRequest`, `ClientNotification`): a received
 //!   message read once, from its method and raw params, into its type
@@ -69,7 +68,6 @@ pub mod from_client;
 pub mod from_server;
 pub mod incoming;
 pub mod meta;
-pub mod methods;
 pub mod notification;
 pub mod printable;
 pub mod request;

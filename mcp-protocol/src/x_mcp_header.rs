@@ -46,7 +46,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 
-use crate::methods;
+use crate::request::{
+    PromptsGet, Request as _, ResourcesRead, TasksCancel, TasksGet, TasksUpdate, ToolsCall,
+};
 
 /// Header: the request's protocol version (equal to its `_meta` version).
 pub const PROTOCOL_VERSION: &str = "MCP-Protocol-Version";
@@ -72,10 +74,10 @@ pub const SENTINEL_SUFFIX: &str = "?=";
 /// ```
 pub fn name_field(method: &str) -> Option<&'static str> {
     match method {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
-        methods::RESOURCES_READ => Some("uri"),
+        ToolsCall::METHOD | PromptsGet::METHOD => Some("name"),
+        ResourcesRead::METHOD => Some("uri"),
         // The tasks extension routes a task's requests by its id.
-        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => Some("taskId"),
+        TasksGet::METHOD | TasksUpdate::METHOD | TasksCancel::METHOD => Some("taskId"),
         _ => None,
     }
 }

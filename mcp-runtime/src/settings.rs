@@ -239,7 +239,8 @@ mod tests {
         }}"#,
         );
         let shown = |name: &str| format!("{:?}", http_proxy(&resolved.servers[name]));
-        assert_eq!(shown("a"), r#"Proxy::url("http://proxy:3128")"#);
+        assert_eq!(shown("a"), r#"Proxy::url("http://<redacted>@proxy:3128")"#);
+        assert!(!shown("a").contains("pw-secret"));
         assert_eq!(shown("b"), "Proxy::none()");
         assert_eq!(shown("c"), "Proxy::from_env()");
     }

@@ -38,8 +38,10 @@ use mcp_transport::{Lifecycle as Lifecycle_, SendContext};
 use serde::Serialize;
 use tokio::time::Instant;
 
+use mcp_protocol::ProtocolMode;
+use mcp_protocol::notification::{Initialized, Notification as _};
+use mcp_protocol::request::{Initialize, Request as _, ServerDiscover};
 use mcp_protocol::types::ClientCapabilities;
-use mcp_protocol::{ProtocolMode, methods};
 
 use crate::config::ProgressListener;
 use crate::conn::Inner;
@@ -82,7 +84,7 @@ fn lost(error: &mcp_transport::TransportError) -> bool {
 /// Whether a request that failed because the server's session ended is
 /// sent again: everything but the lifecycle's own requests.
 fn sent_again(method: &str) -> bool {
-    !matches!(method, methods::INITIALIZE | methods::SERVER_DISCOVER)
+    !matches!(method, Initialize::METHOD | ServerDiscover::METHOD)
 }
 
 impl Inner {
@@ -243,7 +245,7 @@ impl Inner {
             }
         }
         let context = self.context().lifecycle(Lifecycle_::Initialized);
-        let message = Message::Notification(Notification::new(methods::INITIALIZED, None));
+        let message = Message::Notification(Notification::new(Initialized::METHOD, None));
         self.transport
             .send_with(&message, &context)
             .await

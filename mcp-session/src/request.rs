@@ -14,7 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::time::Instant;
 
-use mcp_protocol::methods;
+use mcp_protocol::notification::{Cancelled, Notification as _};
+use mcp_protocol::request::{Initialize, Request as _, ServerDiscover};
 
 use crate::config::ProgressListener;
 use crate::conn::Inner;
@@ -50,12 +51,12 @@ impl Drop for InFlight<'_> {
         let still_waiting = self.session.shared.lock_pending().remove(&self.id) || self.expired;
         // The spec forbids cancelling `initialize`; a `server/discover` probe
         // may go to a legacy server that knows no cancellation yet.
-        if still_waiting && !matches!(self.method, methods::INITIALIZE | methods::SERVER_DISCOVER) {
+        if still_waiting && !matches!(self.method, Initialize::METHOD | ServerDiscover::METHOD) {
             let params = json!({"requestId": self.id, "reason": "the client stopped waiting"});
             let transport = Arc::clone(&self.session.transport);
             let context = self.session.context().cancels(self.id.clone());
             if let Ok(raw) = mcp_jsonrpc::to_raw(&params) {
-                let note = Message::Notification(Notification::new(methods::CANCELLED, Some(raw)));
+                let note = Message::Notification(Notification::new(Cancelled::METHOD, Some(raw)));
                 // Drop cannot await; a runtime is present wherever requests run.
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {
                     handle.spawn(async move {
