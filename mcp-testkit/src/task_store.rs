@@ -30,7 +30,7 @@ const DEFAULT_TTL_MS: u64 = 60 * 60 * 1000;
 
 /// How a task finished.
 #[derive(Debug, Clone)]
-pub(crate) enum Outcome {
+enum Outcome {
     Result(CallToolResult),
     Error { code: i64, message: String },
 }
@@ -353,6 +353,18 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_tasks_are_told_from_unknown_ones() {
+        let store = TaskStore::default();
+        let task = store.create(true, None, Some((2, false)), None);
+        assert!(store.known(&task.task_id).is_ok());
+        let Err(e) = store.known("task-nope") else {
+            panic!("an unknown task is known");
+        };
+        assert_eq!(e.code(), codes::INVALID_PARAMS);
+        assert!(e.message().contains("task-nope"), "{}", e.message());
+    }
 
     #[test]
     fn timestamps_are_iso_8601() {
