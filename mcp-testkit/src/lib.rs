@@ -150,9 +150,11 @@ use std::process::ExitCode;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
+mod client;
 #[cfg(feature = "http")]
 pub mod http;
 mod options;
+mod outbox;
 #[cfg(target_os = "linux")]
 pub mod procs;
 mod prompts;
@@ -160,6 +162,7 @@ mod resources;
 #[cfg(feature = "runtime")]
 mod runtime;
 mod server;
+mod task_store;
 mod tools;
 
 pub use options::{

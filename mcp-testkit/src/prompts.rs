@@ -9,8 +9,8 @@ use mcp_protocol::types::{
     Completion, Content, Extra, GetPromptResult, Prompt, PromptArgument, PromptMessage,
 };
 
+use crate::outbox::ProtocolError;
 use crate::resources::{NAMES, complete};
-use crate::server::ProtocolError;
 
 /// The names of the prompts, in `prompts/list` order.
 pub const PROMPT_NAMES: &[&str] = &["greeting", "review", "scaffold"];

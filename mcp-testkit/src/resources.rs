@@ -21,7 +21,8 @@ use mcp_protocol::types::{
 use serde_json::{Map, Value};
 
 use crate::options::ServerOptions;
-use crate::server::Outbox;
+use crate::outbox::Outbox;
+use crate::task_store::TaskStore;
 
 /// The scheme of every resource here.
 const TEXT_PREFIX: &str = "test://text/";
@@ -147,7 +148,7 @@ pub(crate) struct World {
     /// acknowledgment.
     order: tokio::sync::Mutex<()>,
     /// The tasks (both designs).
-    pub(crate) tasks: crate::server::tasks::TaskStore,
+    pub(crate) tasks: TaskStore,
 }
 
 impl World {
@@ -158,7 +159,7 @@ impl World {
             large_blob: OnceLock::new(),
             state: Mutex::default(),
             order: tokio::sync::Mutex::new(()),
-            tasks: crate::server::tasks::TaskStore::default(),
+            tasks: TaskStore::default(),
         }
     }
 

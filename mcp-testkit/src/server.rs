@@ -1,14 +1,16 @@
 //! The server loop: reading frames, dispatching requests, writing responses.
 //!
-//! The steps live in submodules: `outbox` (writing whole lines, with the
-//! misbehaviours that garble them), `params` (requests read into
+//! The steps live in submodules: `params` (requests read into
 //! `mcp-protocol`'s types, `-32602` naming the field that does not fit),
 //! `lifecycle` (the handshake, `server/discover` and which revision a
 //! request speaks), `tools_list` (paging), `calls` (`tools/call` tasks,
 //! `ask_name`, `subscriptions/listen`), `asks` (the tools that ask the
 //! client: elicitation, sampling, roots), `features` (resources, prompts,
-//! completion) and `misbehave` (exits, crashes and the rest of the
-//! deliberate breakage). Well-behaved answers are built as
+//! completion), `tasks` (the task methods) and `misbehave` (exits, crashes
+//! and the rest of the deliberate breakage). The server imports its
+//! features (`tools`, `resources`, `prompts`) and the modules below them
+//! (`outbox`: writing whole lines, `ProtocolError`; `client`: what the
+//! client declared; `task_store`); none of those imports the server. Well-behaved answers are built as
 //! `mcp-protocol`'s types; only the misbehaviours write raw bytes.
 
 use std::collections::HashMap;
@@ -40,14 +42,12 @@ mod features;
 pub(crate) mod hostile;
 pub(crate) mod lifecycle;
 mod misbehave;
-mod outbox;
 mod params;
 pub(crate) mod tasks;
 mod tools_list;
 
-pub(crate) use asks::ClientSide;
-use outbox::raw;
-pub(crate) use outbox::{Outbox, ProtocolError};
+use crate::client::ClientSide;
+use crate::outbox::{Outbox, ProtocolError, Shared, raw};
 
 /// The version [`Misbehaviour::UnsupportedVersion`] answers with.
 pub const BOGUS_PROTOCOL_VERSION: &str = "1999-01-01";
@@ -62,14 +62,6 @@ pub const EXIT_IMMEDIATELY_MESSAGE: &str =
 pub(crate) enum Host {
     Process,
     InMemory,
-}
-
-/// State the request tasks share.
-#[derive(Debug)]
-struct Shared {
-    options: ServerOptions,
-    /// Counts the unsolicited responses of [`Misbehaviour::UnknownIds`].
-    unknown_ids: AtomicU64,
 }
 
 /// The calls (and subscriptions) running, by request id: a task number

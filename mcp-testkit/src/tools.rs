@@ -9,7 +9,8 @@ use mcp_protocol::types::{CallToolResult, Content, Extra, ProgressParams, Tool, 
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 
-use crate::server::{Outbox, ProtocolError};
+use crate::client::ClientSide;
+use crate::outbox::{Outbox, ProtocolError};
 
 /// The names of the tools, in `tools/list` order.
 pub const TOOL_NAMES: &[&str] = &[
@@ -81,6 +82,9 @@ fn read_only() -> ToolAnnotations {
 
 /// A read-only tool with no output schema; `input_schema` is its JSON
 /// Schema (a schema is JSON by nature: [`Tool::input_schema`] is a `Value`).
+/// The most polls a `countdown` takes.
+pub(crate) const MAX_POLLS: u64 = 10_000;
+
 pub(crate) fn tool(name: &str, title: &str, description: &str, input_schema: Value) -> Tool {
     Tool {
         name: name.to_owned(),
@@ -97,7 +101,7 @@ pub(crate) fn tool(name: &str, title: &str, description: &str, input_schema: Val
 /// The tools a modern (2026-07-28) client sees ([`MODERN_TOOL_NAMES`]): the
 /// others plus `ask_name` (multi-round-trip results), `route` (`x-mcp-header`
 /// annotations) and `bad_header` (an invalid annotation).
-pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+pub(crate) static DISCOVER_DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
     let mut all = DEFINITIONS.clone();
     all.push(tool(
         "ask_name",
@@ -141,17 +145,17 @@ pub(crate) static MODERN_DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
 /// generated ones ([`crate::ServerOptions::extra_tools`]). Built once per
 /// era and count and shared, so that a benchmark of a large catalog does
 /// not time the server building it.
-pub(crate) fn listed(modern: bool, extra: usize) -> Arc<[Tool]> {
+pub(crate) fn listed(discover: bool, extra: usize) -> Arc<[Tool]> {
     type Built = Vec<((bool, usize), Arc<[Tool]>)>;
     static BUILT: Mutex<Built> = Mutex::new(Vec::new());
     let mut built = BUILT
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, all)) = built.iter().find(|(key, _)| *key == (modern, extra)) {
+    if let Some((_, all)) = built.iter().find(|(key, _)| *key == (discover, extra)) {
         return Arc::clone(all);
     }
-    let base: &[Tool] = if modern {
-        &MODERN_DEFINITIONS
+    let base: &[Tool] = if discover {
+        &DISCOVER_DEFINITIONS
     } else {
         &DEFINITIONS
     };
@@ -171,7 +175,7 @@ pub(crate) fn listed(modern: bool, extra: usize) -> Arc<[Tool]> {
             )
         }))
         .collect();
-    built.push(((modern, extra), Arc::clone(&all)));
+    built.push(((discover, extra), Arc::clone(&all)));
     all
 }
 
@@ -324,7 +328,7 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
             json!({
                 "type": "object",
                 "properties": {
-                    "polls": {"type": "integer", "minimum": 0, "maximum": crate::server::tasks::MAX_POLLS,
+                    "polls": {"type": "integer", "minimum": 0, "maximum": MAX_POLLS,
                               "description": "The tasks/get polls before it ends (default 2)."},
                     "fail": {"type": "boolean", "description": "End failed instead."}
                 }
@@ -411,7 +415,7 @@ pub(crate) struct CallContext {
     /// The resources `touch_resource` and `add_resource` change.
     pub(crate) world: std::sync::Arc<crate::resources::World>,
     /// What the client declared (for the tools that ask it).
-    pub(crate) client: crate::server::ClientSide,
+    pub(crate) client: ClientSide,
     /// The `notifications/roots/list_changed` the connection received so far.
     pub(crate) roots_changed: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
@@ -537,7 +541,7 @@ pub(crate) async fn call(
         // Called as a task it counts the client's polls (server/tasks.rs);
         // called plainly there is nothing to count.
         "countdown" => {
-            args.opt_integer("polls", crate::server::tasks::MAX_POLLS)?;
+            args.opt_integer("polls", MAX_POLLS)?;
             Ok(text_result("countdown finished (not run as a task)"))
         }
         "route" if ctx.discover => {
@@ -692,9 +696,12 @@ mod tests {
         for d in DEFINITIONS.iter() {
             assert_eq!(d.input_schema["type"], "object", "{}", d.name);
         }
-        let modern: Vec<&str> = MODERN_DEFINITIONS.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(modern, MODERN_TOOL_NAMES);
-        assert_eq!(modern.get(..TOOL_NAMES.len()), Some(TOOL_NAMES));
+        let discover: Vec<&str> = DISCOVER_DEFINITIONS
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        assert_eq!(discover, MODERN_TOOL_NAMES);
+        assert_eq!(discover.get(..TOOL_NAMES.len()), Some(TOOL_NAMES));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::options::{Era, ServerOptions};
 use crate::server::lifecycle::{DISCOVER_REVISION, discover_method_known, unsupported_version};
-use crate::tools::MODERN_DEFINITIONS;
+use crate::tools::DISCOVER_DEFINITIONS;
 
 /// Whether a POST is served the 2026-07-28 way (statelessly, headers
 /// checked) by a server of `era`: everything when the era is modern; for a
@@ -276,7 +276,7 @@ fn check_name(
 /// tool annotated `x-mcp-header`.
 fn check_tool_params(headers: &HeaderMap, params: &Map<String, Value>) -> Result<(), Rejection> {
     let name = params.get("name").and_then(Value::as_str);
-    let tool = MODERN_DEFINITIONS
+    let tool = DISCOVER_DEFINITIONS
         .iter()
         .find(|t| Some(t.name.as_str()) == name);
     let schema = tool.map(|t| &t.input_schema);

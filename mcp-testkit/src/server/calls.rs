@@ -18,7 +18,9 @@ use serde_json::{Map, Value, json};
 
 use super::misbehave::CallMisbehaviours;
 use super::params::{Presence, expect, typed};
-use super::{ClientSide, InFlight, ProtocolError, Server, asks, raw};
+use super::{InFlight, Server, asks};
+use crate::client::ClientSide;
+use crate::outbox::{ProtocolError, raw};
 use crate::tools::{self, CallContext};
 
 /// The `requestState` the `ask_name` tool hands out and expects back.

@@ -20,9 +20,10 @@ use mcp_protocol::types::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::Server;
 use super::params::{Presence, expect, typed};
 use super::tools_list::{LIST_CACHE, page, parse_list};
-use super::{ProtocolError, Server, raw};
+use crate::outbox::{ProtocolError, raw};
 use crate::{prompts, resources};
 
 /// How long a modern client may keep a resource list or a read: not at

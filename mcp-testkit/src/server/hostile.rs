@@ -24,8 +24,8 @@ use mcp_protocol::types::{
 };
 use serde_json::{Value, json};
 
-use super::{Outbox, ProtocolError};
 use crate::options::{Misbehaviour, ServerOptions};
+use crate::outbox::{Outbox, ProtocolError};
 
 /// The text `escape-text` puts everywhere: between `esc-start` and
 /// `esc-end`, a screen clear and cursor home (CSI), a window title (OSC 0),

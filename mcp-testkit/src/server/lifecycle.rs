@@ -18,8 +18,10 @@ use serde_json::{Map, Value};
 use super::hostile;
 use super::misbehave::append_instance_log;
 use super::params::{Presence, expect, typed};
-use super::{BOGUS_PROTOCOL_VERSION, ClientSide, ProtocolError, SERVER_NAME, Server};
+use super::{BOGUS_PROTOCOL_VERSION, SERVER_NAME, Server};
+use crate::client::ClientSide;
 use crate::options::{Era, Misbehaviour, ServerOptions};
+use crate::outbox::ProtocolError;
 use crate::tools;
 
 /// The modern revision the server speaks with `--era modern|dual`.
@@ -301,10 +303,10 @@ mod tests {
     use crate::options::ServerOptions;
     use crate::server::{Host, serve_on};
 
-    /// The HTTP layer answers 404 for the methods `modern_method_known`
+    /// The HTTP layer answers 404 for the methods `discover_method_known`
     /// refuses: it must agree with what the server itself serves.
     #[tokio::test]
-    async fn modern_method_known_agrees_with_the_dispatch() {
+    async fn discover_method_known_agrees_with_the_dispatch() {
         use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
         for misbehaviours in [vec![], vec![Misbehaviour::NoToolsCapability]] {
             for era in [Era::Modern, Era::Dual] {

@@ -10,8 +10,9 @@ use mcp_protocol::notification::{self, Notification as _};
 use mcp_protocol::types::{LoggingLevel, LoggingMessageParams};
 use serde_json::Value;
 
-use super::{EXIT_IMMEDIATELY_MESSAGE, Host, Outbox, SERVER_NAME, Server};
+use super::{EXIT_IMMEDIATELY_MESSAGE, Host, SERVER_NAME, Server};
 use crate::options::{Misbehaviour, ServerOptions};
+use crate::outbox::Outbox;
 
 /// What [`Misbehaviour::StdoutNoise`] writes before any message.
 pub(super) const STARTUP_NOISE: &[u8] = b"mcp-testkit starting up...\n\

@@ -8,7 +8,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::ProtocolError;
+use crate::outbox::ProtocolError;
 
 /// `params` as a `T`; when they are not one, the error `explain` finds
 /// (the first field that is wrong), else the parser's reason against

@@ -11,9 +11,10 @@ use mcp_protocol::results::{CacheHints, ResultType};
 use mcp_protocol::types::{Extra, ListToolsResult, PaginatedParams};
 use serde_json::{Map, Value};
 
+use super::Server;
 use super::params::{Presence, expect, typed};
-use super::{ProtocolError, Server};
 use crate::options::Misbehaviour;
+use crate::outbox::ProtocolError;
 use crate::tools;
 
 /// What every cursor this server hands out starts with; the rest is the

@@ -1,5 +1,8 @@
-//! The sending side: every message goes to the writer as whole lines,
-//! preceded by whatever the misbehaviours add to a response.
+//! The sending side, below the server and its features: every message goes
+//! to the writer as whole lines, preceded by whatever the misbehaviours add
+//! to a response; and [`ProtocolError`], the error a request is answered
+//! with. The tools, resources and prompts answer and notify through it;
+//! `server` reads the frames and dispatches.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +18,15 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Encoder;
 
-use super::Shared;
-use crate::options::Misbehaviour;
+use crate::options::{Misbehaviour, ServerOptions};
+
+/// State the request tasks share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) options: ServerOptions,
+    /// Counts the unsolicited responses of [`Misbehaviour::UnknownIds`].
+    pub(crate) unknown_ids: AtomicU64,
+}
 
 /// A JSON-RPC error to answer a request with.
 #[derive(Debug)]
@@ -28,7 +38,7 @@ pub(crate) struct ProtocolError {
 
 impl ProtocolError {
     /// An error with a code and a message, and no `data`.
-    pub(super) fn new(code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
         ProtocolError {
             code,
             message: message.into(),
@@ -37,7 +47,7 @@ impl ProtocolError {
     }
 
     /// An error with `data`.
-    pub(super) fn with_data(code: i64, message: impl Into<String>, data: Value) -> Self {
+    pub(crate) fn with_data(code: i64, message: impl Into<String>, data: Value) -> Self {
         ProtocolError {
             data: Some(data),
             ..Self::new(code, message)
@@ -55,7 +65,7 @@ impl ProtocolError {
     }
 
     /// `-32601` naming the method, `why` appended to the message.
-    pub(super) fn method_not_found(method: &str, why: &str) -> Self {
+    pub(crate) fn method_not_found(method: &str, why: &str) -> Self {
         ProtocolError {
             code: codes::METHOD_NOT_FOUND,
             message: format!("method not found: {method}{why}"),
@@ -64,12 +74,12 @@ impl ProtocolError {
     }
 
     /// The error code.
-    pub(super) fn code(&self) -> i64 {
+    pub(crate) fn code(&self) -> i64 {
         self.code
     }
 
     /// The message.
-    pub(super) fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         &self.message
     }
 
@@ -81,7 +91,7 @@ impl ProtocolError {
 }
 
 /// A result, serialized for [`Outbox::respond`].
-pub(super) fn raw<T: Serialize + ?Sized>(result: &T) -> Result<RawJson, ProtocolError> {
+pub(crate) fn raw<T: Serialize + ?Sized>(result: &T) -> Result<RawJson, ProtocolError> {
     to_raw(result).map_err(|e| {
         ProtocolError::new(
             codes::INTERNAL_ERROR,
@@ -135,7 +145,7 @@ fn encode(message: &Message) -> Result<Vec<u8>, mcp_jsonrpc::EncodeError> {
 }
 
 impl Outbox {
-    pub(super) fn new(tx: mpsc::Sender<Vec<u8>>, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(tx: mpsc::Sender<Vec<u8>>, shared: Arc<Shared>) -> Self {
         Outbox {
             tx,
             shared,
@@ -166,7 +176,7 @@ impl Outbox {
 
     /// A response from the client: hands it to the request that waits for
     /// it. Answers to ids we never sent (or no longer wait for) are dropped.
-    pub(super) fn answered(&self, message: Message) {
+    pub(crate) fn answered(&self, message: Message) {
         let (id, answer) = match message {
             Message::Response(r) => {
                 let value = serde_json::from_str::<Value>(r.result.get()).map_err(|e| {
@@ -186,7 +196,7 @@ impl Outbox {
     }
 
     /// Queues bytes for the writer; a writer that is gone (client hung up) is ignored.
-    pub(super) async fn send_bytes(&self, bytes: Vec<u8>) {
+    pub(crate) async fn send_bytes(&self, bytes: Vec<u8>) {
         let _ = self.tx.send(bytes).await;
     }
 
@@ -200,7 +210,7 @@ impl Outbox {
     }
 
     /// Sends the response to a request, preceded by whatever the misbehaviours add.
-    pub(super) async fn respond(&self, id: Id, result: Result<RawJson, ProtocolError>) {
+    pub(crate) async fn respond(&self, id: Id, result: Result<RawJson, ProtocolError>) {
         let message = match result {
             Ok(raw) => Message::from(Response::new(id.clone(), raw)),
             Err(e) => Message::from(ErrorResponse::new(Some(id.clone()), e.object())),
@@ -209,7 +219,7 @@ impl Outbox {
     }
 
     /// Sends an error response (to a message that has no usable id: `None`).
-    pub(super) async fn respond_error(&self, id: Option<Id>, error: ProtocolError) {
+    pub(crate) async fn respond_error(&self, id: Option<Id>, error: ProtocolError) {
         let message = Message::from(ErrorResponse::new(id.clone(), error.object()));
         self.send_response(id, message).await;
     }
