@@ -39,7 +39,8 @@ pub fn get<'a>(params: &'a Value, key: &str) -> Option<&'a Value> {
     params.get(KEY)?.get(key)
 }
 
-/// The per-request metadata every modern request carries.
+/// The per-request metadata every request of a revision without a handshake
+/// (2026-07-28) carries.
 ///
 /// ```
 /// use mcp_protocol::meta::RequestMeta;

@@ -1,7 +1,7 @@
 //! The request metadata headers of revision 2026-07-28 on streamable HTTP,
 //! and `x-mcp-header`: tool arguments mirrored into headers. No IO.
 //!
-//! A modern request mirrors parts of its body into headers:
+//! A 2026-07-28 request mirrors parts of its body into headers:
 //! [`PROTOCOL_VERSION`] (the `_meta` version), [`METHOD`], [`NAME`] (the
 //! field [`name_field`] picks: `params.name` of `tools/call` and
 //! `prompts/get`, `params.uri` of `resources/read`) and

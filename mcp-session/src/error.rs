@@ -171,20 +171,6 @@ pub enum SessionError {
         /// What failed.
         problem: crate::skill_problem::SkillProblem,
     },
-    /// A feature of protocol revision 2026-07-28 on a session that
-    /// negotiated an earlier revision.
-    #[error(
-        "{feature} needs protocol revision 2026-07-28, and this server speaks {version}; \
-         {advice}"
-    )]
-    NeedsModern {
-        /// The feature.
-        feature: &'static str,
-        /// The negotiated revision.
-        version: String,
-        /// What to do instead.
-        advice: &'static str,
-    },
     /// The server's answer was longer than the transport's size limit and
     /// was skipped (its first bytes named this request).
     #[error(

@@ -117,7 +117,7 @@ pub(crate) struct CallParams<'a> {
     pub(crate) task: Option<&'a TaskMetadata>,
 }
 
-/// A call's `_meta`: the session's entries (a modern session's protocol
+/// A call's `_meta`: the session's entries (a 2026-07-28 session's protocol
 /// version, client info and capabilities) and, when the caller listens for
 /// progress, the request id as its token. Serialized from borrowed parts:
 /// the entries are not copied for every call.

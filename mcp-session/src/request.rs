@@ -271,7 +271,7 @@ impl Inner {
     }
 
     /// Encodes request parameters, adding the per-request `_meta` of a
-    /// modern session.
+    /// session whose revision has one (2026-07-28).
     pub(crate) fn params<P: Serialize + ?Sized>(
         &self,
         method: &str,

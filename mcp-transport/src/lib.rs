@@ -264,7 +264,7 @@ impl SendContext {
 
     /// The protocol revision the message follows: the negotiated one after
     /// the handshake (sent as `MCP-Protocol-Version` on streamable HTTP), or
-    /// the modern one a 2026-07-28 request names in its `_meta`.
+    /// the one a 2026-07-28 request names in its `_meta`.
     ///
     /// It also decides whether the transport accepts batches from the
     /// peer: none until a message names a revision, then only while the

@@ -75,7 +75,7 @@ pub(crate) async fn status_error(response: Response<Incoming>, what: &str) -> Tr
 }
 
 /// Reads an error status: the error, and the JSON-RPC error response the
-/// body holds when it holds one (a modern server explains its 4xx that way).
+/// body holds when it holds one (a 2026-07-28 server explains its 4xx that way).
 pub(crate) async fn status_answer(
     response: Response<Incoming>,
     what: &str,
