@@ -241,6 +241,16 @@ pub(crate) enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    let code = run_cli();
+    // A reader that stopped early (`mcp tools --json | head -c 100`): the
+    // command ended quietly, with SIGPIPE's status (README, exit codes).
+    if term::stdout_closed() {
+        return ExitCode::from(term::CLOSED_PIPE_EXIT);
+    }
+    code
+}
+
+fn run_cli() -> ExitCode {
     let cli = Cli::parse();
     if let Command::DemoServer { args } = cli.command {
         // A server: its signals keep their default meaning.
