@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 
 use crate::agent;
 use crate::direct::OneServer;
+use crate::errors::{CliError, usage_error};
 use crate::features::{PromptArgs, ReadArgs, string_map};
-use crate::output::{Style, printable, printable_block, summarize, usage_error};
+use crate::output::{Style, printable, printable_block, summarize};
 use crate::servers::Servers;
 use crate::term::{self, errln, outln};
 use crate::{ShowArgs, TargetArgs};
@@ -40,7 +41,11 @@ async fn open(
 /// The exit status of a listing: a failure when a server did not start.
 fn listed(some_failed: bool) -> ExitCode {
     if some_failed {
-        ExitCode::FAILURE
+        CliError::new(
+            "server",
+            "some servers of the config did not start (stderr says why); the listing lacks theirs",
+        )
+        .record()
     } else {
         ExitCode::SUCCESS
     }
@@ -57,10 +62,7 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
     let stderr_tail = servers.close().await;
     let listing = match result {
         Ok(l) => l,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if show.json {
         let tools: Vec<Value> = listing
@@ -146,10 +148,7 @@ pub(crate) async fn call(
     let stderr_tail = servers.close().await;
     match result {
         Ok(r) => print_call_result(&r, show, style),
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            ExitCode::FAILURE
-        }
+        Err(f) => f.print(style, &stderr_tail),
     }
 }
 
@@ -173,11 +172,10 @@ pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style
         }
     }
     if r.is_error() {
-        errln!(
-            "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
-            style.warn("!")
-        );
-        ExitCode::FAILURE
+        let message =
+            "the tool reported a failure (isError: true): a tool error, not a protocol error";
+        errln!("{} {message}", style.warn("!"));
+        CliError::new("tool", message).record()
     } else {
         ExitCode::SUCCESS
     }
@@ -211,10 +209,7 @@ pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) 
     let stderr_tail = servers.close().await;
     let listing = match result {
         Ok(l) => l,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     let (resources, templates) = (&listing.resources.items, &listing.templates);
     if show.json {
@@ -301,10 +296,7 @@ pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
     let stderr_tail = servers.close().await;
     let result = match result {
         Ok(r) => r,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if let Some(path) = &a.out {
         let mut bytes = Vec::new();
@@ -374,10 +366,7 @@ pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) ->
     let stderr_tail = servers.close().await;
     let listing = match result {
         Ok(l) => l,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if show.json && !namespaced {
         let all: Vec<Value> = listing
@@ -441,10 +430,7 @@ pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
     let stderr_tail = servers.close().await;
     let result = match result {
         Ok(r) => r,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if a.show.json {
         term::print_json(&serde_json::to_value(&result).unwrap_or_default(), true);

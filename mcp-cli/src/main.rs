@@ -27,6 +27,7 @@ mod config;
 mod diagnosis;
 mod direct;
 mod elicit;
+mod errors;
 mod features;
 mod inputs;
 mod list;
@@ -229,6 +230,9 @@ pub(crate) enum ConfigCommand {
         /// gemini-cli, windsurf, zed, opencode).
         #[arg(long)]
         format: Option<String>,
+        /// Print the problems as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the resolved servers (secrets redacted) with their fingerprints.
     Show {
@@ -237,6 +241,9 @@ pub(crate) enum ConfigCommand {
         /// The format, when detection is not wanted.
         #[arg(long)]
         format: Option<String>,
+        /// Print the servers as JSON (the lines `show` prints, redacted).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -251,7 +258,10 @@ fn main() -> ExitCode {
 }
 
 fn run_cli() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return command_line_error(&e),
+    };
     if let Command::DemoServer { args } = cli.command {
         // A server: its signals keep their default meaning.
         return signals::run_unwatched(mcp_testkit::run(args));
@@ -263,11 +273,12 @@ fn run_cli() -> ExitCode {
             .init();
     }
     let style = Style::detect();
+    let (name, json) = cli.command.name_and_json();
+    errors::start(&name, json);
     if let Err(e) = inputs::give(&cli.input) {
-        term::errln!("mcp: {e}");
-        return ExitCode::from(2);
+        return errors::finish(errors::usage_error(&e.to_string()));
     }
-    match cli.command {
+    let code = match cli.command {
         Command::Probe(a) => run_async(probe::probe(
             a.target,
             a.show,
@@ -290,9 +301,70 @@ fn run_cli() -> ExitCode {
         Command::List(a) => run_async(list::list(a, style)),
         Command::Login(a) => run_async(auth::login(a, style)),
         Command::Logout(a) => auth::logout(&a, style),
-        Command::Auth(auth::AuthCommand::Status) => auth::status(style),
+        Command::Auth(auth::AuthCommand::Status { json }) => auth::status(json, style),
         Command::DemoServer { .. } => ExitCode::SUCCESS,
+    };
+    errors::finish(code)
+}
+
+impl Command {
+    /// The command's name as messages are headed (`tools`, `config
+    /// check`), and whether it runs with `--json`.
+    fn name_and_json(&self) -> (String, bool) {
+        let (name, json) = match self {
+            Command::Probe(a) => ("probe", a.show.json),
+            Command::Tools(a) => ("tools", a.show.json),
+            Command::Call(a) => ("call", a.show.json),
+            Command::Resources(a) => ("resources", a.show.json),
+            Command::Read(a) => ("read", a.show.json),
+            Command::Prompts(a) => ("prompts", a.show.json),
+            Command::Prompt(a) => ("prompt", a.show.json),
+            Command::Complete(a) => ("complete", a.show.json),
+            Command::Listen(a) => ("listen", a.show.json),
+            Command::Config(ConfigCommand::Check { json, .. }) => ("config check", *json),
+            Command::Config(ConfigCommand::Show { json, .. }) => ("config show", *json),
+            Command::Add(a) => ("add", a.json),
+            Command::Remove(a) => ("remove", a.json),
+            Command::List(a) => ("list", a.json),
+            Command::Login(a) => ("login", a.target.json),
+            Command::Logout(a) => ("logout", a.json),
+            Command::Auth(auth::AuthCommand::Status { json }) => ("auth status", *json),
+            Command::DemoServer { .. } => ("demo-server", false),
+        };
+        (name.to_owned(), json)
     }
+}
+
+/// A command line clap refused: its message (exit status 2); with
+/// `--json` anywhere on it, as the JSON error object on stdout too. Help
+/// and the version are printed as asked.
+fn command_line_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let json = args.iter().any(|a| a == "--json");
+    let command = args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .cloned()
+        .unwrap_or_default();
+    errors::start(&command, json);
+    let rendered = e.to_string();
+    let message = rendered
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_owned();
+    term::errln!("{}", rendered.trim_end());
+    errors::finish(errors::CliError::usage(message).record())
 }
 
 /// Runs a command; a signal closes the servers it started (`signals`).

@@ -336,10 +336,34 @@ fn write_rendered(stream: Stream, bytes: &[u8]) {
     }
 }
 
-/// One line, through the stage ([`outln!`], [`errln!`]).
+/// Whether the command runs with `--json`: stdout is then kept for JSON
+/// alone (text lines go to stderr) and the result is written at the end
+/// (`errors::finish`).
+static JSON_MODE: AtomicBool = AtomicBool::new(false);
+
+/// The JSON result a `--json` command printed, kept back until it ends.
+static RESULT: std::sync::Mutex<Option<Value>> = std::sync::Mutex::new(None);
+
+/// Keeps stdout for JSON alone (see [`JSON_MODE`]).
+pub(crate) fn set_json_mode(on: bool) {
+    JSON_MODE.store(on, Ordering::SeqCst);
+}
+
+/// The JSON result kept back, if any.
+pub(crate) fn take_result() -> Option<Value> {
+    RESULT.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+/// One line, through the stage ([`outln!`], [`errln!`]). With `--json`,
+/// text meant for stdout goes to stderr: stdout holds JSON only.
 pub(crate) fn line(stream: Stream, args: fmt::Arguments<'_>) {
     let mut text = render(&args.to_string());
     text.push('\n');
+    let stream = if JSON_MODE.load(Ordering::SeqCst) {
+        Stream::Err
+    } else {
+        stream
+    };
     write_rendered(stream, text.as_bytes());
 }
 
@@ -384,9 +408,29 @@ pub(crate) fn json_text(value: &Value, pretty: bool) -> String {
     printable(&escape_json_text(&text), Layout::Block).into_owned()
 }
 
-/// Prints a value as JSON on stdout (one line, or pretty).
+/// Prints a value as JSON on stdout: one line at once (a stream of them,
+/// `mcp listen --json`), or pretty, the command's result, written when the
+/// command ends (`errors::finish`, which adds the error object to a
+/// failure's).
 pub(crate) fn print_json(value: &Value, pretty: bool) {
+    if pretty && JSON_MODE.load(Ordering::SeqCst) {
+        let previous = RESULT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(value.clone());
+        if let Some(previous) = previous {
+            write_json(&previous);
+        }
+        return;
+    }
     let mut text = json_text(value, pretty);
+    text.push('\n');
+    write_rendered(Stream::Out, text.as_bytes());
+}
+
+/// Writes a value as pretty JSON on stdout now.
+pub(crate) fn write_json(value: &Value) {
+    let mut text = json_text(value, true);
     text.push('\n');
     write_rendered(Stream::Out, text.as_bytes());
 }
