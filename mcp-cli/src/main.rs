@@ -21,6 +21,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod agent;
+mod arguments;
 mod auth;
 mod commands;
 mod config;
@@ -38,6 +39,7 @@ mod probe;
 mod report;
 mod servers;
 mod signals;
+mod suggest;
 mod target;
 mod term;
 mod trace;
@@ -194,26 +196,34 @@ struct ToolsArgs {
 }
 
 #[derive(Debug, Args)]
-struct CallArgs {
+pub(crate) struct CallArgs {
     #[command(flatten)]
-    target: TargetArgs,
+    pub(crate) target: TargetArgs,
     #[command(flatten)]
-    show: ShowArgs,
-    /// The tool's name.
-    tool: String,
-    /// Arguments as a JSON object.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
-    args: String,
+    pub(crate) show: ShowArgs,
+    /// The tool's name (with --config: SERVER__TOOL, or the bare name when
+    /// --server picks one server).
+    pub(crate) tool: String,
+    /// Arguments, each read by the tool's input schema: `n=3` is a number
+    /// where the schema says integer or number, `all=true` a boolean, text
+    /// a string; `key:=JSON` passes JSON as it is (`tags:='["a","b"]'`).
+    /// They go on top of --args.
+    #[arg(value_name = "KEY=VALUE")]
+    pub(crate) pairs: Vec<String>,
+    /// Arguments as a JSON object; `@FILE` reads it from a file, `-` from
+    /// stdin.
+    #[arg(long, value_name = "JSON|@FILE|-")]
+    pub(crate) args: Option<String>,
     /// Show the call's progress as the server reports it (a bar on a
     /// terminal, plain lines otherwise; on stderr).
     #[arg(long)]
-    progress: bool,
+    pub(crate) progress: bool,
     /// Run the tool as a task (a server that offers tasks: 2025-11-25's
     /// `tasks` capability, or 2026-07-28's tasks extension) and wait for its
     /// result, within --timeout; the task's id and status changes go to
     /// stderr. One server only (not with --config).
     #[arg(long)]
-    task: bool,
+    pub(crate) task: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -286,9 +296,7 @@ fn run_cli() -> ExitCode {
             probe::SampleCall::from_args(a.call, a.args),
         )),
         Command::Tools(a) => run_async(commands::tools(a.target, a.show, style)),
-        Command::Call(a) => run_async(commands::call(
-            a.target, a.show, style, a.tool, a.args, a.progress, a.task,
-        )),
+        Command::Call(a) => run_async(commands::call(a, style)),
         Command::Listen(a) => run_async(features::listen(a, style)),
         Command::Resources(a) => run_async(commands::resources(a.target, a.show, style)),
         Command::Read(a) => run_async(commands::read(a, style)),
@@ -357,14 +365,43 @@ fn command_line_error(e: &clap::Error) -> ExitCode {
         .unwrap_or_default();
     errors::start(&command, json);
     let rendered = e.to_string();
-    let message = rendered
+    let mut message = rendered
         .lines()
         .next()
         .unwrap_or_default()
         .trim_start_matches("error: ")
         .to_owned();
     term::errln!("{}", rendered.trim_end());
+    if let Some(hint) = suggestion(e, &command) {
+        term::errln!("mcp: {}", hint.trim_start_matches("; "));
+        message.push_str(&hint);
+    }
     errors::finish(errors::CliError::usage(message).record())
+}
+
+/// "did you mean …" for an unknown command or flag (clap's own
+/// suggestions are not built in), from the same clap definitions.
+fn suggestion(e: &clap::Error, command: &str) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let unknown = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let cli = <Cli as clap::CommandFactory>::command();
+    if let Some(name) = unknown(ContextKind::InvalidSubcommand) {
+        let names: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
+        let hint = suggest::did_you_mean(&name, names.iter().copied());
+        return (!hint.is_empty()).then_some(hint);
+    }
+    let flag = unknown(ContextKind::InvalidArg)?;
+    let sub = cli.find_subcommand(command).unwrap_or(&cli);
+    let flags: Vec<String> = sub
+        .get_arguments()
+        .chain(cli.get_arguments())
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect();
+    let hint = suggest::did_you_mean(&flag, flags.iter().map(String::as_str));
+    (!hint.is_empty()).then_some(hint)
 }
 
 /// Runs a command; a signal closes the servers it started (`signals`).
