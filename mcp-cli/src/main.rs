@@ -105,13 +105,62 @@ enum Command {
     /// Stored logins.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
-    /// Run the built-in demo server on stdin/stdout (what `mcp probe` starts).
-    #[command(name = "demo-server", hide = true)]
+    /// Run the built-in demo server: an MCP server on stdin/stdout (or
+    /// HTTP with --http ADDR), what the commands talk to when given no
+    /// target. Every example runs against it: `--stdio 'mcp demo-server'`.
+    #[command(
+        name = "demo-server",
+        disable_help_flag = true,
+        long_about = "Run the built-in demo server: an MCP server speaking every revision on \
+            stdin/stdout (or over HTTP with --http ADDR), with tools (echo, add, read_file, \
+            slow, fail, progress …), resources, prompts and completions. It is what `mcp \
+            probe`, `mcp tools`, `mcp call` … talk to when given no target; as a command it \
+            serves any client: `mcp tools --stdio 'mcp demo-server'`, or in a config \
+            `\"command\": \"mcp\", \"args\": [\"demo-server\"]`. Its options can make \
+            it misbehave, for testing a client."
+    )]
     DemoServer {
-        /// Arguments for the test server (see `mcp demo-server --help`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        /// The demo server's options (listed below).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
         args: Vec<String>,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, powershell,
+    /// elvish); README, "Completions and the man page", says where it goes.
+    Completions {
+        /// The shell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `mcp man > ~/.local/share/man/man1/mcp.1`.
+    Man,
+}
+
+/// The command line's definitions: the derived ones, with the demo
+/// server's own options as its help. The parser, the completions and the
+/// man page all come from here.
+fn cli_command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+        .mut_subcommand("demo-server", |c| c.after_long_help(demo_help()))
+}
+
+/// The demo server's options, from the testkit's help, named as `mcp`
+/// runs it.
+fn demo_help() -> String {
+    let help = mcp_testkit::HELP;
+    let options = help
+        .find("Options:")
+        .and_then(|at| help.get(at + "Options:".len()..))
+        .unwrap_or(help);
+    format!(
+        "Demo server options:{}\nExamples:\n  mcp tools --stdio 'mcp demo-server'\n  mcp probe --stdio \
+         'mcp demo-server --misbehave stdout-noise'\n  mcp demo-server --http 127.0.0.1:8765   \
+         # then: mcp tools --url http://127.0.0.1:8765/mcp\n",
+        options.replace("mcp-testkit", "mcp demo-server")
+    )
 }
 
 /// Which server(s) to talk to. With none of these: the built-in demo server.
@@ -268,10 +317,40 @@ fn main() -> ExitCode {
 }
 
 fn run_cli() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = cli_command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return command_line_error(&e),
     };
+    match &cli.command {
+        Command::DemoServer { args } if args.iter().any(|a| a == "-h" || a == "--help") => {
+            let mut cmd = cli_command();
+            // Built, the subcommand's usage reads `mcp demo-server`.
+            cmd.build();
+            if let Some(demo) = cmd.find_subcommand_mut("demo-server") {
+                term::outln!("{}", demo.render_long_help().to_string().trim_end());
+            }
+            return ExitCode::SUCCESS;
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cli_command(), "mcp", &mut script);
+            term::outln!("{}", String::from_utf8_lossy(&script).trim_end());
+            return ExitCode::SUCCESS;
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            if let Err(e) = clap_mangen::Man::new(cli_command()).render(&mut page) {
+                term::errln!("mcp man: {e}");
+                return ExitCode::FAILURE;
+            }
+            term::outln!("{}", String::from_utf8_lossy(&page).trim_end());
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
     if let Command::DemoServer { args } = cli.command {
         // A server: its signals keep their default meaning.
         return signals::run_unwatched(mcp_testkit::run(args));
@@ -310,7 +389,9 @@ fn run_cli() -> ExitCode {
         Command::Login(a) => run_async(auth::login(a, style)),
         Command::Logout(a) => auth::logout(&a, style),
         Command::Auth(auth::AuthCommand::Status { json }) => auth::status(json, style),
-        Command::DemoServer { .. } => ExitCode::SUCCESS,
+        Command::DemoServer { .. } | Command::Completions { .. } | Command::Man => {
+            ExitCode::SUCCESS
+        }
     };
     errors::finish(code)
 }
@@ -338,6 +419,8 @@ impl Command {
             Command::Logout(a) => ("logout", a.json),
             Command::Auth(auth::AuthCommand::Status { json }) => ("auth status", *json),
             Command::DemoServer { .. } => ("demo-server", false),
+            Command::Completions { .. } => ("completions", false),
+            Command::Man => ("man", false),
         };
         (name.to_owned(), json)
     }
@@ -387,7 +470,7 @@ fn suggestion(e: &clap::Error, command: &str) -> Option<String> {
         Some(ContextValue::String(s)) => Some(s.clone()),
         _ => None,
     };
-    let cli = <Cli as clap::CommandFactory>::command();
+    let cli = cli_command();
     if let Some(name) = unknown(ContextKind::InvalidSubcommand) {
         let names: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
         let hint = suggest::did_you_mean(&name, names.iter().copied());
