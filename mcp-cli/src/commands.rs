@@ -480,7 +480,7 @@ pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) ->
 
 /// `mcp prompt NAME --args '{…}'` (with `--config`: `SERVER__PROMPT`).
 pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
-    let arguments = match string_map("--args", &a.args) {
+    let arguments = match arguments::args_text(&a.args).and_then(|t| string_map("--args", &t)) {
         Ok(m) => m,
         Err(e) => return usage_error(&e),
     };

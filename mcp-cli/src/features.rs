@@ -42,8 +42,9 @@ pub(crate) struct PromptArgs {
     pub(crate) show: ShowArgs,
     /// The prompt's name.
     pub(crate) name: String,
-    /// Its arguments, a JSON object of strings.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
+    /// Its arguments, a JSON object of strings; `@FILE` reads it from a
+    /// file, `-` from stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", default_value = "{}")]
     pub(crate) args: String,
 }
 

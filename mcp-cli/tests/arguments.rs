@@ -85,6 +85,11 @@ fn args_come_from_a_file_or_stdin() {
     assert_eq!(v["structuredContent"]["sum"], json!(15));
     let o = mcp(&["call", "add", "--args", "@/nonexistent/args.json"]);
     assert_eq!(o.status.code(), Some(2));
+    // `mcp prompt` reads its --args the same way.
+    let file = temp("prompt.json", r#"{"name": "Ada"}"#);
+    let out = mcp(&["prompt", "greeting", "--args", &format!("@{file}")]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("Ada"), "{}", text(&out));
 }
 
 #[test]
