@@ -196,14 +196,14 @@ async fn resolve_call(
     let Some(found) = found else {
         let known = listing.items.iter().map(|t| t.name.as_str());
         let names = if servers.namespaced() {
-            " (with --config, tools go by SERVER__TOOL names, or by their own with --server)"
+            "; with --config, tools go by SERVER__TOOL names, or by their own with --server"
         } else {
             ""
         };
         return Err(CliError::new(
             "not_found",
             format!(
-                "no tool `{}`{}; `mcp tools` lists them{names}",
+                "no tool `{}` (`mcp tools` lists them{names}){}",
                 a.tool,
                 suggest::did_you_mean(&a.tool, known)
             ),
