@@ -20,6 +20,7 @@ use mcp_session::types::{
 use mcp_transport::{BoxFuture, Transport};
 use serde_json::Value;
 
+use crate::errors::{CliError, usage_error};
 use crate::oauth;
 use crate::output::{Style, printable, printable_block};
 use crate::servers::{Failure, Listed, Listing, Resources, Servers, StderrTail};
@@ -95,12 +96,9 @@ pub(crate) async fn open(
     style: Style,
 ) -> Result<AdHocRuntime, ExitCode> {
     let Some(path) = &args.config else {
-        return Err(ExitCode::from(2));
+        return Err(usage_error("--config FILE is needed"));
     };
-    let config = load_config(path, args.server.as_deref()).map_err(|e| {
-        errln!("mcp: {}", printable_block(&e));
-        ExitCode::from(2)
-    })?;
+    let config = load_config(path, args.server.as_deref()).map_err(|e| usage_error(&e))?;
     // Stored OAuth logins for HTTP servers; a missing one names the login.
     let mut inner = DefaultConnector::new();
     if let Ok(store) = mcp_auth::store::FileStore::default_location() {
@@ -123,10 +121,7 @@ pub(crate) async fn open(
     };
     let runtime = AdHocRuntime::open(&config, Arc::new(connector))
         .await
-        .map_err(|e| {
-            errln!("{} {}", style.fail("✗"), printable_block(&e.to_string()));
-            ExitCode::FAILURE
-        })?;
+        .map_err(|e| CliError::new("start", e.to_string()).report(style))?;
     for s in runtime.catalog().connected() {
         errln!(
             "{} {}: protocol {} over {}",

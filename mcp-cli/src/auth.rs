@@ -16,9 +16,11 @@ use mcp_auth::store::StoredAuth;
 use mcp_config::OAuthSettings;
 use mcp_transport::http::HttpOptions;
 
+use crate::errors::CliError;
 use crate::oauth::{login_hint, oauth_config, store};
-use crate::output::{Style, printable, printable_block};
-use crate::term::{errln, outln};
+use crate::output::{Style, printable};
+use crate::term::{self, errln, outln};
+use serde_json::{Value, json};
 
 /// Which server to log in to.
 #[derive(Debug, Args, Clone, Default)]
@@ -32,13 +34,16 @@ pub(crate) struct ServerArgs {
     /// With --config: the server.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub(crate) server: Option<String>,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `mcp login`.
 #[derive(Debug, Args)]
 pub(crate) struct LoginArgs {
     #[command(flatten)]
-    target: ServerArgs,
+    pub(crate) target: ServerArgs,
     /// Print the authorization URL instead of opening a browser (for a
     /// remote shell: open it anywhere, the redirect must reach this machine's
     /// 127.0.0.1, e.g. through an SSH port forward with --callback-port).
@@ -66,7 +71,11 @@ pub(crate) struct LoginArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuthCommand {
     /// Which servers have stored logins: issuer, scopes, expiry (no secrets).
-    Status,
+    Status {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// The OAuth settings for one server, from a config or the command line.
@@ -163,6 +172,10 @@ fn launcher(args: &LoginArgs, style: Style) -> Result<Launcher, String> {
 /// `mcp login`.
 pub(crate) async fn login(args: LoginArgs, style: Style) -> ExitCode {
     match login_inner(&args, style).await {
+        Ok(entry) if args.target.json => {
+            term::print_json(&entry_json(&entry), true);
+            ExitCode::SUCCESS
+        }
         Ok(entry) => {
             outln!(
                 "{} logged in to {} (issuer {})",
@@ -186,10 +199,7 @@ pub(crate) async fn login(args: LoginArgs, style: Style) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            errln!("mcp login: {}", printable_block(&e));
-            ExitCode::FAILURE
-        }
+        Err(e) => CliError::new("auth", e).report(style),
     }
 }
 
@@ -222,6 +232,10 @@ pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
         store()?.remove(&key, None).map_err(|e| e.to_string())
     })();
     match result {
+        Ok(n) if args.json => {
+            term::print_json(&json!({"removed": n}), true);
+            ExitCode::SUCCESS
+        }
         Ok(0) => {
             outln!("no stored login for that server");
             ExitCode::SUCCESS
@@ -230,22 +244,21 @@ pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
             outln!("{} removed {n} stored login(s)", style.ok("✓"));
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            errln!("mcp logout: {}", printable_block(&e));
-            ExitCode::FAILURE
-        }
+        Err(e) => CliError::new("auth", e).report(style),
     }
 }
 
 /// `mcp auth status`.
-pub(crate) fn status(style: Style) -> ExitCode {
+pub(crate) fn status(json: bool, style: Style) -> ExitCode {
     let entries = match store().and_then(|s| s.list().map_err(|e| e.to_string())) {
         Ok(entries) => entries,
-        Err(e) => {
-            errln!("mcp auth status: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return CliError::new("auth", e).report(style),
     };
+    if json {
+        let all: Vec<Value> = entries.iter().map(entry_json).collect();
+        term::print_json(&Value::Array(all), true);
+        return ExitCode::SUCCESS;
+    }
     if entries.is_empty() {
         outln!("no stored logins");
         return ExitCode::SUCCESS;
@@ -282,6 +295,19 @@ pub(crate) fn status(style: Style) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// A stored login as JSON (no secrets: whether there is a refresh token,
+/// never the token).
+fn entry_json(e: &StoredAuth) -> Value {
+    json!({
+        "server": e.server,
+        "issuer": e.issuer,
+        "client": e.client.as_ref().map(|c| json!({"clientId": c.client_id, "source": c.source})),
+        "scopes": e.tokens.as_ref().map(|t| &t.scopes),
+        "expiresAt": e.tokens.as_ref().and_then(|t| t.expires_at),
+        "refreshToken": e.tokens.as_ref().map(|t| t.refresh_token.is_some()),
+    })
 }
 
 fn expiry(at: Option<u64>) -> String {

@@ -14,11 +14,12 @@ use serde_json::{Value, json};
 
 use crate::agent;
 use crate::direct::OneServer;
+use crate::errors::{CliError, usage_error};
 use crate::features::{PromptArgs, ReadArgs, string_map};
-use crate::output::{Style, printable, printable_block, summarize, usage_error};
+use crate::output::{Style, printable, printable_block, summarize};
 use crate::servers::Servers;
 use crate::term::{self, errln, outln};
-use crate::{ShowArgs, TargetArgs};
+use crate::{CallArgs, ShowArgs, TargetArgs, arguments, suggest};
 
 /// Opens what the options name: the config's servers through the runtime
 /// (`--config`), else one server, its session set up by `adjust`.
@@ -40,7 +41,11 @@ async fn open(
 /// The exit status of a listing: a failure when a server did not start.
 fn listed(some_failed: bool) -> ExitCode {
     if some_failed {
-        ExitCode::FAILURE
+        CliError::new(
+            "server",
+            "some servers of the config did not start (stderr says why); the listing lacks theirs",
+        )
+        .record()
     } else {
         ExitCode::SUCCESS
     }
@@ -57,10 +62,7 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
     let stderr_tail = servers.close().await;
     let listing = match result {
         Ok(l) => l,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if show.json {
         let tools: Vec<Value> = listing
@@ -92,7 +94,10 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
             .unwrap_or_default();
         outln!(
             "{}  {}{}",
-            style.bold(&printable(&t.name)),
+            style.bold(&printable(&arguments::signature(
+                &t.name,
+                &t.item.input_schema
+            ))),
             printable(&summarize(description, 100, show.full)),
             if hints.is_empty() {
                 String::new()
@@ -109,48 +114,104 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
     listed(some_failed)
 }
 
-/// `mcp call` (with `--config`: by the tool's namespaced name).
-pub(crate) async fn call(
-    args: TargetArgs,
-    show: ShowArgs,
-    style: Style,
-    tool: String,
-    arguments: String,
-    progress: bool,
-    task: bool,
-) -> ExitCode {
-    let arguments: Value = match serde_json::from_str(&arguments) {
-        Ok(v) => v,
-        Err(e) => return usage_error(&format!("--args is not JSON: {e}")),
+/// `mcp call` (with `--config`: by the tool's namespaced name, or its bare
+/// name when `--server` picks one server). The tool is looked up first: an
+/// unknown name gets the closest known one, and `KEY=VALUE` arguments are
+/// read by its input schema (`arguments`).
+pub(crate) async fn call(a: CallArgs, style: Style) -> ExitCode {
+    let base = match arguments::args_object(a.args.as_deref()) {
+        Ok(m) => m,
+        Err(e) => return usage_error(&e),
     };
-    if task && args.config.is_some() {
+    if a.task && a.target.config.is_some() {
         return usage_error("--task runs a tool on one server: use --stdio, --url or the demo");
     }
+    let show = a.show;
     // A server that asks the user something mid-call gets the user (on a
     // terminal), or a decline.
     let handlers = mcp_session::ClientHandlers::new()
         .elicitation(crate::elicit::TerminalElicitor::new(show.json));
-    let servers = match open(&args, show, style, |c| c.handler(handlers)).await {
+    let servers = match open(&a.target, show, style, |c| c.handler(handlers)).await {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let options = if progress {
+    let (tool, arguments) = match resolve_call(&*servers, &a, base).await {
+        Ok(found) => found,
+        Err(e) => {
+            servers.close().await;
+            return e.report(style);
+        }
+    };
+    let options = if a.progress {
         CallOptions::new().on_progress(progress_printer())
     } else {
         CallOptions::new()
     };
-    let result = servers.call_tool(&tool, arguments, options, task).await;
-    if progress {
+    let result = servers
+        .call_tool(&tool, Value::Object(arguments), options, a.task)
+        .await;
+    if a.progress {
         progress_done();
     }
     let stderr_tail = servers.close().await;
     match result {
         Ok(r) => print_call_result(&r, show, style),
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            ExitCode::FAILURE
-        }
+        Err(f) => f.print(style, &stderr_tail),
     }
+}
+
+/// The tool `mcp call` names, as the servers list it, and its arguments:
+/// an unknown name is refused with the closest known one; with `--server`,
+/// a bare name is that server's tool. When the tools cannot be listed, the
+/// name goes as given (and `KEY=VALUE` pairs as strings are refused: their
+/// types are the schema's).
+async fn resolve_call(
+    servers: &dyn Servers,
+    a: &CallArgs,
+    base: serde_json::Map<String, Value>,
+) -> Result<(String, serde_json::Map<String, Value>), CliError> {
+    let listing = match servers.tools().await {
+        Ok(l) => l,
+        Err(f) if a.pairs.is_empty() => {
+            tracing::debug!("tools/list failed before the call: {}", f.message);
+            return Ok((a.tool.clone(), base));
+        }
+        Err(f) => {
+            return Err(CliError::new(
+                "request",
+                format!("KEY=VALUE arguments need the tool's schema: {}", f.message),
+            ));
+        }
+    };
+    let bare = a
+        .target
+        .server
+        .as_ref()
+        .filter(|_| servers.namespaced())
+        .map(|server| format!("{server}__{}", a.tool));
+    let found = listing.items.iter().find(|t| t.name == a.tool).or_else(|| {
+        let bare = bare.as_deref()?;
+        listing.items.iter().find(|t| t.name == bare)
+    });
+    let Some(found) = found else {
+        let known = listing.items.iter().map(|t| t.name.as_str());
+        let names = if servers.namespaced() {
+            "; with --config, tools go by SERVER__TOOL names, or by their own with --server"
+        } else {
+            ""
+        };
+        return Err(CliError::new(
+            "not_found",
+            format!(
+                "no tool `{}` (`mcp tools` lists them{names}){}",
+                a.tool,
+                suggest::did_you_mean(&a.tool, known)
+            ),
+        ));
+    };
+    let arguments = arguments::with_pairs(&found.name, &found.item.input_schema, &a.pairs, base)
+        .map_err(CliError::usage)?;
+    Ok((found.name.clone(), arguments))
 }
 
 /// Prints a tool's result; the exit status is a failure when the tool
@@ -173,11 +234,10 @@ pub(crate) fn print_call_result(r: &CallToolResult, show: ShowArgs, style: Style
         }
     }
     if r.is_error() {
-        errln!(
-            "{} the tool reported a failure (isError: true): a tool error, not a protocol error",
-            style.warn("!")
-        );
-        ExitCode::FAILURE
+        let message =
+            "the tool reported a failure (isError: true): a tool error, not a protocol error";
+        errln!("{} {message}", style.warn("!"));
+        CliError::new("tool", message).record()
     } else {
         ExitCode::SUCCESS
     }
@@ -211,10 +271,7 @@ pub(crate) async fn resources(target: TargetArgs, show: ShowArgs, style: Style) 
     let stderr_tail = servers.close().await;
     let listing = match result {
         Ok(l) => l,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     let (resources, templates) = (&listing.resources.items, &listing.templates);
     if show.json {
@@ -301,10 +358,7 @@ pub(crate) async fn read(a: ReadArgs, style: Style) -> ExitCode {
     let stderr_tail = servers.close().await;
     let result = match result {
         Ok(r) => r,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if let Some(path) = &a.out {
         let mut bytes = Vec::new();
@@ -374,10 +428,7 @@ pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) ->
     let stderr_tail = servers.close().await;
     let listing = match result {
         Ok(l) => l,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if show.json && !namespaced {
         let all: Vec<Value> = listing
@@ -429,7 +480,7 @@ pub(crate) async fn prompts(target: TargetArgs, show: ShowArgs, style: Style) ->
 
 /// `mcp prompt NAME --args '{…}'` (with `--config`: `SERVER__PROMPT`).
 pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
-    let arguments = match string_map("--args", &a.args) {
+    let arguments = match arguments::args_text(&a.args).and_then(|t| string_map("--args", &t)) {
         Ok(m) => m,
         Err(e) => return usage_error(&e),
     };
@@ -441,10 +492,7 @@ pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
     let stderr_tail = servers.close().await;
     let result = match result {
         Ok(r) => r,
-        Err(f) => {
-            f.print(style, &stderr_tail);
-            return ExitCode::FAILURE;
-        }
+        Err(f) => return f.print(style, &stderr_tail),
     };
     if a.show.json {
         term::print_json(&serde_json::to_value(&result).unwrap_or_default(), true);

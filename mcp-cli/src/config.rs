@@ -16,11 +16,12 @@ use mcp_config::{
     Report, Resolve, ResolvedConfig, Severity, TransportConfig, has_vars, has_vars_in, load_path,
     redact_url,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::ConfigCommand;
+use crate::errors::{CliError, usage_error};
 use crate::output::Style;
-use crate::term::{errln, outln};
+use crate::term::{self, errln, outln};
 
 /// `mcp config check` and `mcp config show`.
 pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
@@ -29,6 +30,7 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
             file,
             strict,
             format,
+            json,
         } => {
             let options = match options(format, strict) {
                 Ok(o) => o,
@@ -36,6 +38,29 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
             };
             let report = check(load_path(&file, &options), Some(&mcp_config::process_env));
             let lines = report.lines();
+            if json {
+                let problems: Vec<Value> = report
+                    .problems
+                    .iter()
+                    .map(|p| {
+                        json!({
+                            "severity": if p.severity == Severity::Error { "error" } else { "warning" },
+                            "path": p.path,
+                            "message": p.message,
+                        })
+                    })
+                    .collect();
+                let errors = problems.iter().filter(|p| p["severity"] == "error").count();
+                term::print_json(
+                    &json!({"file": file.display().to_string(), "problems": problems}),
+                    true,
+                );
+                if errors > 0 {
+                    return CliError::new("config", format!("{errors} error(s) in the config"))
+                        .record();
+                }
+                return ExitCode::SUCCESS;
+            }
             if lines.is_empty() {
                 outln!("{} {}: no problems", style.ok("✓"), file.display());
             }
@@ -43,12 +68,12 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
                 outln!("{line}");
             }
             if report.has_errors() {
-                ExitCode::FAILURE
+                CliError::new("config", "errors in the config").record()
             } else {
                 ExitCode::SUCCESS
             }
         }
-        ConfigCommand::Show { file, format } => {
+        ConfigCommand::Show { file, format, json } => {
             let options = match options(format, false) {
                 Ok(o) => o,
                 Err(code) => return code,
@@ -61,16 +86,17 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
                 );
             }
             match show(&file, &options, &mcp_config::process_env, &key) {
+                Ok(lines) if json => {
+                    term::print_json(&json!({"lines": lines}), true);
+                    ExitCode::SUCCESS
+                }
                 Ok(lines) => {
                     for line in lines {
                         outln!("{line}");
                     }
                     ExitCode::SUCCESS
                 }
-                Err(e) => {
-                    errln!("{} {e}", style.fail("✗"));
-                    ExitCode::FAILURE
-                }
+                Err(e) => CliError::new("config", e.to_string()).report(style),
             }
         }
     }
@@ -120,10 +146,7 @@ fn options(format: Option<String>, strict: bool) -> Result<Options, ExitCode> {
     if let Some(f) = format {
         match f.parse::<mcp_config::Format>() {
             Ok(f) => options = options.format(f),
-            Err(e) => {
-                errln!("mcp: {e}");
-                return Err(ExitCode::from(2));
-            }
+            Err(e) => return Err(usage_error(&e.to_string())),
         }
     }
     Ok(options)

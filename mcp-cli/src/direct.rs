@@ -15,7 +15,8 @@ use mcp_transport::BoxFuture;
 use serde_json::Value;
 
 use crate::diagnosis;
-use crate::output::{Style, printable, usage_error};
+use crate::errors::usage_error;
+use crate::output::{Style, printable};
 use crate::probe::{Probed, start_and_connect, trace_options};
 use crate::report::Report;
 use crate::servers::{Failure, Listed, Listing, Resources, Servers, StderrTail};
@@ -51,7 +52,7 @@ pub(crate) async fn connect_one_with(
     let mut report = Report::new(&target.label);
     let failed = |report: Report| {
         report.print(style);
-        ExitCode::FAILURE
+        report.failure().record()
     };
     let trace = trace_options(show, style);
     let Some((probed, connected, _)) = start_and_connect(&target, trace, &mut report).await else {
@@ -93,7 +94,7 @@ impl OneServer {
 
 /// A request's error, after `what` (`resources/list: …`).
 fn failed(what: &str, e: &SessionError) -> Failure {
-    Failure::new(format!("{what}: {e}"))
+    Failure::session(what, e)
 }
 
 impl Servers for OneServer {
@@ -179,6 +180,7 @@ impl Servers for OneServer {
                 message: e.to_string(),
                 hints: diagnosis::call(&e).into_iter().collect(),
                 show_stderr: e.is_closed(),
+                ..Failure::session(ToolsCall::METHOD, &e)
             })
         })
     }

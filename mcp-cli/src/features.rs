@@ -13,7 +13,8 @@ use mcp_session::{Session, SessionError};
 use serde_json::{Value, json};
 
 use crate::direct::connect_one;
-use crate::output::{Style, printable, printable_block, usage_error};
+use crate::errors::{CliError, usage_error};
+use crate::output::{Style, printable};
 use crate::term::{self, errln, outln};
 use crate::{ShowArgs, TargetArgs};
 
@@ -41,8 +42,9 @@ pub(crate) struct PromptArgs {
     pub(crate) show: ShowArgs,
     /// The prompt's name.
     pub(crate) name: String,
-    /// Its arguments, a JSON object of strings.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
+    /// Its arguments, a JSON object of strings; `@FILE` reads it from a
+    /// file, `-` from stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", default_value = "{}")]
     pub(crate) args: String,
 }
 
@@ -97,12 +99,7 @@ async fn session(target: &TargetArgs, show: ShowArgs, style: Style) -> Result<Se
 }
 
 fn failed(style: Style, what: &str, e: &SessionError) -> ExitCode {
-    errln!(
-        "{} {what}: {}",
-        style.fail("✗"),
-        printable_block(&e.to_string())
-    );
-    ExitCode::FAILURE
+    CliError::session(e, format!("{what}: {e}")).report(style)
 }
 
 fn print_json(value: Value) {

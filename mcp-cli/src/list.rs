@@ -15,7 +15,8 @@ use mcp_config::{DeclaredTransport, McpConfig, ServerConfig, redact_url};
 use mcp_runtime::{DefaultConnector, RuntimeManager, RuntimeOptions};
 use serde_json::{Value, json};
 
-use crate::manage::{Failed, config_file, format_arg};
+use crate::errors::CliError;
+use crate::manage::{config_file, format_arg};
 use crate::output::{Style, printable};
 use crate::term::{self, outln};
 
@@ -37,7 +38,7 @@ pub(crate) struct ListArgs {
     timeout: u64,
     /// Print the servers as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
 /// A server's status.
@@ -50,18 +51,18 @@ enum Status {
 
 /// `mcp list`.
 pub(crate) async fn list(args: ListArgs, style: Style) -> ExitCode {
-    let loaded = (|| -> Result<mcp_config::Loaded, Failed> {
+    let loaded = (|| -> Result<mcp_config::Loaded, CliError> {
         let format = format_arg(args.format.as_deref())?;
         let path = config_file(&args.config, format)?;
         let mut options = mcp_config::Options::new();
         if let Some(f) = format {
             options = options.format(f);
         }
-        mcp_config::load_path(&path, &options).map_err(|e| Failed::new("config", e.to_string()))
+        mcp_config::load_path(&path, &options).map_err(|e| CliError::new("config", e.to_string()))
     })();
     let config = match loaded {
         Ok(l) => l.config,
-        Err(f) => return f.report("list", args.json, style),
+        Err(f) => return f.report(style),
     };
     let order = file_order(&config);
     let statuses = if args.status {

@@ -21,12 +21,14 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 mod agent;
+mod arguments;
 mod auth;
 mod commands;
 mod config;
 mod diagnosis;
 mod direct;
 mod elicit;
+mod errors;
 mod features;
 mod inputs;
 mod list;
@@ -37,6 +39,7 @@ mod probe;
 mod report;
 mod servers;
 mod signals;
+mod suggest;
 mod target;
 mod term;
 mod trace;
@@ -102,13 +105,62 @@ enum Command {
     /// Stored logins.
     #[command(subcommand)]
     Auth(auth::AuthCommand),
-    /// Run the built-in demo server on stdin/stdout (what `mcp probe` starts).
-    #[command(name = "demo-server", hide = true)]
+    /// Run the built-in demo server: an MCP server on stdin/stdout (or
+    /// HTTP with --http ADDR), what the commands talk to when given no
+    /// target. Every example runs against it: `--stdio 'mcp demo-server'`.
+    #[command(
+        name = "demo-server",
+        disable_help_flag = true,
+        long_about = "Run the built-in demo server: an MCP server speaking every revision on \
+            stdin/stdout (or over HTTP with --http ADDR), with tools (echo, add, read_file, \
+            slow, fail, progress …), resources, prompts and completions. It is what `mcp \
+            probe`, `mcp tools`, `mcp call` … talk to when given no target; as a command it \
+            serves any client: `mcp tools --stdio 'mcp demo-server'`, or in a config \
+            `\"command\": \"mcp\", \"args\": [\"demo-server\"]`. Its options can make \
+            it misbehave, for testing a client."
+    )]
     DemoServer {
-        /// Arguments for the test server (see `mcp demo-server --help`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        /// The demo server's options (listed below).
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
         args: Vec<String>,
     },
+    /// Print a completion script for SHELL (bash, zsh, fish, powershell,
+    /// elvish); README, "Completions and the man page", says where it goes.
+    Completions {
+        /// The shell.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `mcp man > ~/.local/share/man/man1/mcp.1`.
+    Man,
+}
+
+/// The command line's definitions: the derived ones, with the demo
+/// server's own options as its help. The parser, the completions and the
+/// man page all come from here.
+fn cli_command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+        .mut_subcommand("demo-server", |c| c.after_long_help(demo_help()))
+}
+
+/// The demo server's options, from the testkit's help, named as `mcp`
+/// runs it.
+fn demo_help() -> String {
+    let help = mcp_testkit::HELP;
+    let options = help
+        .find("Options:")
+        .and_then(|at| help.get(at + "Options:".len()..))
+        .unwrap_or(help);
+    format!(
+        "Demo server options:{}\nExamples:\n  mcp tools --stdio 'mcp demo-server'\n  mcp probe --stdio \
+         'mcp demo-server --misbehave stdout-noise'\n  mcp demo-server --http 127.0.0.1:8765   \
+         # then: mcp tools --url http://127.0.0.1:8765/mcp\n",
+        options.replace("mcp-testkit", "mcp demo-server")
+    )
 }
 
 /// Which server(s) to talk to. With none of these: the built-in demo server.
@@ -193,26 +245,34 @@ struct ToolsArgs {
 }
 
 #[derive(Debug, Args)]
-struct CallArgs {
+pub(crate) struct CallArgs {
     #[command(flatten)]
-    target: TargetArgs,
+    pub(crate) target: TargetArgs,
     #[command(flatten)]
-    show: ShowArgs,
-    /// The tool's name.
-    tool: String,
-    /// Arguments as a JSON object.
-    #[arg(long, value_name = "JSON", default_value = "{}")]
-    args: String,
+    pub(crate) show: ShowArgs,
+    /// The tool's name (with --config: SERVER__TOOL, or the bare name when
+    /// --server picks one server).
+    pub(crate) tool: String,
+    /// Arguments, each read by the tool's input schema: `n=3` is a number
+    /// where the schema says integer or number, `all=true` a boolean, text
+    /// a string; `key:=JSON` passes JSON as it is (`tags:='["a","b"]'`).
+    /// They go on top of --args.
+    #[arg(value_name = "KEY=VALUE")]
+    pub(crate) pairs: Vec<String>,
+    /// Arguments as a JSON object; `@FILE` reads it from a file, `-` from
+    /// stdin.
+    #[arg(long, value_name = "JSON|@FILE|-")]
+    pub(crate) args: Option<String>,
     /// Show the call's progress as the server reports it (a bar on a
     /// terminal, plain lines otherwise; on stderr).
     #[arg(long)]
-    progress: bool,
+    pub(crate) progress: bool,
     /// Run the tool as a task (a server that offers tasks: 2025-11-25's
     /// `tasks` capability, or 2026-07-28's tasks extension) and wait for its
     /// result, within --timeout; the task's id and status changes go to
     /// stderr. One server only (not with --config).
     #[arg(long)]
-    task: bool,
+    pub(crate) task: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -229,6 +289,9 @@ pub(crate) enum ConfigCommand {
         /// gemini-cli, windsurf, zed, opencode).
         #[arg(long)]
         format: Option<String>,
+        /// Print the problems as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the resolved servers (secrets redacted) with their fingerprints.
     Show {
@@ -237,11 +300,57 @@ pub(crate) enum ConfigCommand {
         /// The format, when detection is not wanted.
         #[arg(long)]
         format: Option<String>,
+        /// Print the servers as JSON (the lines `show` prints, redacted).
+        #[arg(long)]
+        json: bool,
     },
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let code = run_cli();
+    // A reader that stopped early (`mcp tools --json | head -c 100`): the
+    // command ended quietly, with SIGPIPE's status (README, exit codes).
+    if term::stdout_closed() {
+        return ExitCode::from(term::CLOSED_PIPE_EXIT);
+    }
+    code
+}
+
+fn run_cli() -> ExitCode {
+    let parsed = cli_command()
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => return command_line_error(&e),
+    };
+    match &cli.command {
+        Command::DemoServer { args } if args.iter().any(|a| a == "-h" || a == "--help") => {
+            let mut cmd = cli_command();
+            // Built, the subcommand's usage reads `mcp demo-server`.
+            cmd.build();
+            if let Some(demo) = cmd.find_subcommand_mut("demo-server") {
+                term::outln!("{}", demo.render_long_help().to_string().trim_end());
+            }
+            return ExitCode::SUCCESS;
+        }
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cli_command(), "mcp", &mut script);
+            term::outln!("{}", String::from_utf8_lossy(&script).trim_end());
+            return ExitCode::SUCCESS;
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            if let Err(e) = clap_mangen::Man::new(cli_command()).render(&mut page) {
+                term::errln!("mcp man: {e}");
+                return ExitCode::FAILURE;
+            }
+            term::outln!("{}", String::from_utf8_lossy(&page).trim_end());
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
     if let Command::DemoServer { args } = cli.command {
         // A server: its signals keep their default meaning.
         return signals::run_unwatched(mcp_testkit::run(args));
@@ -253,11 +362,12 @@ fn main() -> ExitCode {
             .init();
     }
     let style = Style::detect();
+    let (name, json) = cli.command.name_and_json();
+    errors::start(&name, json);
     if let Err(e) = inputs::give(&cli.input) {
-        term::errln!("mcp: {e}");
-        return ExitCode::from(2);
+        return errors::finish(errors::usage_error(&e.to_string()));
     }
-    match cli.command {
+    let code = match cli.command {
         Command::Probe(a) => run_async(probe::probe(
             a.target,
             a.show,
@@ -265,9 +375,7 @@ fn main() -> ExitCode {
             probe::SampleCall::from_args(a.call, a.args),
         )),
         Command::Tools(a) => run_async(commands::tools(a.target, a.show, style)),
-        Command::Call(a) => run_async(commands::call(
-            a.target, a.show, style, a.tool, a.args, a.progress, a.task,
-        )),
+        Command::Call(a) => run_async(commands::call(a, style)),
         Command::Listen(a) => run_async(features::listen(a, style)),
         Command::Resources(a) => run_async(commands::resources(a.target, a.show, style)),
         Command::Read(a) => run_async(commands::read(a, style)),
@@ -280,9 +388,103 @@ fn main() -> ExitCode {
         Command::List(a) => run_async(list::list(a, style)),
         Command::Login(a) => run_async(auth::login(a, style)),
         Command::Logout(a) => auth::logout(&a, style),
-        Command::Auth(auth::AuthCommand::Status) => auth::status(style),
-        Command::DemoServer { .. } => ExitCode::SUCCESS,
+        Command::Auth(auth::AuthCommand::Status { json }) => auth::status(json, style),
+        Command::DemoServer { .. } | Command::Completions { .. } | Command::Man => {
+            ExitCode::SUCCESS
+        }
+    };
+    errors::finish(code)
+}
+
+impl Command {
+    /// The command's name as messages are headed (`tools`, `config
+    /// check`), and whether it runs with `--json`.
+    fn name_and_json(&self) -> (String, bool) {
+        let (name, json) = match self {
+            Command::Probe(a) => ("probe", a.show.json),
+            Command::Tools(a) => ("tools", a.show.json),
+            Command::Call(a) => ("call", a.show.json),
+            Command::Resources(a) => ("resources", a.show.json),
+            Command::Read(a) => ("read", a.show.json),
+            Command::Prompts(a) => ("prompts", a.show.json),
+            Command::Prompt(a) => ("prompt", a.show.json),
+            Command::Complete(a) => ("complete", a.show.json),
+            Command::Listen(a) => ("listen", a.show.json),
+            Command::Config(ConfigCommand::Check { json, .. }) => ("config check", *json),
+            Command::Config(ConfigCommand::Show { json, .. }) => ("config show", *json),
+            Command::Add(a) => ("add", a.json),
+            Command::Remove(a) => ("remove", a.json),
+            Command::List(a) => ("list", a.json),
+            Command::Login(a) => ("login", a.target.json),
+            Command::Logout(a) => ("logout", a.json),
+            Command::Auth(auth::AuthCommand::Status { json }) => ("auth status", *json),
+            Command::DemoServer { .. } => ("demo-server", false),
+            Command::Completions { .. } => ("completions", false),
+            Command::Man => ("man", false),
+        };
+        (name.to_owned(), json)
     }
+}
+
+/// A command line clap refused: its message (exit status 2); with
+/// `--json` anywhere on it, as the JSON error object on stdout too. Help
+/// and the version are printed as asked.
+fn command_line_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit()
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let json = args.iter().any(|a| a == "--json");
+    let command = args
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .cloned()
+        .unwrap_or_default();
+    errors::start(&command, json);
+    let rendered = e.to_string();
+    let mut message = rendered
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_owned();
+    term::errln!("{}", rendered.trim_end());
+    if let Some(hint) = suggestion(e, &command) {
+        term::errln!("mcp: {}", hint.trim_start_matches("; "));
+        message.push_str(&hint);
+    }
+    errors::finish(errors::CliError::usage(message).record())
+}
+
+/// "did you mean …" for an unknown command or flag (clap's own
+/// suggestions are not built in), from the same clap definitions.
+fn suggestion(e: &clap::Error, command: &str) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let unknown = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let cli = cli_command();
+    if let Some(name) = unknown(ContextKind::InvalidSubcommand) {
+        let names: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
+        let hint = suggest::did_you_mean(&name, names.iter().copied());
+        return (!hint.is_empty()).then_some(hint);
+    }
+    let flag = unknown(ContextKind::InvalidArg)?;
+    let sub = cli.find_subcommand(command).unwrap_or(&cli);
+    let flags: Vec<String> = sub
+        .get_arguments()
+        .chain(cli.get_arguments())
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect();
+    let hint = suggest::did_you_mean(&flag, flags.iter().map(String::as_str));
+    (!hint.is_empty()).then_some(hint)
 }
 
 /// Runs a command; a signal closes the servers it started (`signals`).

@@ -15,10 +15,11 @@ use std::process::ExitCode;
 use clap::Args;
 use mcp_config::Format;
 use mcp_config::edit::{self, EditError, Existing, NewServer, RemoteTransport};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use crate::errors::CliError;
 use crate::output::Style;
-use crate::term::{self, errln, outln};
+use crate::term::{self, outln};
 
 /// `mcp add`.
 #[derive(Debug, Args)]
@@ -52,7 +53,7 @@ pub(crate) struct AddArgs {
     force: bool,
     /// Print the outcome as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, value_name = "CMD ARGS")]
     command: Vec<String>,
@@ -71,49 +72,10 @@ pub(crate) struct RemoveArgs {
     format: Option<String>,
     /// Print the outcome as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
 }
 
-/// Why a command failed: a stable kind, and the message.
-#[derive(Debug)]
-pub(crate) struct Failed {
-    kind: &'static str,
-    message: String,
-    code: u8,
-}
-
-impl Failed {
-    pub(crate) fn usage(message: impl Into<String>) -> Self {
-        Failed {
-            kind: "usage",
-            message: message.into(),
-            code: 2,
-        }
-    }
-
-    pub(crate) fn new(kind: &'static str, message: impl Into<String>) -> Self {
-        Failed {
-            kind,
-            message: message.into(),
-            code: 1,
-        }
-    }
-
-    /// Prints it (as JSON on stdout with `json`) and gives the exit status.
-    pub(crate) fn report(&self, command: &str, json: bool, style: Style) -> ExitCode {
-        if json {
-            term::print_json(
-                &json!({"error": {"kind": self.kind, "message": self.message, "command": command}}),
-                true,
-            );
-        } else {
-            errln!("{} mcp {command}: {}", style.fail("✗"), self.message);
-        }
-        ExitCode::from(self.code)
-    }
-}
-
-fn edit_failed(e: &EditError) -> Failed {
+fn edit_failed(e: &EditError) -> CliError {
     let kind = match e {
         EditError::Syntax { .. } | EditError::NotPlainJson { .. } => "syntax",
         EditError::UnknownFormat => "format",
@@ -130,24 +92,24 @@ fn edit_failed(e: &EditError) -> Failed {
     if let EditError::UnknownFormat = e {
         message.push_str(" with --format");
     }
-    Failed::new(kind, message)
+    CliError::new(kind, message)
 }
 
 /// `--format NAME`.
-pub(crate) fn format_arg(format: Option<&str>) -> Result<Option<Format>, Failed> {
+pub(crate) fn format_arg(format: Option<&str>) -> Result<Option<Format>, CliError> {
     format
         .map(|f| {
             f.parse::<Format>()
-                .map_err(|e| Failed::usage(e.to_string()))
+                .map_err(|e| CliError::usage(e.to_string()))
         })
         .transpose()
 }
 
 /// The file a `--config` names: a folder's one config file; through a
 /// symbolic link, the file it points to (so the link stays a link).
-pub(crate) fn config_file(path: &Path, format: Option<Format>) -> Result<PathBuf, Failed> {
+pub(crate) fn config_file(path: &Path, format: Option<Format>) -> Result<PathBuf, CliError> {
     let file = if path.is_dir() {
-        mcp_config::locate(path, format).map_err(|e| Failed::new("not_found", e.to_string()))?
+        mcp_config::locate(path, format).map_err(|e| CliError::new("not_found", e.to_string()))?
     } else {
         path.to_path_buf()
     };
@@ -155,18 +117,18 @@ pub(crate) fn config_file(path: &Path, format: Option<Format>) -> Result<PathBuf
 }
 
 /// The file's text, and whether it exists.
-fn read(path: &Path) -> Result<Option<String>, Failed> {
+fn read(path: &Path) -> Result<Option<String>, CliError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Failed::new(
+        Err(e) => Err(CliError::new(
             "io",
             format!("cannot read {}: {e}", path.display()),
         )),
     }
 }
 
-fn detect(text: &str, path: &Path, format: Option<Format>) -> Result<Format, Failed> {
+fn detect(text: &str, path: &Path, format: Option<Format>) -> Result<Format, CliError> {
     match format {
         Some(f) => Ok(f),
         None => edit::detect_format(text, Some(path)).map_err(|e| edit_failed(&e)),
@@ -175,9 +137,9 @@ fn detect(text: &str, path: &Path, format: Option<Format>) -> Result<Format, Fai
 
 /// Writes `text` to `path` through a temporary file in the same folder,
 /// renamed over it, with the old file's permissions.
-fn write_atomically(path: &Path, text: &str) -> Result<(), Failed> {
+fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
     let failed = |what: &str, e: std::io::Error| {
-        Failed::new("io", format!("cannot {what} {}: {e}", path.display()))
+        CliError::new("io", format!("cannot {what} {}: {e}", path.display()))
     };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -208,13 +170,13 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), Failed> {
 }
 
 /// The server `args` describe.
-fn new_server(args: &AddArgs) -> Result<NewServer, Failed> {
+fn new_server(args: &AddArgs) -> Result<NewServer, CliError> {
     let env = args
         .env
         .iter()
         .map(|kv| match kv.split_once('=') {
             Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
-            _ => Err(Failed::usage(format!(
+            _ => Err(CliError::usage(format!(
                 "--env takes KEY=VALUE, got `{}`",
                 kv.split_once('=').map_or(kv.as_str(), |(k, _)| k)
             ))),
@@ -227,7 +189,7 @@ fn new_server(args: &AddArgs) -> Result<NewServer, Failed> {
             Some((k, v)) if !k.trim().is_empty() && !k.trim().contains(' ') => {
                 Ok((k.trim().to_owned(), v.trim().to_owned()))
             }
-            _ => Err(Failed::usage(format!(
+            _ => Err(CliError::usage(format!(
                 "--header takes 'Name: value', got `{}`",
                 h.split_once(':').map_or(h.as_str(), |(k, _)| k)
             ))),
@@ -240,20 +202,20 @@ fn new_server(args: &AddArgs) -> Result<NewServer, Failed> {
         term::keep_credential(v);
     }
     match (&args.url, args.command.split_first()) {
-        (Some(_), Some(_)) => Err(Failed::usage(
+        (Some(_), Some(_)) => Err(CliError::usage(
             "give either --url or a command after `--`, not both",
         )),
-        (None, None) => Err(Failed::usage(
+        (None, None) => Err(CliError::usage(
             "give the server's command after `--` (mcp add NAME --config FILE -- CMD ARGS…), or --url URL",
         )),
         (None, Some((command, rest))) => {
             if !headers.is_empty() {
-                return Err(Failed::usage(
+                return Err(CliError::usage(
                     "--header is for --url servers; a command gets --env",
                 ));
             }
             if args.transport.as_deref().is_some_and(|t| t != "stdio") {
-                return Err(Failed::usage(
+                return Err(CliError::usage(
                     "--transport http|sse is for --url servers; a command is a stdio server",
                 ));
             }
@@ -265,7 +227,7 @@ fn new_server(args: &AddArgs) -> Result<NewServer, Failed> {
         }
         (Some(url), None) => {
             if !env.is_empty() {
-                return Err(Failed::usage(
+                return Err(CliError::usage(
                     "--env sets the environment of a command the client starts; a --url server has none (its client would ignore it): use --header",
                 ));
             }
@@ -274,7 +236,7 @@ fn new_server(args: &AddArgs) -> Result<NewServer, Failed> {
                 Some("http" | "streamable-http") => RemoteTransport::StreamableHttp,
                 Some("sse") => RemoteTransport::Sse,
                 Some(other) => {
-                    return Err(Failed::usage(format!(
+                    return Err(CliError::usage(format!(
                         "unknown --transport `{other}` for a --url server: use http (streamable HTTP) or sse"
                     )));
                 }
@@ -292,7 +254,7 @@ fn new_server(args: &AddArgs) -> Result<NewServer, Failed> {
 pub(crate) fn add(args: &AddArgs, style: Style) -> ExitCode {
     match try_add(args) {
         Ok(done) => done.report(args.json, style),
-        Err(f) => f.report("add", args.json, style),
+        Err(f) => f.report(style),
     }
 }
 
@@ -335,7 +297,7 @@ impl Done {
     }
 }
 
-fn try_add(args: &AddArgs) -> Result<Done, Failed> {
+fn try_add(args: &AddArgs) -> Result<Done, CliError> {
     let format = format_arg(args.format.as_deref())?;
     let server = new_server(args)?;
     let path = config_file(&args.config, format)?;
@@ -346,7 +308,7 @@ fn try_add(args: &AddArgs) -> Result<Done, Failed> {
         }
         None => {
             let format = format.or_else(|| edit::format_of_new_file(&path)).ok_or_else(|| {
-                Failed::new(
+                CliError::new(
                     "format",
                     format!(
                         "{} does not exist, and several clients use that file name; name the format with --format (openclaw-json, openclaw-toml, claude-desktop, cursor, vscode, codex) to make it",
@@ -379,11 +341,11 @@ fn try_add(args: &AddArgs) -> Result<Done, Failed> {
 
 /// `mcp remove`.
 pub(crate) fn remove(args: &RemoveArgs, style: Style) -> ExitCode {
-    let done = (|| -> Result<Done, Failed> {
+    let done = (|| -> Result<Done, CliError> {
         let format = format_arg(args.format.as_deref())?;
         let path = config_file(&args.config, format)?;
         let text = read(&path)?.ok_or_else(|| {
-            Failed::new("not_found", format!("{} does not exist", path.display()))
+            CliError::new("not_found", format!("{} does not exist", path.display()))
         })?;
         let format = detect(&text, &path, format)?;
         let out = edit::remove_server(&text, format, &args.name).map_err(|e| edit_failed(&e))?;
@@ -399,6 +361,6 @@ pub(crate) fn remove(args: &RemoveArgs, style: Style) -> ExitCode {
     })();
     match done {
         Ok(done) => done.report(args.json, style),
-        Err(f) => f.report("remove", args.json, style),
+        Err(f) => f.report(style),
     }
 }

@@ -22,6 +22,11 @@ impl Style {
         }
     }
 
+    /// No colour.
+    pub(crate) const fn plain() -> Self {
+        Style { color: false }
+    }
+
     fn paint(self, code: &str, text: &str) -> String {
         if self.color {
             term::paint(code, text)
@@ -78,12 +83,6 @@ pub(crate) fn printable(text: &str) -> String {
 /// text): controls escaped, newlines and tabs kept.
 pub(crate) fn printable_block(text: &str) -> Cow<'_, str> {
     mcp_protocol::printable::printable(text, Layout::Block)
-}
-
-/// Says what was wrong with the command line; exit status 2.
-pub(crate) fn usage_error(e: &str) -> std::process::ExitCode {
-    term::errln!("mcp: {e}");
-    std::process::ExitCode::from(2)
 }
 
 /// A duration for step timings and timeouts: `250 ms`, `1.5 s`.

@@ -18,7 +18,8 @@ use mcp_transport::{Transport, TransportError};
 use serde_json::{Value, json};
 
 use crate::diagnosis;
-use crate::output::{Style, printable, usage_error};
+use crate::errors::usage_error;
+use crate::output::{Style, printable};
 use crate::report::{Report, Status, describe_init, describe_result, print_reports, tool_summary};
 use crate::target::{Target, targets};
 use crate::trace::{Noise, TraceOptions, Traced};

@@ -11,6 +11,7 @@ use mcp_session::types::{CallToolResult, Content, InitializeResult};
 use serde_json::{Value, json};
 
 use crate::ShowArgs;
+use crate::errors::{self, CliError, cli_words};
 use crate::output::{Style, ms, printable, summarize};
 use crate::term::{self, outln};
 
@@ -80,13 +81,34 @@ impl Report {
             name,
             status,
             elapsed,
-            detail,
+            detail: cli_words(&detail),
         });
     }
 
     /// Whether a step failed.
     pub(crate) fn failed(&self) -> bool {
         self.steps.iter().any(|s| s.status == Status::Fail)
+    }
+
+    /// The first failed step as an error: its kind (`start`, `timeout`,
+    /// `handshake`, or the step's own), the step, the diagnosis as hints.
+    pub(crate) fn failure(&self) -> CliError {
+        let Some(step) = self.steps.iter().find(|s| s.status == Status::Fail) else {
+            return CliError::new("failure", format!("{}: no step failed", self.target));
+        };
+        let kind = if step.detail.contains("timed out") {
+            "timeout"
+        } else {
+            match step.name {
+                "start" => "start",
+                "initialize" | "discover" | "probe" => "handshake",
+                "tools/list" | "tools/call" => "request",
+                _ => "failure",
+            }
+        };
+        CliError::new(kind, format!("{}: {}", self.target, step.detail))
+            .at(step.name)
+            .hints(self.diagnosis.clone())
     }
 
     fn to_json(&self) -> Value {
@@ -109,7 +131,10 @@ impl Report {
 
     /// Prints the report as text.
     pub(crate) fn print(&self, style: Style) {
-        outln!("{} {}", style.bold("mcp probe"), printable(&self.target));
+        // Headed by the command that ran it (`mcp tools` connects as
+        // `mcp probe` does).
+        let heading = format!("mcp {}", errors::command());
+        outln!("{} {}", style.bold(&heading), printable(&self.target));
         for s in &self.steps {
             let mark = match s.status {
                 Status::Pass => style.ok("✓"),
@@ -176,8 +201,8 @@ pub(crate) fn print_reports(reports: &[Report], show: ShowArgs, style: Style) ->
             r.print(style);
         }
     }
-    if reports.iter().any(Report::failed) {
-        ExitCode::FAILURE
+    if let Some(failed) = reports.iter().find(|r| r.failed()) {
+        failed.failure().record()
     } else {
         ExitCode::SUCCESS
     }

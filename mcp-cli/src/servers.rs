@@ -13,6 +13,9 @@ use mcp_session::types::{
 use mcp_transport::BoxFuture;
 use serde_json::Value;
 
+use std::process::ExitCode;
+
+use crate::errors::{CliError, cli_words};
 use crate::output::{Style, printable, printable_block};
 use crate::term::errln;
 
@@ -122,6 +125,9 @@ pub(crate) struct Failure {
     /// The server went away: its last stderr lines (read once it is
     /// closed) say why.
     pub(crate) show_stderr: bool,
+    /// Its stable kind for `--json` (`errors::CliError`); `request` when
+    /// not set.
+    pub(crate) kind: Option<&'static str>,
 }
 
 /// The last lines a server wrote to stderr (stdio, one server).
@@ -136,9 +142,22 @@ impl Failure {
         }
     }
 
-    /// Prints it on stderr, with `stderr_tail` when it matters.
-    pub(crate) fn print(&self, style: Style, stderr_tail: &[String]) {
-        errln!("{} {}", style.fail("✗"), printable_block(&self.message));
+    /// A request's failure, after `what` (`resources/list: …`), of the
+    /// kind its error is.
+    pub(crate) fn session(what: &str, e: &mcp_session::SessionError) -> Self {
+        let message = format!("{what}: {e}");
+        Failure {
+            kind: Some(CliError::session(e, message.as_str()).kind()),
+            message,
+            ..Failure::default()
+        }
+    }
+
+    /// Prints it on stderr, with `stderr_tail` when it matters (in the
+    /// CLI's words), keeps it for `--json`; the exit status.
+    pub(crate) fn print(&self, style: Style, stderr_tail: &[String]) -> ExitCode {
+        let message = cli_words(&self.message);
+        errln!("{} {}", style.fail("✗"), printable_block(&message));
         for h in &self.hints {
             errln!("  • {}", printable(h));
         }
@@ -148,6 +167,9 @@ impl Failure {
                 errln!("    │ {}", printable(l));
             }
         }
+        CliError::new(self.kind.unwrap_or("request"), message)
+            .hints(self.hints.clone())
+            .record()
     }
 }
 

@@ -1,6 +1,9 @@
 //! Ctrl-C without orphans: on `SIGINT`, `SIGTERM` or `SIGHUP`, every server
 //! `mcp` started is closed with its close sequence, then `mcp` exits with
-//! 128 + the signal's number (130, 143, 129).
+//! 128 + the signal's number (130, 143, 129). A stdout found closed (a
+//! reader that stopped early, `mcp tools --json | head -c 100`; `term`
+//! notices it) ends the command the same way, quietly, with 141 (128 +
+//! `SIGPIPE`, what a shell reports for other tools).
 //!
 //! One place decides: [`run`] drives a command on the CLI's runtime and races
 //! it against the signals. What commands start is tracked here as it starts
@@ -88,6 +91,9 @@ enum Caught {
     Interrupt,
     Terminate,
     Hangup,
+    /// Not a signal: stdout was found closed (`term::stdout_closed`),
+    /// which ends the command as `SIGPIPE` ends other tools.
+    ClosedPipe,
 }
 
 impl Caught {
@@ -96,6 +102,7 @@ impl Caught {
             Caught::Interrupt => "SIGINT",
             Caught::Terminate => "SIGTERM",
             Caught::Hangup => "SIGHUP",
+            Caught::ClosedPipe => "a closed stdout",
         }
     }
 
@@ -105,6 +112,7 @@ impl Caught {
             Caught::Interrupt => 128 + 2,
             Caught::Terminate => 128 + 15,
             Caught::Hangup => 128 + 1,
+            Caught::ClosedPipe => term::CLOSED_PIPE_EXIT,
         })
     }
 }
@@ -201,6 +209,8 @@ async fn supervise(command: impl Future<Output = ExitCode>) -> (ExitCode, bool) 
     let caught = tokio::select! {
         biased;
         caught = next_signal(&mut signals) => caught,
+        // Stdout closed: the command ends at once, quietly, as on a signal.
+        () = term::stdout_closing() => Caught::ClosedPipe,
         code = &mut command => {
             return match close_started(&mut signals, Taken::default()).await {
                 Some(caught) => (caught.exit_code(), true),

@@ -228,7 +228,7 @@ pub(crate) fn load_config(
         options = options.project(dir);
     }
     // Each error names the file itself.
-    let loaded = mcp_config::load_path(path, &options).map_err(|e| e.to_string())?;
+    let loaded = mcp_config::load_path(path, &options).map_err(config_error)?;
     for problem in &loaded.report.problems {
         term::errln!("mcp: {}: {problem}", path.display());
     }
@@ -238,11 +238,28 @@ pub(crate) fn load_config(
     if let Some(name) = server {
         how = how.only(name);
     }
-    let resolved = how.run(&loaded.config).map_err(|e| e.to_string())?;
+    let resolved = how.run(&loaded.config).map_err(config_error)?;
     for server in resolved.servers.values() {
         keep_secrets_of(server);
     }
     Ok(resolved)
+}
+
+/// A config's error; a server name it does not have gets the closest it
+/// has.
+fn config_error(e: mcp_config::ConfigError) -> String {
+    match &e {
+        mcp_config::ConfigError::UnknownServer {
+            name,
+            known,
+            disabled: false,
+            ..
+        } => format!(
+            "{e}{}",
+            crate::suggest::did_you_mean(name, known.iter().map(String::as_str))
+        ),
+        _ => e.to_string(),
+    }
 }
 
 /// Registers a configured server's secrets with the output stage, so they

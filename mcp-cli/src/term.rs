@@ -32,10 +32,12 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{IsTerminal as _, Write as _};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{OnceLock, PoisonError, RwLock};
 
 use mcp_protocol::printable::{Layout, escape_json_text, printable};
 use serde_json::Value;
+use tokio::sync::Notify;
 
 /// What a scrubbed secret is shown as: the same marker `Secret`'s `Display`
 /// writes.
@@ -274,16 +276,57 @@ pub(crate) enum Stream {
     Err,
 }
 
+/// Whether stdout was found closed (a reader that stopped early:
+/// `mcp tools --json | head -c 100`).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Wakes [`stdout_closing`] when stdout is found closed.
+static STDOUT_CLOSED_NOTIFY: Notify = Notify::const_new();
+
+/// The exit status of a command whose stdout was closed under it: 128 +
+/// `SIGPIPE`'s number, what a shell reports for `yes | head -1`'s `yes`
+/// (Rust ignores `SIGPIPE`, so `mcp` sees the closed pipe as an error and
+/// ends itself, quietly, with the same status).
+pub(crate) const CLOSED_PIPE_EXIT: u8 = 128 + 13;
+
+/// Whether stdout was found closed: nothing more can be said there, and the
+/// command ends with [`CLOSED_PIPE_EXIT`].
+pub(crate) fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::SeqCst)
+}
+
+/// Returns once stdout is found closed (`signals` ends the command then).
+pub(crate) async fn stdout_closing() {
+    loop {
+        let notified = STDOUT_CLOSED_NOTIFY.notified();
+        if stdout_closed() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+fn mark_stdout_closed() {
+    STDOUT_CLOSED.store(true, Ordering::SeqCst);
+    STDOUT_CLOSED_NOTIFY.notify_waiters();
+}
+
 /// Writes bytes that went through [`render`] (or are the stage's own).
-/// Errors (a closed pipe: `mcp tools | head`) are ignored, as there is
-/// nowhere left to say anything.
+/// A closed stdout (`mcp tools | head`) is remembered ([`stdout_closed`]):
+/// nothing more is written there and the command ends quietly; other
+/// errors are ignored, as there is nowhere left to say anything.
 #[allow(clippy::disallowed_methods)]
 fn write_rendered(stream: Stream, bytes: &[u8]) {
     match stream {
         Stream::Out => {
+            if stdout_closed() {
+                return;
+            }
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(bytes);
-            let _ = out.flush();
+            let written = out.write_all(bytes).and_then(|()| out.flush());
+            if written.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                mark_stdout_closed();
+            }
         }
         Stream::Err => {
             let mut err = std::io::stderr().lock();
@@ -293,10 +336,34 @@ fn write_rendered(stream: Stream, bytes: &[u8]) {
     }
 }
 
-/// One line, through the stage ([`outln!`], [`errln!`]).
+/// Whether the command runs with `--json`: stdout is then kept for JSON
+/// alone (text lines go to stderr) and the result is written at the end
+/// (`errors::finish`).
+static JSON_MODE: AtomicBool = AtomicBool::new(false);
+
+/// The JSON result a `--json` command printed, kept back until it ends.
+static RESULT: std::sync::Mutex<Option<Value>> = std::sync::Mutex::new(None);
+
+/// Keeps stdout for JSON alone (see [`JSON_MODE`]).
+pub(crate) fn set_json_mode(on: bool) {
+    JSON_MODE.store(on, Ordering::SeqCst);
+}
+
+/// The JSON result kept back, if any.
+pub(crate) fn take_result() -> Option<Value> {
+    RESULT.lock().unwrap_or_else(PoisonError::into_inner).take()
+}
+
+/// One line, through the stage ([`outln!`], [`errln!`]). With `--json`,
+/// text meant for stdout goes to stderr: stdout holds JSON only.
 pub(crate) fn line(stream: Stream, args: fmt::Arguments<'_>) {
     let mut text = render(&args.to_string());
     text.push('\n');
+    let stream = if JSON_MODE.load(Ordering::SeqCst) {
+        Stream::Err
+    } else {
+        stream
+    };
     write_rendered(stream, text.as_bytes());
 }
 
@@ -341,9 +408,29 @@ pub(crate) fn json_text(value: &Value, pretty: bool) -> String {
     printable(&escape_json_text(&text), Layout::Block).into_owned()
 }
 
-/// Prints a value as JSON on stdout (one line, or pretty).
+/// Prints a value as JSON on stdout: one line at once (a stream of them,
+/// `mcp listen --json`), or pretty, the command's result, written when the
+/// command ends (`errors::finish`, which adds the error object to a
+/// failure's).
 pub(crate) fn print_json(value: &Value, pretty: bool) {
+    if pretty && JSON_MODE.load(Ordering::SeqCst) {
+        let previous = RESULT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace(value.clone());
+        if let Some(previous) = previous {
+            write_json(&previous);
+        }
+        return;
+    }
     let mut text = json_text(value, pretty);
+    text.push('\n');
+    write_rendered(Stream::Out, text.as_bytes());
+}
+
+/// Writes a value as pretty JSON on stdout now.
+pub(crate) fn write_json(value: &Value) {
+    let mut text = json_text(value, true);
     text.push('\n');
     write_rendered(Stream::Out, text.as_bytes());
 }

@@ -167,9 +167,15 @@ fn tools_and_call_with_a_config_go_through_the_runtime() {
     assert!(out.status.success(), "{t}");
     assert!(t.contains('7'), "{t}");
 
+    // One server picked with --server: its bare tool names work (#26).
     let (out, t) = mcp(&[
-        "call", "--config", file, "--server", "local", "add", "--args", "{}",
+        "call", "--config", file, "--server", "local", "add", "a=2", "b=5",
     ]);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains('7'), "{t}");
+    // Several servers: the bare name is not one, and the error says how
+    // names go.
+    let (out, t) = mcp(&["call", "--config", file, "add", "--args", "{}"]);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(
         t.contains("local__add") && t.contains("SERVER__TOOL"),
