@@ -19,7 +19,7 @@ use crate::features::{PromptArgs, ReadArgs, string_map};
 use crate::output::{Style, printable, printable_block, summarize};
 use crate::servers::Servers;
 use crate::term::{self, errln, outln};
-use crate::{CallArgs, ShowArgs, TargetArgs, arguments, suggest};
+use crate::{CallArgs, ShowArgs, TargetArgs, arguments};
 
 /// Opens what the options name: the config's servers through the runtime
 /// (`--config`), else one server, its session set up by `adjust`.
@@ -205,7 +205,7 @@ async fn resolve_call(
             format!(
                 "no tool `{}` (`mcp tools` lists them{names}){}",
                 a.tool,
-                suggest::did_you_mean(&a.tool, known)
+                mcp_config::suggest::did_you_mean(&a.tool, known)
             ),
         ));
     };

@@ -39,7 +39,6 @@ mod probe;
 mod report;
 mod servers;
 mod signals;
-mod suggest;
 mod target;
 mod term;
 mod trace;
@@ -473,7 +472,7 @@ fn suggestion(e: &clap::Error, command: &str) -> Option<String> {
     let cli = cli_command();
     if let Some(name) = unknown(ContextKind::InvalidSubcommand) {
         let names: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
-        let hint = suggest::did_you_mean(&name, names.iter().copied());
+        let hint = mcp_config::suggest::did_you_mean(&name, names.iter().copied());
         return (!hint.is_empty()).then_some(hint);
     }
     let flag = unknown(ContextKind::InvalidArg)?;
@@ -483,7 +482,7 @@ fn suggestion(e: &clap::Error, command: &str) -> Option<String> {
         .chain(cli.get_arguments())
         .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
         .collect();
-    let hint = suggest::did_you_mean(&flag, flags.iter().map(String::as_str));
+    let hint = mcp_config::suggest::did_you_mean(&flag, flags.iter().map(String::as_str));
     (!hint.is_empty()).then_some(hint)
 }
 

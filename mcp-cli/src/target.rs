@@ -256,7 +256,7 @@ fn config_error(e: mcp_config::ConfigError) -> String {
             ..
         } => format!(
             "{e}{}",
-            crate::suggest::did_you_mean(name, known.iter().map(String::as_str))
+            mcp_config::suggest::did_you_mean(name, known.iter().map(String::as_str))
         ),
         _ => e.to_string(),
     }

@@ -104,6 +104,7 @@ mod model;
 mod report;
 mod resolve;
 mod select;
+pub mod suggest;
 mod validate;
 
 pub use error::ConfigError;

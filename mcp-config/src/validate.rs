@@ -571,9 +571,10 @@ pub(crate) fn record(
     for (key, v) in sorted(map) {
         let path = ck.at(key);
         let Some(&(_, field)) = KEYS.iter().find(|(k, _)| k == key) else {
+            let hint = crate::suggest::did_you_mean(key, KEYS.iter().map(|(k, _)| *k));
             ck.warn(
                 path,
-                format!("unknown key `{}` is ignored", key.escape_debug()),
+                format!("unknown key `{}` is ignored{hint}", key.escape_debug()),
             );
             continue;
         };

@@ -263,6 +263,25 @@ fn bad_templates() {
 }
 
 #[test]
+fn a_misspelt_key_gets_a_did_you_mean() {
+    assert_eq!(
+        problems(json!({"command": "node", "arsg": ["x"]})),
+        vec![(
+            Severity::Warning,
+            "mcpServers.remote-tools.arsg".to_owned(),
+            "unknown key `arsg` is ignored; did you mean `args`?".to_owned()
+        )]
+    );
+    let oauth = problems(json!({"url": "https://h", "oauth": {"scoeps": ["a"]}}));
+    assert!(
+        oauth
+            .iter()
+            .any(|(_, _, m)| m.ends_with("did you mean `scopes`?")),
+        "{oauth:?}"
+    );
+}
+
+#[test]
 fn unknown_and_ignored_keys_are_warnings() {
     assert_eq!(
         problems(json!({"command": "node", "autoRestart": true})),

@@ -45,9 +45,10 @@ pub(super) fn oauth_settings(ck: &mut Ck, path: &str, v: &Value) -> Option<OAuth
     for (key, v) in sorted(map) {
         let p = join(path, key);
         let Some(&(_, field)) = OAUTH_KEYS.iter().find(|(k, _)| k == key) else {
+            let hint = crate::suggest::did_you_mean(key, OAUTH_KEYS.iter().map(|(k, _)| *k));
             ck.warn(
                 p,
-                format!("unknown key `{}` is ignored", key.escape_debug()),
+                format!("unknown key `{}` is ignored{hint}", key.escape_debug()),
             );
             continue;
         };

@@ -1,12 +1,18 @@
 //! "Did you mean …?": the closest of some known names to one that is not
-//! known (a tool, a command, a config's server, an argument), by edit
-//! distance.
+//! known (a config key here; a tool, a command, a server, an argument in
+//! the CLI), by edit distance.
+//!
+//! ```
+//! use mcp_config::suggest::did_you_mean;
+//! assert_eq!(did_you_mean("comand", ["command", "args"]), "; did you mean `command`?");
+//! assert_eq!(did_you_mean("zzz", ["command", "args"]), "");
+//! ```
 
 /// The edit distance between `a` and `b`, case-insensitively: insertions,
 /// deletions, substitutions and swaps of two neighbouring characters
 /// (`ecoh` → `echo`), each costing one (the optimal string alignment
 /// distance).
-pub(crate) fn distance(a: &str, b: &str) -> usize {
+pub fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().flat_map(char::to_lowercase).collect();
     let b: Vec<char> = b.chars().flat_map(char::to_lowercase).collect();
     // Three rows of the table: `cur[j]` is the distance between `a[..i]`
@@ -37,10 +43,7 @@ pub(crate) fn distance(a: &str, b: &str) -> usize {
 /// The known name closest to `unknown`, when one is close enough to be a
 /// typo: at most a third of its length away (at least one edit), or a
 /// namespaced name whose own part is `unknown` (`fs__read` for `read`).
-pub(crate) fn closest<'a>(
-    unknown: &str,
-    known: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn closest<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let bound = (unknown.chars().count() / 3).max(1);
     let mut best: Option<(usize, &str)> = None;
     for candidate in known {
@@ -60,7 +63,7 @@ pub(crate) fn closest<'a>(
 }
 
 /// `; did you mean `NAME`?` for a message, or nothing.
-pub(crate) fn did_you_mean<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+pub fn did_you_mean<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> String {
     closest(unknown, known)
         .map(|name| format!("; did you mean `{name}`?"))
         .unwrap_or_default()
