@@ -11,7 +11,7 @@
 //! file that does not parse.
 //!
 //! Each format's way of writing a server is one entry of a table
-//! ([`spec`]); adding a format is adding its entry. JSON and JSONC are
+//! (`spec`); adding a format is adding its entry. JSON and JSONC are
 //! edited by a small span-preserving editor of this crate (`edit/json.rs`),
 //! TOML by `toml_edit`. Every edit is checked before it is returned: the
 //! new text, parsed, must equal the old one with just that entry added or
