@@ -45,6 +45,7 @@ mod batch;
 #[cfg(feature = "codec")]
 mod codec;
 pub mod codes;
+mod compact;
 mod id;
 mod message;
 mod raw;

@@ -172,7 +172,7 @@ impl<'de> Deserialize<'de> for RawJson {
 /// written once, into the buffer the value keeps.
 pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, serde_json::Error> {
     let mut out = Vec::with_capacity(128);
-    serde_json::to_writer(&mut out, value)?;
+    crate::compact::to_writer(&mut out, value)?;
     Ok(RawJson::from_serialized(out))
 }
 

@@ -235,4 +235,89 @@ mod tests {
         );
         assert!(!progress_only.is_empty());
     }
+
+    mod call_params {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                ".{0,24}",
+                "[a-z\u{0}-\u{1f}\"\\\\é😀]{0,40}",
+                ("[a-z]{0,60}", "[\n\"\\\\\u{1}]", "[a-zé]{0,60}")
+                    .prop_map(|(a, b, c)| a + &b + &c),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<u64>().prop_map(Value::from),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(Value::from),
+                text().prop_map(Value::from),
+            ];
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                    prop::collection::btree_map(text(), inner, 0..4)
+                        .prop_map(|m| Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        fn map() -> impl Strategy<Value = serde_json::Map<String, Value>> {
+            prop::collection::btree_map(text(), value(), 0..4).prop_map(|m| m.into_iter().collect())
+        }
+
+        proptest! {
+            /// `tools/call`'s params as the session encodes them (through
+            /// mcp-jsonrpc's writer) are the bytes serde_json writes.
+            #[test]
+            fn call_params_are_encoded_as_serde_json_encodes_them(
+                name in text(),
+                arguments in value(),
+                entries in prop::option::of(map()),
+                encode_entries in any::<bool>(),
+                progress in prop::option::of(prop_oneof![
+                    any::<i64>().prop_map(Id::from),
+                    text().prop_map(Id::from),
+                ]),
+                input_responses in prop::option::of(map()),
+                request_state in prop::option::of(text()),
+                task in prop::option::of((prop::option::of(any::<u64>()), map())),
+            ) {
+                let encoded = entries
+                    .as_ref()
+                    .filter(|_| encode_entries)
+                    .map(|e| serde_json::value::to_raw_value(e).unwrap());
+                let task: Option<TaskMetadata> = task.map(|(ttl, extra)| {
+                    let mut v = Value::Object(extra);
+                    if let Some(ttl) = ttl {
+                        v["ttl"] = Value::from(ttl);
+                    }
+                    serde_json::from_value(v).unwrap()
+                });
+                let meta = CallMeta {
+                    entries: entries.as_ref(),
+                    encoded: encoded.as_deref(),
+                    progress: progress.as_ref(),
+                };
+                let params = CallParams {
+                    name: &name,
+                    arguments: &arguments,
+                    meta: (!meta.is_empty()).then_some(meta),
+                    input_responses: input_responses.as_ref(),
+                    request_state: request_state.as_deref(),
+                    task: task.as_ref(),
+                };
+                let ours = to_raw_params("tools/call", &params).unwrap();
+                let reference = serde_json::to_vec(&params).unwrap();
+                prop_assert_eq!(ours.get().as_bytes(), reference.as_slice());
+            }
+        }
+    }
 }

@@ -38,8 +38,8 @@ trait Erased {
 }
 
 impl<T: Serialize> Erased for T {
-    fn write_json(&self, w: &mut dyn io::Write) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(w, self)
+    fn write_json(&self, mut w: &mut dyn io::Write) -> Result<(), serde_json::Error> {
+        crate::compact::to_writer(&mut w, self)
     }
 }
 

@@ -123,17 +123,9 @@ fn write_id<W: std::io::Write>(id: &Id, w: &mut W) -> Result<(), serde_json::Err
     }
 }
 
-/// A JSON string: copied between quotes when nothing in it needs escaping
-/// (the common case: method names, ids), else through `serde_json`.
+/// A JSON string, escaped as `serde_json` escapes it (a word at a time).
 fn write_str<W: std::io::Write>(s: &str, w: &mut W) -> Result<(), serde_json::Error> {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        w.write_all(b"\"")
-            .and_then(|()| w.write_all(s.as_bytes()))
-            .and_then(|()| w.write_all(b"\""))
-            .map_err(serde_json::Error::io)
-    } else {
-        serde_json::to_writer(w, s)
-    }
+    crate::compact::write_str(w, s)
 }
 
 /// An integer in decimal, as `serde_json` writes it.
