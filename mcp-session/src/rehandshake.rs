@@ -20,9 +20,11 @@
 //!   answer) closes the session, and every request waiting, with the
 //!   reason;
 //! * sends again, once and under a new id, each request that failed with
-//!   `SessionExpired` (the server never processed it), within the
-//!   request's timeout for the wait and a fresh timeout for the new
-//!   attempt. `initialize` and `server/discover` are never sent again.
+//!   `SessionExpired` (the server never processed it), the wait for the
+//!   handshake and the new attempt both within what is left of the
+//!   request's own timeout (a caller's timeout bounds the whole request,
+//!   resend included). `initialize` and `server/discover` are never sent
+//!   again.
 //!   Notifications and answers to the server's requests that failed with
 //!   it are not sent again (they belong to the session that ended): the
 //!   caller of [`Session::notify`](crate::Session::notify) gets the error.
@@ -163,11 +165,18 @@ impl Inner {
                 return Err(deadline.expired(method, Instant::now()));
             }
         }
+        // The resend gets what is left of the request's timeout, not a new
+        // one: the caller's bound holds for the whole request.
+        let left = timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            let deadline = Deadline::new(started, timeout, self.config.max_total_timeout);
+            return Err(deadline.expired(method, Instant::now()));
+        }
         // A new id: a cancellation of the first one may still reach the
         // new session.
         let key = self.next_id();
         tracing::debug!(server = %self.config.server_name, "sending {method} again on the server's new session");
-        self.request_once(key, &build(key.id()), method, timeout, on_progress, context)
+        self.request_once(key, &build(key.id()), method, left, on_progress, context)
             .await
     }
 
