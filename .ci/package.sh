@@ -7,8 +7,8 @@
 #
 # `--no-verify`: verifying builds each unpacked crate again (a full dependency
 # build per crate on CI's two cores), and today it cannot pass: crates.io
-# already has unrelated crates named `mcp-session` and `mcp-cli`, and the
-# overlay only wins at an exact version, so `mcp-session = "0.1.0"` resolves to
+# already has unrelated crates named `mcp-stack-session` and `mcp-stack-cli`, and the
+# overlay only wins at an exact version, so `mcp-stack-session = "0.1.0"` resolves to
 # the other project's 0.1.x. Drop `--no-verify` once the crates have names of
 # their own.
 set -euo pipefail

@@ -11,7 +11,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     BATCH_ELEMENT_COST, BatchSwitch, Batches, Frame, MessageError, NewlineCodec, Payload,
     parse_payload_with,
 };

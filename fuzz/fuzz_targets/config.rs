@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_config::{Format, Options, parse_str, resolve};
+use mcp_stack_config::{Format, Options, parse_str, resolve};
 
 const FORMATS: [Format; 6] = [
     Format::OpenClawJson,

@@ -7,7 +7,7 @@
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use mcp_jsonrpc::{Frame, Message, NewlineCodec};
+use mcp_stack_jsonrpc::{Frame, Message, NewlineCodec};
 use tokio_util::codec::{Decoder, Encoder};
 
 /// Small, so that the oversized-line paths are reached often.

@@ -10,15 +10,15 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let values: Vec<&str> = text.split('\n').collect();
-    let challenges = mcp_auth::challenge::parse(&values);
+    let challenges = mcp_stack_auth::challenge::parse(&values);
     for c in &challenges {
         let _ = c.param("scope");
     }
-    let _ = mcp_auth::challenge::BearerChallenge::from_headers(&values);
-    if let Some(decoded) = mcp_protocol::x_mcp_header::decode_value(text) {
-        let again = mcp_protocol::x_mcp_header::encode_value(&decoded);
+    let _ = mcp_stack_auth::challenge::BearerChallenge::from_headers(&values);
+    if let Some(decoded) = mcp_stack_protocol::x_mcp_header::decode_value(text) {
+        let again = mcp_stack_protocol::x_mcp_header::encode_value(&decoded);
         assert_eq!(
-            mcp_protocol::x_mcp_header::decode_value(&again).as_deref(),
+            mcp_stack_protocol::x_mcp_header::decode_value(&again).as_deref(),
             Some(&*decoded),
             "an encoded value does not decode back"
         );

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_transport::sse::{SseItem, SseParser};
+use mcp_stack_transport::sse::{SseItem, SseParser};
 
 const MAX: usize = 64;
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::HeaderMap;
-use mcp_http::WebClient;
+use mcp_stack_http::WebClient;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -31,7 +31,7 @@ use tokio::task::JoinSet;
 
 use crate::AuthError;
 use crate::authorize::constant_time_eq;
-use mcp_http::auth::AuthFuture;
+use mcp_stack_http::auth::AuthFuture;
 
 /// Sends the user to an authorization URL and brings back the redirect.
 pub trait UserAgent: Send + Sync + fmt::Debug {
@@ -198,7 +198,7 @@ impl Redirect for LoopbackRedirect {
                     AuthError::Interaction(format!(
                         "no authorization arrived within {}: the browser never came back to {uri} \
                          (use --no-browser to copy the URL by hand)",
-                        mcp_protocol::defaults::describe_duration(timeout),
+                        mcp_stack_protocol::defaults::describe_duration(timeout),
                     ))
                 })
         })

@@ -4,7 +4,7 @@
 use crate::discovery::check_endpoint;
 use crate::error::{DESCRIPTION_CHARS, ERROR_CODE_CHARS, peer_text};
 use crate::{AuthError, Secret};
-use mcp_protocol::endpoint::redact_url;
+use mcp_stack_protocol::endpoint::redact_url;
 
 /// What goes into the authorization request URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use crate::uri::Url;
 /// `ProtectedResourceMetadata::check`).
 ///
 /// ```
-/// use mcp_auth::canonical::canonical_resource;
+/// use mcp_stack_auth::canonical::canonical_resource;
 /// assert_eq!(canonical_resource("HTTPS://MCP.Example.com/").unwrap(), "https://mcp.example.com");
 /// assert_eq!(canonical_resource("https://h:8443/mcp#x").unwrap(), "https://h:8443/mcp");
 /// assert!(canonical_resource("mcp.example.com").is_err());

@@ -37,7 +37,7 @@ impl Challenge {
 /// Every challenge of the given `WWW-Authenticate` header values, in order.
 ///
 /// ```
-/// let c = mcp_auth::challenge::parse(&[r#"Basic realm="a", Bearer scope="x y", error="invalid_token""#]);
+/// let c = mcp_stack_auth::challenge::parse(&[r#"Basic realm="a", Bearer scope="x y", error="invalid_token""#]);
 /// assert_eq!(c.len(), 2);
 /// assert_eq!(c[1].param("scope"), Some("x y"));
 /// ```

@@ -4,15 +4,15 @@
 //! authorization, a step-up to more scopes). The decisions are the IO-free
 //! functions of this crate; this module only fetches, stores and waits.
 
-use mcp_protocol::endpoint::redact_url;
+use mcp_stack_protocol::endpoint::redact_url;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use mcp_http::auth::{
+use mcp_stack_http::auth::{
     AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
 };
-use mcp_http::{ClientOptions, HttpError, WebClient};
+use mcp_stack_http::{ClientOptions, HttpError, WebClient};
 use serde_json::json;
 
 use crate::AuthError;
@@ -62,8 +62,8 @@ mod exchange;
 pub use config::{Grant, OAuthConfig};
 
 /// The MCP OAuth client (see the module docs). Cheap to clone; clones share
-/// their state. Give it to an HTTP transport with `mcp-transport`'s
-/// `HttpOptions::authorizer`, or to any [`mcp_http::Client`] with
+/// their state. Give it to an HTTP transport with `mcp-stack-transport`'s
+/// `HttpOptions::authorizer`, or to any [`mcp_stack_http::Client`] with
 /// [`ClientOptions::authorizer`].
 #[derive(Clone, Debug)]
 pub struct OAuthClient {

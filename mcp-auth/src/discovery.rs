@@ -7,7 +7,7 @@
 //! them and stops at the first that answers with a usable document.
 
 use crate::AuthError;
-use mcp_protocol::endpoint::redact_url;
+use mcp_stack_protocol::endpoint::redact_url;
 
 use crate::uri::Url;
 
@@ -26,7 +26,7 @@ const OPENID_WELL_KNOWN: &str = "/.well-known/openid-configuration";
 ///   root; only the root when the server's path is empty or `/`.
 ///
 /// ```
-/// use mcp_auth::discovery::protected_resource_metadata_urls;
+/// use mcp_stack_auth::discovery::protected_resource_metadata_urls;
 /// assert_eq!(
 ///     protected_resource_metadata_urls("https://example.com/public/mcp", None).unwrap(),
 ///     [
@@ -73,7 +73,7 @@ pub fn protected_resource_metadata_urls(
 /// `AuthorizationServerMetadata::check`.
 ///
 /// ```
-/// use mcp_auth::discovery::authorization_server_metadata_urls;
+/// use mcp_stack_auth::discovery::authorization_server_metadata_urls;
 /// assert_eq!(
 ///     authorization_server_metadata_urls("https://auth.example.com/tenant1").unwrap(),
 ///     [
@@ -135,7 +135,7 @@ pub struct Endpoints {
 /// without its path). They must still pass [`check_endpoint_url`] before use.
 ///
 /// ```
-/// use mcp_auth::discovery::legacy_default_endpoints;
+/// use mcp_stack_auth::discovery::legacy_default_endpoints;
 /// let e = legacy_default_endpoints("https://api.example.com/v1/mcp").unwrap();
 /// assert_eq!(e.authorization, "https://api.example.com/authorize");
 /// assert_eq!(e.token, "https://api.example.com/token");

@@ -1,12 +1,12 @@
 //! The MCP OAuth 2.1 client flow (MCP authorization, revisions 2025-03-26
 //! through 2026-07-28): its decisions, IO-free, and (feature `client`, on
-//! by default) the driver that runs them over `mcp-http`, the HTTP client
+//! by default) the driver that runs them over `mcp-stack-http`, the HTTP client
 //! the transports use too (this crate does not depend on the transports).
 //!
 //! The decisions fetch nothing, listen nowhere, open no browser, read no
 //! clock and store no token: each takes what was received and says what to
 //! do next, and every branch is unit-tested. The driver is
-//! [`client::OAuthClient`], an `mcp_http` `Authorizer` that an HTTP
+//! [`client::OAuthClient`], an `mcp_stack_http` `Authorizer` that an HTTP
 //! transport takes in its options; it keeps tokens in a [`store::TokenStore`]
 //! (a file per server in the user's config folder, or memory) and sends a
 //! user to authorize through an [`agent::UserAgent`] (a browser and a
@@ -33,10 +33,10 @@
 //! messages never contain one.
 //!
 //! ```
-//! use mcp_auth::challenge::BearerChallenge;
-//! use mcp_auth::discovery::{authorization_server_metadata_urls, protected_resource_metadata_urls};
+//! use mcp_stack_auth::challenge::BearerChallenge;
+//! use mcp_stack_auth::discovery::{authorization_server_metadata_urls, protected_resource_metadata_urls};
 //!
-//! # fn main() -> Result<(), mcp_auth::AuthError> {
+//! # fn main() -> Result<(), mcp_stack_auth::AuthError> {
 //! let server = "https://mcp.example.com/mcp";
 //! let header = r#"Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="files:read""#;
 //! let challenge = BearerChallenge::from_headers(&[header]).expect("a Bearer challenge");
@@ -85,4 +85,4 @@ mod token;
 mod uri;
 
 pub use error::AuthError;
-pub use mcp_protocol::secret::Secret;
+pub use mcp_stack_protocol::secret::Secret;

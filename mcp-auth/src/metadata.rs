@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::AuthError;
 use crate::canonical::canonical;
 use crate::discovery::check_endpoint;
-use mcp_protocol::endpoint::redact_url;
+use mcp_stack_protocol::endpoint::redact_url;
 
 use crate::uri::Url;
 

@@ -2,7 +2,7 @@
 //! Document, or dynamic client registration (RFC 7591), in the
 //! specification's order, and the registration messages.
 
-use mcp_protocol::endpoint::redact_url;
+use mcp_stack_protocol::endpoint::redact_url;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

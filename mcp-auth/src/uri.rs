@@ -1,10 +1,10 @@
 //! URL parsing shared by the modules: the stack's one URL rule
-//! (`mcp_protocol::endpoint::check_url`), split into the parts the flow
+//! (`mcp_stack_protocol::endpoint::check_url`), split into the parts the flow
 //! needs, with what that rule lets through noted (user info, a fragment).
 
 use std::net::Ipv4Addr;
 
-use mcp_protocol::endpoint::{UrlProblem, check_url, redact_url};
+use mcp_stack_protocol::endpoint::{UrlProblem, check_url, redact_url};
 
 use crate::AuthError;
 

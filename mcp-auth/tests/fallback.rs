@@ -12,16 +12,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_auth::AuthError;
-use mcp_auth::agent::{FollowRedirect, UserAgent};
-use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::store::MemoryStore;
-use mcp_session::{Session, SessionConfig};
-use mcp_testkit::http::{
+use mcp_stack_auth::AuthError;
+use mcp_stack_auth::agent::{FollowRedirect, UserAgent};
+use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::MemoryStore;
+use mcp_stack_session::{Session, SessionConfig};
+use mcp_stack_testkit::http::{
     AuthServerMetadata, HttpServer, HttpServerOptions, OAuthMisbehaviour, OAuthOptions, OAuthStats,
     ResourceMetadataAt,
 };
-use mcp_transport::http::{HttpOptions, StreamableHttpTransport, WebClient};
+use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport, WebClient};
 use serde_json::json;
 
 /// Any loopback redirect URI: `FollowRedirect` reads the 302's `Location`.

@@ -11,15 +11,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_auth::Secret;
-use mcp_auth::agent::{FollowRedirect, UserAgent};
-use mcp_auth::client::{Grant, OAuthClient, OAuthConfig};
-use mcp_auth::store::{FileStore, MemoryStore, TokenStore};
-use mcp_session::{Session, SessionConfig, SessionError};
-use mcp_testkit::http::{
+use mcp_stack_auth::Secret;
+use mcp_stack_auth::agent::{FollowRedirect, UserAgent};
+use mcp_stack_auth::client::{Grant, OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::{FileStore, MemoryStore, TokenStore};
+use mcp_stack_session::{Session, SessionConfig, SessionError};
+use mcp_stack_testkit::http::{
     HttpMode, HttpServer, HttpServerOptions, OAuthMisbehaviour, OAuthOptions, OAuthStats,
 };
-use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, WebClient};
+use mcp_stack_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, WebClient};
 use serde_json::json;
 
 /// Any loopback redirect URI: `FollowRedirect` never listens on it, it
@@ -306,7 +306,7 @@ async fn tokens_the_server_never_accepts_end_in_an_error_not_a_loop() {
     assert!(err.to_string().contains("needs authorization"), "{err}");
     let o = &server.stats().oauth;
     // Bounded by the transport's retries of the one refused request.
-    let bound = 1 + mcp_transport::http::auth::MAX_AUTH_RETRIES as usize;
+    let bound = 1 + mcp_stack_transport::http::auth::MAX_AUTH_RETRIES as usize;
     assert!(
         token_requests(o) <= bound,
         "{} token requests",

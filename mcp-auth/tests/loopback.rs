@@ -13,11 +13,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_auth::agent::{Launcher, LoopbackAgent};
-use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::store::MemoryStore;
-use mcp_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
-use mcp_transport::http::{HttpOptions, WebClient};
+use mcp_stack_auth::agent::{Launcher, LoopbackAgent};
+use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::MemoryStore;
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
+use mcp_stack_transport::http::{HttpOptions, WebClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;

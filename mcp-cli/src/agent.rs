@@ -1,5 +1,5 @@
 //! `--config`: the commands run through one ad-hoc session of
-//! `mcp-runtime` ([`AdHocRuntime`], their [`Servers`]), so tools, resources
+//! `mcp-stack-runtime` ([`AdHocRuntime`], their [`Servers`]), so tools, resources
 //! and prompts carry the namespaced names (`SERVER__TOOL`) an agent sees,
 //! and every server of the config starts at once, a failure in one not
 //! stopping the others.
@@ -8,16 +8,16 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_config::{ResolvedConfig, ResolvedServer};
-use mcp_runtime::{
+use mcp_stack_config::{ResolvedConfig, ResolvedServer};
+use mcp_stack_runtime::{
     ConnectError, Connector, DefaultConnector, RuntimeCatalog, RuntimeError, RuntimeLease,
     RuntimeManager, RuntimeOptions,
 };
-use mcp_session::CallOptions;
-use mcp_session::types::{
+use mcp_stack_session::CallOptions;
+use mcp_stack_session::types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool,
 };
-use mcp_transport::{BoxFuture, Transport};
+use mcp_stack_transport::{BoxFuture, Transport};
 use serde_json::Value;
 
 use crate::errors::{CliError, usage_error};
@@ -101,13 +101,13 @@ pub(crate) async fn open(
     let config = load_config(path, args.server.as_deref()).map_err(|e| usage_error(&e))?;
     // Stored OAuth logins for HTTP servers; a missing one names the login.
     let mut inner = DefaultConnector::new();
-    if let Ok(store) = mcp_auth::store::FileStore::default_location() {
+    if let Ok(store) = mcp_stack_auth::store::FileStore::default_location() {
         let config_path = path.clone();
-        let hint: mcp_runtime::LoginHint = Arc::new(move |server: &ResolvedServer| {
+        let hint: mcp_stack_runtime::LoginHint = Arc::new(move |server: &ResolvedServer| {
             oauth::login_hint("", Some((&config_path, &server.name)))
         });
         // Every token sent is scrubbed from what is printed.
-        let logins = mcp_runtime::StoredLogins::new(Arc::new(store), hint);
+        let logins = mcp_stack_runtime::StoredLogins::new(Arc::new(store), hint);
         inner = inner.with_authorizers(Arc::new(oauth::ScrubbedSource::new(Arc::new(logins))));
     }
     let connector = TracingConnector {

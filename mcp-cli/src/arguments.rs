@@ -10,7 +10,7 @@ use std::io::Read as _;
 
 use serde_json::{Map, Value};
 
-use mcp_config::suggest::did_you_mean;
+use mcp_stack_config::suggest::did_you_mean;
 
 /// The text of `--args`: JSON as given, `@FILE`'s content, or stdin's (`-`).
 pub(crate) fn args_text(given: &str) -> Result<String, String> {

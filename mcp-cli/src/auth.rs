@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
-use mcp_auth::agent::{Launcher, LoopbackAgent};
-use mcp_auth::client::OAuthClient;
-use mcp_auth::store::StoredAuth;
-use mcp_config::OAuthSettings;
-use mcp_transport::http::HttpOptions;
+use mcp_stack_auth::agent::{Launcher, LoopbackAgent};
+use mcp_stack_auth::client::OAuthClient;
+use mcp_stack_auth::store::StoredAuth;
+use mcp_stack_config::OAuthSettings;
+use mcp_stack_transport::http::HttpOptions;
 
 use crate::errors::CliError;
 use crate::oauth::{login_hint, oauth_config, store};
@@ -84,7 +84,7 @@ struct Server {
     settings: OAuthSettings,
     hint: String,
     /// The config's proxy for it; else the environment's.
-    proxy: mcp_transport::http::Proxy,
+    proxy: mcp_stack_transport::http::Proxy,
 }
 
 fn server_of(args: &ServerArgs) -> Result<Server, String> {
@@ -92,8 +92,11 @@ fn server_of(args: &ServerArgs) -> Result<Server, String> {
         return Ok(Server {
             url: url.clone(),
             settings: OAuthSettings::default(),
-            hint: format!("run `mcp login --url {}`", mcp_config::redact_url(url)),
-            proxy: mcp_transport::http::Proxy::from_env(),
+            hint: format!(
+                "run `mcp login --url {}`",
+                mcp_stack_config::redact_url(url)
+            ),
+            proxy: mcp_stack_transport::http::Proxy::from_env(),
         });
     }
     let (Some(path), Some(name)) = (&args.config, &args.server) else {
@@ -104,7 +107,7 @@ fn server_of(args: &ServerArgs) -> Result<Server, String> {
         .servers
         .get(name)
         .ok_or_else(|| format!("{} has no server {name:?}", path.display()))?;
-    let mcp_config::TransportConfig::Http { url, .. } = &server.transport else {
+    let mcp_stack_config::TransportConfig::Http { url, .. } = &server.transport else {
         return Err(format!(
             "{name} is a stdio server: stdio servers take credentials from their environment, not OAuth"
         ));
@@ -113,7 +116,7 @@ fn server_of(args: &ServerArgs) -> Result<Server, String> {
         url: url.clone(),
         settings: server.oauth.clone().unwrap_or_default(),
         hint: login_hint(url, Some((path, name))),
-        proxy: mcp_runtime::http_proxy(server),
+        proxy: mcp_stack_runtime::http_proxy(server),
     })
 }
 
@@ -227,8 +230,8 @@ async fn login_inner(args: &LoginArgs, style: Style) -> Result<StoredAuth, Strin
 pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
     let result = (|| -> Result<usize, String> {
         let server = server_of(args)?;
-        let key =
-            mcp_auth::canonical::canonical_resource(&server.url).map_err(|e| e.to_string())?;
+        let key = mcp_stack_auth::canonical::canonical_resource(&server.url)
+            .map_err(|e| e.to_string())?;
         store()?.remove(&key, None).map_err(|e| e.to_string())
     })();
     match result {
@@ -321,12 +324,12 @@ fn expiry(at: Option<u64>) -> String {
     if at <= now {
         format!(
             "expired {} ago",
-            mcp_transport::describe_duration(Duration::from_secs(now - at))
+            mcp_stack_transport::describe_duration(Duration::from_secs(now - at))
         )
     } else {
         format!(
             "in {}",
-            mcp_transport::describe_duration(Duration::from_secs(at - now))
+            mcp_stack_transport::describe_duration(Duration::from_secs(at - now))
         )
     }
 }

@@ -8,8 +8,8 @@
 
 use std::process::ExitCode;
 
-use mcp_session::types::{CallToolResult, Content, ResourceContents, ToolAnnotations};
-use mcp_session::{CallOptions, SessionConfig};
+use mcp_stack_session::types::{CallToolResult, Content, ResourceContents, ToolAnnotations};
+use mcp_stack_session::{CallOptions, SessionConfig};
 use serde_json::{Value, json};
 
 use crate::agent;
@@ -129,7 +129,7 @@ pub(crate) async fn call(a: CallArgs, style: Style) -> ExitCode {
     let show = a.show;
     // A server that asks the user something mid-call gets the user (on a
     // terminal), or a decline.
-    let handlers = mcp_session::ClientHandlers::new()
+    let handlers = mcp_stack_session::ClientHandlers::new()
         .elicitation(crate::elicit::TerminalElicitor::new(show.json));
     let servers = match open(&a.target, show, style, |c| c.handler(handlers)).await {
         Ok(s) => s,
@@ -205,7 +205,7 @@ async fn resolve_call(
             format!(
                 "no tool `{}` (`mcp tools` lists them{names}){}",
                 a.tool,
-                mcp_config::suggest::did_you_mean(&a.tool, known)
+                mcp_stack_config::suggest::did_you_mean(&a.tool, known)
             ),
         ));
     };
@@ -516,7 +516,7 @@ pub(crate) async fn prompt(a: PromptArgs, style: Style) -> ExitCode {
 /// Prints a call's progress on stderr: a bar redrawn in place on a
 /// terminal, plain lines otherwise.
 pub(crate) fn progress_printer()
--> impl Fn(&mcp_session::types::ProgressParams) + Send + Sync + 'static {
+-> impl Fn(&mcp_stack_session::types::ProgressParams) + Send + Sync + 'static {
     let terminal = term::stderr_is_terminal();
     move |p| {
         let done = p.progress();

@@ -1,17 +1,17 @@
 //! `mcp config check` and `mcp config show`: a config's problems, and its
 //! resolved servers with their fingerprints, secrets redacted. Loading,
-//! validating and resolving are `mcp-config`'s; this module words and prints.
+//! validating and resolving are `mcp-stack-config`'s; this module words and prints.
 //!
 //! `config show`'s fingerprints are keyed by the user's fingerprint key,
 //! `fingerprint.key` beside the token store (made on first use; see
-//! `mcp_runtime::load_or_create_key`), so they are the same from run to run
+//! `mcp_stack_runtime::load_or_create_key`), so they are the same from run to run
 //! and, without that file, say nothing about the secrets behind them.
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_config::{
+use mcp_stack_config::{
     ConfigError, EnvLookup, FingerprintKey, Loaded, McpConfig, Options, Problem, ProxySetting,
     Report, Resolve, ResolvedConfig, Severity, TransportConfig, has_vars, has_vars_in, load_path,
     redact_url,
@@ -36,7 +36,10 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
                 Ok(o) => o,
                 Err(code) => return code,
             };
-            let report = check(load_path(&file, &options), Some(&mcp_config::process_env));
+            let report = check(
+                load_path(&file, &options),
+                Some(&mcp_stack_config::process_env),
+            );
             let lines = report.lines();
             if json {
                 let problems: Vec<Value> = report
@@ -85,7 +88,7 @@ pub(crate) fn run(c: ConfigCommand, style: Style) -> ExitCode {
                     style.warn("!")
                 );
             }
-            match show(&file, &options, &mcp_config::process_env, &key) {
+            match show(&file, &options, &mcp_stack_config::process_env, &key) {
                 Ok(lines) if json => {
                     term::print_json(&json!({"lines": lines}), true);
                     ExitCode::SUCCESS
@@ -122,14 +125,14 @@ fn fingerprint_key() -> ShowKey {
         file: None,
         problem: Some(problem),
     };
-    let dir = match mcp_auth::store::FileStore::default_location() {
+    let dir = match mcp_stack_auth::store::FileStore::default_location() {
         Ok(store) => store.dir().to_owned(),
         Err(e) => return per_process(format!("no folder for the fingerprint key: {e}")),
     };
-    match mcp_runtime::load_or_create_key(&dir) {
+    match mcp_stack_runtime::load_or_create_key(&dir) {
         Ok(key) => ShowKey {
             key,
-            file: Some(dir.join(mcp_runtime::KEY_FILE_NAME)),
+            file: Some(dir.join(mcp_stack_runtime::KEY_FILE_NAME)),
             problem: None,
         },
         Err(e) => per_process(e.to_string()),
@@ -144,7 +147,7 @@ fn options(format: Option<String>, strict: bool) -> Result<Options, ExitCode> {
         options = options.project(dir);
     }
     if let Some(f) = format {
-        match f.parse::<mcp_config::Format>() {
+        match f.parse::<mcp_stack_config::Format>() {
             Ok(f) => options = options.format(f),
             Err(e) => return Err(usage_error(&e.to_string())),
         }
@@ -351,7 +354,7 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
         if let Some(pv) = &s.protocol_version {
             out.push(format!(
                 "  protocol version: {}",
-                mcp_config::pin_spelling(*pv)
+                mcp_stack_config::pin_spelling(*pv)
             ));
         }
     }
@@ -373,11 +376,11 @@ fn show_lines(config: &McpConfig, resolved: &ResolvedConfig) -> Vec<String> {
 mod tests {
     use std::path::PathBuf;
 
-    use mcp_config::{parse_str, resolve, resolve_with_key};
+    use mcp_stack_config::{parse_str, resolve, resolve_with_key};
 
     use super::*;
 
-    /// `mcp-config`'s fixtures: one file of each format.
+    /// `mcp-stack-config`'s fixtures: one file of each format.
     fn fixture(p: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../mcp-config/tests/fixtures")

@@ -6,9 +6,9 @@
 //! sentences for the report's `diagnosis:` section. Nothing here prints or
 //! does IO, so each rule is unit-tested on its own.
 
-use mcp_session::types::CallToolResult;
-use mcp_session::{SessionError, TimeoutKind};
-use mcp_transport::{ExitInfo, TransportError};
+use mcp_stack_session::types::CallToolResult;
+use mcp_stack_session::{SessionError, TimeoutKind};
+use mcp_stack_transport::{ExitInfo, TransportError};
 use serde_json::Value;
 
 use crate::output::{ms, printable, summarize};
@@ -98,7 +98,7 @@ pub(crate) fn handshake(e: &SessionError, exit: Option<&ExitInfo>, noise: &Noise
             "the server speaks only the initialize handshake (2025-11-25 or older); probe it with --protocol auto or legacy".into()
         }
         SessionError::Protocol { error, .. }
-            if error.code == mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION =>
+            if error.code == mcp_stack_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION =>
         {
             format!(
                 "the server does not speak the offered protocol version: {}; try --protocol auto, which probes with server/discover (2026-07-28) and falls back to the handshake",
@@ -145,7 +145,7 @@ pub(crate) fn call(e: &SessionError) -> Option<String> {
                 .join("; ")
         )),
         SessionError::Protocol { error, .. }
-            if error.code == mcp_jsonrpc::codes::INVALID_PARAMS =>
+            if error.code == mcp_stack_jsonrpc::codes::INVALID_PARAMS =>
         {
             let field = error
                 .data

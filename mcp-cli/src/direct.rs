@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_session::protocol::request::{
+use mcp_stack_session::protocol::request::{
     PromptsGet, PromptsList, Request as _, ResourcesList, ResourcesRead, ToolsCall,
 };
-use mcp_session::types::{CallToolResult, GetPromptResult, ReadResourceResult};
-use mcp_session::{CallOptions, Session, SessionConfig, SessionError, TaskCall};
-use mcp_transport::BoxFuture;
+use mcp_stack_session::types::{CallToolResult, GetPromptResult, ReadResourceResult};
+use mcp_stack_session::{CallOptions, Session, SessionConfig, SessionError, TaskCall};
+use mcp_stack_transport::BoxFuture;
 use serde_json::Value;
 
 use crate::diagnosis;
@@ -106,7 +106,7 @@ impl Servers for OneServer {
         false
     }
 
-    fn tools(&self) -> BoxFuture<'_, Result<Listing<mcp_session::types::Tool>, Failure>> {
+    fn tools(&self) -> BoxFuture<'_, Result<Listing<mcp_stack_session::types::Tool>, Failure>> {
         Box::pin(async move {
             let catalog = self
                 .session
@@ -146,7 +146,7 @@ impl Servers for OneServer {
         })
     }
 
-    fn prompts(&self) -> BoxFuture<'_, Result<Listing<mcp_session::types::Prompt>, Failure>> {
+    fn prompts(&self) -> BoxFuture<'_, Result<Listing<mcp_stack_session::types::Prompt>, Failure>> {
         Box::pin(async move {
             let prompts = self
                 .session
@@ -226,7 +226,7 @@ async fn call_as_task(
     arguments: Value,
     options: CallOptions,
     style: Style,
-) -> Result<CallToolResult, mcp_session::SessionError> {
+) -> Result<CallToolResult, mcp_stack_session::SessionError> {
     let timeout = session.config().request_timeout;
     match session.call_tool_as_task(tool, arguments, options).await? {
         TaskCall::Task(mut handle) => {
@@ -251,7 +251,7 @@ async fn call_as_task(
             );
             Ok(result)
         }
-        _ => Err(mcp_session::SessionError::InvalidResponse {
+        _ => Err(mcp_stack_session::SessionError::InvalidResponse {
             method: ToolsCall::METHOD.into(),
             reason: "an answer this client does not know".into(),
         }),
@@ -259,7 +259,7 @@ async fn call_as_task(
 }
 
 /// A task's status and message, for people.
-fn task_status(task: &mcp_session::protocol::tasks::Task) -> String {
+fn task_status(task: &mcp_stack_session::protocol::tasks::Task) -> String {
     match &task.status_message {
         Some(m) => format!("{}: {}", task.status, printable(m)),
         None => task.status.to_string(),

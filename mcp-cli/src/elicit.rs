@@ -5,9 +5,9 @@
 
 use std::io::{BufRead as _, IsTerminal as _};
 
-use mcp_session::Elicitor;
-use mcp_session::types::{ElicitRequestParams, ElicitResult};
-use mcp_transport::BoxFuture;
+use mcp_stack_session::Elicitor;
+use mcp_stack_session::types::{ElicitRequestParams, ElicitResult};
+use mcp_stack_transport::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::output::printable;

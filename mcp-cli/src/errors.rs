@@ -18,7 +18,7 @@
 use std::process::ExitCode;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use mcp_session::{SessionError, TimeoutKind};
+use mcp_stack_session::{SessionError, TimeoutKind};
 use serde_json::{Map, Value, json};
 
 use crate::output::{Style, printable, printable_block};

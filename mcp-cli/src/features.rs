@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_session::protocol::request::{CompletionComplete, Request as _};
-use mcp_session::types::CompletionReference;
-use mcp_session::{Session, SessionError};
+use mcp_stack_session::protocol::request::{CompletionComplete, Request as _};
+use mcp_stack_session::types::CompletionReference;
+use mcp_stack_session::{Session, SessionError};
 use serde_json::{Value, json};
 
 use crate::direct::connect_one;
@@ -167,8 +167,8 @@ pub(crate) struct ListenArgs {
 }
 
 /// One notification as JSON (what `--json` prints, a line each).
-fn notification_json(n: &mcp_session::ServerNotification) -> Value {
-    use mcp_session::ServerNotification as N;
+fn notification_json(n: &mcp_stack_session::ServerNotification) -> Value {
+    use mcp_stack_session::ServerNotification as N;
     let params = match n {
         N::Progress(p) => json!(p),
         N::ToolsListChanged | N::ResourcesListChanged | N::PromptsListChanged => {
@@ -185,8 +185,8 @@ fn notification_json(n: &mcp_session::ServerNotification) -> Value {
 }
 
 /// One notification as a line for people.
-fn notification_line(n: &mcp_session::ServerNotification) -> String {
-    use mcp_session::ServerNotification as N;
+fn notification_line(n: &mcp_stack_session::ServerNotification) -> String {
+    use mcp_stack_session::ServerNotification as N;
     match n {
         N::Progress(p) => format!(
             "progress {}{}",
@@ -217,7 +217,7 @@ fn notification_line(n: &mcp_session::ServerNotification) -> String {
 /// comes.
 pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
     let json = a.show.json;
-    let printer = move |n: &mcp_session::ServerNotification| {
+    let printer = move |n: &mcp_stack_session::ServerNotification| {
         if json {
             term::print_json(&notification_json(n), false);
         } else {
@@ -234,7 +234,7 @@ pub(crate) async fn listen(a: ListenArgs, style: Style) -> ExitCode {
     };
     // One call for every revision: subscriptions/listen on 2026-07-28,
     // resources/subscribe and the declared list changes before it.
-    let mut filter = mcp_session::protocol::subscriptions::SubscriptionFilter::new()
+    let mut filter = mcp_stack_session::protocol::subscriptions::SubscriptionFilter::new()
         .tools_list_changed()
         .resources_list_changed()
         .prompts_list_changed();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal};
 use std::sync::Mutex;
 
-use mcp_config::{InputKind, InputSpec, McpConfig, Secret};
+use mcp_stack_config::{InputKind, InputSpec, McpConfig, Secret};
 
 use crate::term;
 
@@ -136,7 +136,7 @@ mod tests {
             {"type": "pickString", "id": "region", "description": "Region", "options": ["eu", "us"], "default": "eu"},
             {"type": "promptString", "id": "key", "password": true}
         ], "servers": {}}"#;
-        let c = mcp_config::parse_str(text, &mcp_config::Options::new())
+        let c = mcp_stack_config::parse_str(text, &mcp_stack_config::Options::new())
             .unwrap()
             .config;
         assert_eq!(

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use mcp_config::{DeclaredTransport, McpConfig, ServerConfig, redact_url};
-use mcp_runtime::{DefaultConnector, RuntimeManager, RuntimeOptions};
+use mcp_stack_config::{DeclaredTransport, McpConfig, ServerConfig, redact_url};
+use mcp_stack_runtime::{DefaultConnector, RuntimeManager, RuntimeOptions};
 use serde_json::{Value, json};
 
 use crate::errors::CliError;
@@ -51,14 +51,15 @@ enum Status {
 
 /// `mcp list`.
 pub(crate) async fn list(args: ListArgs, style: Style) -> ExitCode {
-    let loaded = (|| -> Result<mcp_config::Loaded, CliError> {
+    let loaded = (|| -> Result<mcp_stack_config::Loaded, CliError> {
         let format = format_arg(args.format.as_deref())?;
         let path = config_file(&args.config, format)?;
-        let mut options = mcp_config::Options::new();
+        let mut options = mcp_stack_config::Options::new();
         if let Some(f) = format {
             options = options.format(f);
         }
-        mcp_config::load_path(&path, &options).map_err(|e| CliError::new("config", e.to_string()))
+        mcp_stack_config::load_path(&path, &options)
+            .map_err(|e| CliError::new("config", e.to_string()))
     })();
     let config = match loaded {
         Ok(l) => l.config,
@@ -119,7 +120,7 @@ fn target(s: &ServerConfig) -> String {
 fn file_order(config: &McpConfig) -> Vec<String> {
     let from_file = config.source.as_ref().and_then(|p| {
         let text = std::fs::read_to_string(p).ok()?;
-        mcp_config::edit::server_names(&text, config.format).ok()
+        mcp_stack_config::edit::server_names(&text, config.format).ok()
     });
     match from_file {
         Some(names)
@@ -236,13 +237,13 @@ fn print_json(config: &McpConfig, order: &[String], statuses: Option<&BTreeMap<S
 /// within `timeout`; what became of each.
 async fn statuses(config: &McpConfig, timeout: Duration) -> BTreeMap<String, Status> {
     let mut out = BTreeMap::new();
-    let env = mcp_config::process_env;
+    let env = mcp_stack_config::process_env;
     // Each server resolved on its own: an unset variable fails that one alone.
     let mut good = config.clone();
     for name in config.servers.keys() {
         let mut one = config.clone();
         one.servers.retain(|n, _| n == name);
-        match mcp_config::resolve(&one, &env) {
+        match mcp_stack_config::resolve(&one, &env) {
             Ok(r) if r.disabled.contains(name) => {
                 out.insert(name.clone(), Status::Disabled);
             }
@@ -252,7 +253,7 @@ async fn statuses(config: &McpConfig, timeout: Duration) -> BTreeMap<String, Sta
                     Some(r) => r
                         .problems
                         .iter()
-                        .filter(|p| p.severity == mcp_config::Severity::Error)
+                        .filter(|p| p.severity == mcp_stack_config::Severity::Error)
                         .map(|p| format!("{}: {}", p.path, p.message))
                         .collect::<Vec<_>>()
                         .join("; "),
@@ -266,7 +267,7 @@ async fn statuses(config: &McpConfig, timeout: Duration) -> BTreeMap<String, Sta
     if good.servers.is_empty() {
         return out;
     }
-    let Ok(mut resolved) = mcp_config::resolve(&good, &env) else {
+    let Ok(mut resolved) = mcp_stack_config::resolve(&good, &env) else {
         return out;
     };
     for server in resolved.servers.values_mut() {

@@ -149,7 +149,7 @@ fn cli_command() -> clap::Command {
 /// The demo server's options, from the testkit's help, named as `mcp`
 /// runs it.
 fn demo_help() -> String {
-    let help = mcp_testkit::HELP;
+    let help = mcp_stack_testkit::HELP;
     let options = help
         .find("Options:")
         .and_then(|at| help.get(at + "Options:".len()..))
@@ -352,7 +352,7 @@ fn run_cli() -> ExitCode {
     }
     if let Command::DemoServer { args } = cli.command {
         // A server: its signals keep their default meaning.
-        return signals::run_unwatched(mcp_testkit::run(args));
+        return signals::run_unwatched(mcp_stack_testkit::run(args));
     }
     if cli.verbose {
         tracing_subscriber::fmt()
@@ -472,7 +472,7 @@ fn suggestion(e: &clap::Error, command: &str) -> Option<String> {
     let cli = cli_command();
     if let Some(name) = unknown(ContextKind::InvalidSubcommand) {
         let names: Vec<&str> = cli.get_subcommands().map(clap::Command::get_name).collect();
-        let hint = mcp_config::suggest::did_you_mean(&name, names.iter().copied());
+        let hint = mcp_stack_config::suggest::did_you_mean(&name, names.iter().copied());
         return (!hint.is_empty()).then_some(hint);
     }
     let flag = unknown(ContextKind::InvalidArg)?;
@@ -482,7 +482,7 @@ fn suggestion(e: &clap::Error, command: &str) -> Option<String> {
         .chain(cli.get_arguments())
         .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
         .collect();
-    let hint = mcp_config::suggest::did_you_mean(&flag, flags.iter().map(String::as_str));
+    let hint = mcp_stack_config::suggest::did_you_mean(&flag, flags.iter().map(String::as_str));
     (!hint.is_empty()).then_some(hint)
 }
 

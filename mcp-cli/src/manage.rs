@@ -1,6 +1,6 @@
 //! `mcp add` and `mcp remove`: one server in or out of a config file, as
 //! `claude mcp add|remove` do, in the file's own format and keeping every
-//! other byte (`mcp_config::edit` does the editing; this module reads,
+//! other byte (`mcp_stack_config::edit` does the editing; this module reads,
 //! words and writes). The file is written atomically: a temporary file in
 //! the same folder, with the old file's permissions, renamed over it.
 //!
@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use mcp_config::Format;
-use mcp_config::edit::{self, EditError, Existing, NewServer, RemoteTransport};
+use mcp_stack_config::Format;
+use mcp_stack_config::edit::{self, EditError, Existing, NewServer, RemoteTransport};
 use serde_json::{Map, Value};
 
 use crate::errors::CliError;
@@ -109,7 +109,8 @@ pub(crate) fn format_arg(format: Option<&str>) -> Result<Option<Format>, CliErro
 /// symbolic link, the file it points to (so the link stays a link).
 pub(crate) fn config_file(path: &Path, format: Option<Format>) -> Result<PathBuf, CliError> {
     let file = if path.is_dir() {
-        mcp_config::locate(path, format).map_err(|e| CliError::new("not_found", e.to_string()))?
+        mcp_stack_config::locate(path, format)
+            .map_err(|e| CliError::new("not_found", e.to_string()))?
     } else {
         path.to_path_buf()
     };

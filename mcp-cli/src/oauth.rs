@@ -7,12 +7,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::store::{FileStore, TokenStore};
-use mcp_config::{OAuthSettings, ResolvedServer};
-use mcp_runtime::HttpSettings;
-use mcp_transport::http::HttpError;
-use mcp_transport::http::auth::{
+use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::{FileStore, TokenStore};
+use mcp_stack_config::{OAuthSettings, ResolvedServer};
+use mcp_stack_runtime::HttpSettings;
+use mcp_stack_transport::http::HttpError;
+use mcp_stack_transport::http::auth::{
     AuthChallenge, AuthDecision, AuthFuture, Authorizer, Credentials, RequestTarget,
 };
 
@@ -25,14 +25,17 @@ pub(crate) fn login_hint(url: &str, config: Option<(&Path, &str)>) -> String {
             "run `mcp login --config {} --server {name}`",
             path.display()
         ),
-        None => format!("run `mcp login --url {}`", mcp_config::redact_url(url)),
+        None => format!(
+            "run `mcp login --url {}`",
+            mcp_stack_config::redact_url(url)
+        ),
     }
 }
 
 /// The OAuth client settings for `url`: the config's, this program's
 /// client name, and the login to name when one is missing.
 pub(crate) fn oauth_config(url: &str, settings: &OAuthSettings, hint: &str) -> OAuthConfig {
-    mcp_runtime::oauth_config(url, settings)
+    mcp_stack_runtime::oauth_config(url, settings)
         .client_name("mcp (mcp-client-rs)")
         .login_hint(hint)
 }
@@ -96,15 +99,15 @@ impl Authorizer for Scrubbed {
 
 /// The runtime's authorizers (`--config`), scrubbed like [`Scrubbed`].
 #[derive(Debug)]
-pub(crate) struct ScrubbedSource(Arc<dyn mcp_runtime::AuthorizerSource>);
+pub(crate) struct ScrubbedSource(Arc<dyn mcp_stack_runtime::AuthorizerSource>);
 
 impl ScrubbedSource {
-    pub(crate) fn new(inner: Arc<dyn mcp_runtime::AuthorizerSource>) -> Self {
+    pub(crate) fn new(inner: Arc<dyn mcp_stack_runtime::AuthorizerSource>) -> Self {
         ScrubbedSource(inner)
     }
 }
 
-impl mcp_runtime::AuthorizerSource for ScrubbedSource {
+impl mcp_stack_runtime::AuthorizerSource for ScrubbedSource {
     fn authorizer(&self, server: &ResolvedServer) -> Option<Arc<dyn Authorizer>> {
         self.0
             .authorizer(server)

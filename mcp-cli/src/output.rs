@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use mcp_protocol::printable::Layout;
+use mcp_stack_protocol::printable::Layout;
 
 use crate::term;
 
@@ -74,19 +74,19 @@ pub(crate) fn summarize(text: &str, max: usize, full: bool) -> String {
 /// escaped visibly, newlines included, so it can neither drive the terminal
 /// nor fake a line of output. (The output stage escapes every control but
 /// newlines and tabs in everything printed anyway; this is the filter of
-/// the stack, `mcp_protocol::printable`.)
+/// the stack, `mcp_stack_protocol::printable`.)
 pub(crate) fn printable(text: &str) -> String {
-    mcp_protocol::printable::printable(text, Layout::Line).into_owned()
+    mcp_stack_protocol::printable::printable(text, Layout::Line).into_owned()
 }
 
 /// A server's text that may have lines (a tool's output, a resource's
 /// text): controls escaped, newlines and tabs kept.
 pub(crate) fn printable_block(text: &str) -> Cow<'_, str> {
-    mcp_protocol::printable::printable(text, Layout::Block)
+    mcp_stack_protocol::printable::printable(text, Layout::Block)
 }
 
 /// A duration for step timings and timeouts: `250 ms`, `1.5 s`.
-pub(crate) use mcp_transport::describe_duration as ms;
+pub(crate) use mcp_stack_transport::describe_duration as ms;
 
 #[cfg(test)]
 mod tests {

@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_config::HttpKind;
-use mcp_runtime::TransportSettings;
-use mcp_session::types::InitializeResult;
-use mcp_session::{ProtocolMode, Session, SessionError, ToolCatalog};
-use mcp_transport::http::auto;
-use mcp_transport::stdio::StdioTransport;
-use mcp_transport::{Transport, TransportError};
+use mcp_stack_config::HttpKind;
+use mcp_stack_runtime::TransportSettings;
+use mcp_stack_session::types::InitializeResult;
+use mcp_stack_session::{ProtocolMode, Session, SessionError, ToolCatalog};
+use mcp_stack_transport::http::auto;
+use mcp_stack_transport::stdio::StdioTransport;
+use mcp_stack_transport::{Transport, TransportError};
 use serde_json::{Value, json};
 
 use crate::diagnosis;
@@ -59,7 +59,7 @@ impl Probed {
     }
 
     /// How the server process ended, once it has (stdio only).
-    fn exit_info(&self) -> Option<mcp_transport::ExitInfo> {
+    fn exit_info(&self) -> Option<mcp_stack_transport::ExitInfo> {
         self.transport.process().and_then(|p| p.exit_info())
     }
 
@@ -119,7 +119,7 @@ async fn start(target: &Target, trace: TraceOptions, report: &mut Report) -> Opt
         },
         TransportSettings::Http(http) => {
             let connected = http.connect(&auto::TransportCache::new()).await;
-            let shown = mcp_config::redact_url(&http.url);
+            let shown = mcp_stack_config::redact_url(&http.url);
             match connected {
                 Ok(transport) => {
                     crate::signals::track(&transport);
@@ -214,7 +214,7 @@ fn words(text: &str) -> Vec<String> {
 
 /// Whether a tool's name, title or description says it may echo the
 /// environment or a credential.
-fn may_reveal_secrets(tool: &mcp_session::types::Tool) -> bool {
+fn may_reveal_secrets(tool: &mcp_stack_session::types::Tool) -> bool {
     [
         Some(tool.name.as_str()),
         tool.title.as_deref(),
@@ -234,7 +234,7 @@ fn pick_sample(
     server: &InitializeResult,
     catalog: &ToolCatalog,
 ) -> Option<(String, Value)> {
-    let testkit = target.is_demo || server.server_info.name == mcp_testkit::SERVER_NAME;
+    let testkit = target.is_demo || server.server_info.name == mcp_stack_testkit::SERVER_NAME;
     if testkit && catalog.get("echo").is_some() {
         return Some(("echo".into(), json!({"text": "hello from mcp probe"})));
     }
@@ -571,7 +571,7 @@ pub(crate) async fn probe(
 mod tests {
     use super::*;
 
-    fn tool(name: &str, description: &str) -> mcp_session::types::Tool {
+    fn tool(name: &str, description: &str) -> mcp_stack_session::types::Tool {
         serde_json::from_value(json!({
             "name": name,
             "description": description,
@@ -618,7 +618,7 @@ mod tests {
         let target = Target {
             label: "t".into(),
             connect: TransportSettings::Unsupported("test".into()),
-            session: mcp_session::SessionConfig::new(),
+            session: mcp_stack_session::SessionConfig::new(),
             is_demo: false,
         };
         let server: InitializeResult = serde_json::from_value(json!({

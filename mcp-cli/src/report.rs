@@ -6,8 +6,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcp_session::ToolCatalog;
-use mcp_session::types::{CallToolResult, Content, InitializeResult};
+use mcp_stack_session::ToolCatalog;
+use mcp_stack_session::types::{CallToolResult, Content, InitializeResult};
 use serde_json::{Value, json};
 
 use crate::ShowArgs;

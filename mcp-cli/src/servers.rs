@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_session::CallOptions;
-use mcp_session::types::{
+use mcp_stack_session::CallOptions;
+use mcp_stack_session::types::{
     CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool,
 };
-use mcp_transport::BoxFuture;
+use mcp_stack_transport::BoxFuture;
 use serde_json::Value;
 
 use std::process::ExitCode;
@@ -144,7 +144,7 @@ impl Failure {
 
     /// A request's failure, after `what` (`resources/list: …`), of the
     /// kind its error is.
-    pub(crate) fn session(what: &str, e: &mcp_session::SessionError) -> Self {
+    pub(crate) fn session(what: &str, e: &mcp_stack_session::SessionError) -> Self {
         let message = format!("{what}: {e}");
         Failure {
             kind: Some(CliError::session(e, message.as_str()).kind()),

@@ -29,8 +29,8 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use mcp_runtime::RuntimeManager;
-use mcp_transport::Transport;
+use mcp_stack_runtime::RuntimeManager;
+use mcp_stack_transport::Transport;
 
 use crate::term::{self, errln};
 use tokio::task::JoinSet;

@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use mcp_config::HttpKind;
-use mcp_runtime::{HttpSettings, ServerSettings, TransportSettings};
-use mcp_session::{ProtocolPin, SessionConfig};
-use mcp_transport::http::{HttpOptions, HttpTrace};
-use mcp_transport::stdio::StdioConfig;
+use mcp_stack_config::HttpKind;
+use mcp_stack_runtime::{HttpSettings, ServerSettings, TransportSettings};
+use mcp_stack_session::{ProtocolPin, SessionConfig};
+use mcp_stack_transport::http::{HttpOptions, HttpTrace};
+use mcp_stack_transport::stdio::StdioConfig;
 
 use crate::TargetArgs;
 use crate::oauth;
@@ -96,8 +96,8 @@ fn parse_protocol(pin: &str) -> Result<ProtocolPin, String> {
     pin.parse().map_err(|_| {
         format!(
             "--protocol: unknown protocol {pin:?}: use handshake, discover, auto or a revision ({})",
-            mcp_session::ProtocolVersion::ALL
-                .map(mcp_session::ProtocolVersion::as_str)
+            mcp_stack_session::ProtocolVersion::ALL
+                .map(mcp_stack_session::ProtocolVersion::as_str)
                 .join(", ")
         )
     })
@@ -105,7 +105,7 @@ fn parse_protocol(pin: &str) -> Result<ProtocolPin, String> {
 
 /// The session defaults of every target: this program's name.
 fn session_defaults() -> SessionConfig {
-    SessionConfig::new().client_info(mcp_session::types::Implementation::new(
+    SessionConfig::new().client_info(mcp_stack_session::types::Implementation::new(
         "mcp",
         env!("CARGO_PKG_VERSION"),
     ))
@@ -188,7 +188,7 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
         if let Some(a) = oauth::authorizer(&http, &oauth::login_hint(url, None)) {
             http.options = http.options.authorizer(a);
         }
-        let shown = mcp_config::redact_url(url);
+        let shown = mcp_stack_config::redact_url(url);
         return Ok(vec![Target {
             label: format!("http: {shown}"),
             connect: TransportSettings::Http(http),
@@ -218,8 +218,8 @@ pub(crate) fn targets(args: &TargetArgs, trace: TraceOptions) -> Result<Vec<Targ
 pub(crate) fn load_config(
     path: &std::path::Path,
     server: Option<&str>,
-) -> Result<mcp_config::ResolvedConfig, String> {
-    let mut options = mcp_config::Options::new();
+) -> Result<mcp_stack_config::ResolvedConfig, String> {
+    let mut options = mcp_stack_config::Options::new();
     if let Some(name) = server {
         options = options.server(name);
     }
@@ -228,13 +228,13 @@ pub(crate) fn load_config(
         options = options.project(dir);
     }
     // Each error names the file itself.
-    let loaded = mcp_config::load_path(path, &options).map_err(config_error)?;
+    let loaded = mcp_stack_config::load_path(path, &options).map_err(config_error)?;
     for problem in &loaded.report.problems {
         term::errln!("mcp: {}: {problem}", path.display());
     }
-    let env = mcp_config::process_env;
+    let env = mcp_stack_config::process_env;
     let inputs = crate::inputs::for_config(&loaded.config, server);
-    let mut how = mcp_config::Resolve::new(&env).inputs(&inputs);
+    let mut how = mcp_stack_config::Resolve::new(&env).inputs(&inputs);
     if let Some(name) = server {
         how = how.only(name);
     }
@@ -247,16 +247,16 @@ pub(crate) fn load_config(
 
 /// A config's error; a server name it does not have gets the closest it
 /// has.
-fn config_error(e: mcp_config::ConfigError) -> String {
+fn config_error(e: mcp_stack_config::ConfigError) -> String {
     match &e {
-        mcp_config::ConfigError::UnknownServer {
+        mcp_stack_config::ConfigError::UnknownServer {
             name,
             known,
             disabled: false,
             ..
         } => format!(
             "{e}{}",
-            mcp_config::suggest::did_you_mean(name, known.iter().map(String::as_str))
+            mcp_stack_config::suggest::did_you_mean(name, known.iter().map(String::as_str))
         ),
         _ => e.to_string(),
     }
@@ -265,16 +265,16 @@ fn config_error(e: mcp_config::ConfigError) -> String {
 /// Registers a configured server's secrets with the output stage, so they
 /// are scrubbed from everything printed: env and header values, the proxy
 /// URL (and its password alone), the OAuth client secret.
-pub(crate) fn keep_secrets_of(server: &mcp_config::ResolvedServer) {
+pub(crate) fn keep_secrets_of(server: &mcp_stack_config::ResolvedServer) {
     match &server.transport {
-        mcp_config::TransportConfig::Stdio { env, .. } => {
+        mcp_stack_config::TransportConfig::Stdio { env, .. } => {
             env.values().for_each(|v| term::keep_secret(v.expose()));
         }
-        mcp_config::TransportConfig::Http { headers, proxy, .. } => {
+        mcp_stack_config::TransportConfig::Http { headers, proxy, .. } => {
             headers
                 .values()
                 .for_each(|v| term::keep_credential(v.expose()));
-            if let Some(mcp_config::ProxySetting::Url(url)) = proxy {
+            if let Some(mcp_stack_config::ProxySetting::Url(url)) = proxy {
                 let url = url.expose();
                 term::keep_secret(url);
                 let user_info = url
@@ -347,8 +347,8 @@ mod tests {
             },
             "local": {"command": "server", "env": {"API_KEY": "env-key-2a9e4c"}}
         }}"#;
-        let loaded = mcp_config::parse_str(text, &mcp_config::Options::new()).unwrap();
-        let resolved = mcp_config::resolve(&loaded.config, &|_: &str| None).unwrap();
+        let loaded = mcp_stack_config::parse_str(text, &mcp_stack_config::Options::new()).unwrap();
+        let resolved = mcp_stack_config::resolve(&loaded.config, &|_: &str| None).unwrap();
         let shown = "hdr-token-91c2e0 hdr-key-5d1f7a pr0xy-pass-8b env-key-2a9e4c \
                      proxyuser:pr0xy-pass-8b";
         assert_eq!(term::scrub(shown), shown, "nothing registered yet");

@@ -15,7 +15,7 @@
 //!    occurrences are merged into one marker; values shorter than
 //!    [`MIN_SECRET_CHARS`] are not scrubbed (see there).
 //! 2. **Control characters are escaped**, by the one filter of the stack,
-//!    [`mcp_protocol::printable`]: no ESC, BEL, C1 or other control
+//!    [`mcp_stack_protocol::printable`]: no ESC, BEL, C1 or other control
 //!    character (newlines and tabs kept) from a server reaches the terminal.
 //!    The CLI's own colours are the one exception, and a server cannot forge
 //!    them: [`paint`] marks them with a per-process random token that is
@@ -23,7 +23,7 @@
 //!
 //! JSON (`--json`) is scrubbed value by value (strings, keys, numbers) before
 //! it is written, then its text made safe with
-//! [`mcp_protocol::printable::escape_json_text`], so it stays valid JSON
+//! [`mcp_stack_protocol::printable::escape_json_text`], so it stays valid JSON
 //! meaning what the server sent, with `\u` escapes for the controls.
 //!
 //! Print with [`outln!`] and [`errln!`] (as `println!` and `eprintln!`),
@@ -35,7 +35,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{OnceLock, PoisonError, RwLock};
 
-use mcp_protocol::printable::{Layout, escape_json_text, printable};
+use mcp_stack_protocol::printable::{Layout, escape_json_text, printable};
 use serde_json::Value;
 use tokio::sync::Notify;
 

@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcp_jsonrpc::Message;
-use mcp_transport::{
+use mcp_stack_jsonrpc::Message;
+use mcp_stack_transport::{
     BoxFuture, InvalidFrame, Received, SendContext, ServerProcess, Transport, TransportError,
     TransportKind,
 };
@@ -68,7 +68,7 @@ impl Traced {
         // JSON text whose controls are `\u` escapes, so a traced line
         // stays the JSON that was on the wire.
         let text = serde_json::to_string(message).unwrap_or_else(|e| format!("<{e}>"));
-        let text = mcp_protocol::printable::escape_json_text(&text);
+        let text = mcp_stack_protocol::printable::escape_json_text(&text);
         let text = summarize(&text, 64 * 1024, self.options.full);
         let arrow = self.options.style.dim(arrow);
         self.options.line(&format!("{arrow} {text}"));

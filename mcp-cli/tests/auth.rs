@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mcp_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
@@ -40,7 +40,7 @@ impl Kit {
         }
     }
 
-    fn count(&self, f: impl Fn(&mcp_testkit::http::OAuthStats) -> &AtomicUsize) -> usize {
+    fn count(&self, f: impl Fn(&mcp_stack_testkit::http::OAuthStats) -> &AtomicUsize) -> usize {
         f(&self.server.stats().oauth).load(Ordering::SeqCst)
     }
 }

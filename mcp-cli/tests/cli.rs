@@ -141,7 +141,7 @@ fn json_report_is_machine_readable() {
     assert_eq!(v["server"]["serverInfo"]["name"], "mcp-testkit");
     assert_eq!(
         v["tools"].as_array().unwrap().len(),
-        mcp_testkit::TOOL_NAMES.len()
+        mcp_stack_testkit::TOOL_NAMES.len()
     );
     assert_eq!(v["call"]["content"][0]["text"], "hello from mcp probe");
 }

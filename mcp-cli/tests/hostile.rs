@@ -14,7 +14,7 @@ mod common;
 use common::{MCP, mcp, text};
 use std::process::{Command, Output};
 
-use mcp_testkit::{ESCAPE_TEXT, ESCAPE_TOOL, PRINT_ENV_TOOL};
+use mcp_stack_testkit::{ESCAPE_TEXT, ESCAPE_TOOL, PRINT_ENV_TOOL};
 use serde_json::Value;
 
 /// Secrets handed to the server with `--env`: one plain, one with the

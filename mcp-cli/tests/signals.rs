@@ -36,7 +36,7 @@ fn unique(name: &str) -> String {
 
 /// Live (not zombie) processes whose environment holds `MARKER=marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    mcp_testkit::procs::marked(MARKER, marker)
+    mcp_stack_testkit::procs::marked(MARKER, marker)
 }
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {

@@ -1,8 +1,8 @@
 //! Connects to an MCP server over HTTP, lists its tools and calls one.
 //!
 //! ```sh
-//! cargo run -p mcp-client --features http --example http -- http://127.0.0.1:3000/mcp
-//! cargo run -p mcp-client --features http --example http   # starts our test server on 127.0.0.1
+//! cargo run -p mcp-stack-client --features http --example http -- http://127.0.0.1:3000/mcp
+//! cargo run -p mcp-stack-client --features http --example http   # starts our test server on 127.0.0.1
 //! ```
 //!
 //! With no URL, the example serves `mcp-testkit` over streamable HTTP on an
@@ -12,8 +12,8 @@
 
 use std::process::ExitCode;
 
-use mcp_client::{HttpOptions, SessionConfig};
-use mcp_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_stack_client::{HttpOptions, SessionConfig};
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -40,9 +40,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(url: &str) -> Result<(), mcp_client::SessionError> {
+async fn run(url: &str) -> Result<(), mcp_stack_client::SessionError> {
     let options = HttpOptions::new().server_name("example");
-    let session = mcp_client::connect_http(url, options, SessionConfig::new()).await?;
+    let session = mcp_stack_client::connect_http(url, options, SessionConfig::new()).await?;
     println!(
         "connected to {} over {} (protocol {})",
         session.server().server_info.name,

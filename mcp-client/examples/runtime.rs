@@ -3,8 +3,8 @@
 //! name an agent sees.
 //!
 //! ```sh
-//! cargo run -p mcp-client --features runtime --example runtime -- ~/.cursor/mcp.json
-//! cargo run -p mcp-client --features runtime --example runtime -- settings.json kit__echo '{"text": "hi"}'
+//! cargo run -p mcp-stack-client --features runtime --example runtime -- ~/.cursor/mcp.json
+//! cargo run -p mcp-stack-client --features runtime --example runtime -- settings.json kit__echo '{"text": "hi"}'
 //! ```
 //!
 //! Without a tool name it lists the catalog (and any server that failed).
@@ -14,8 +14,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use mcp_client::config::{Options, load_path, process_env, resolve};
-use mcp_client::runtime::RuntimeManager;
+use mcp_stack_client::config::{Options, load_path, process_env, resolve};
+use mcp_stack_client::runtime::RuntimeManager;
 
 #[tokio::main]
 async fn main() -> ExitCode {

@@ -1,8 +1,8 @@
 //! Connects to a stdio MCP server, lists its tools and calls one.
 //!
 //! ```sh
-//! cargo run -p mcp-client --example stdio -- npx -y @modelcontextprotocol/server-everything
-//! cargo run -p mcp-client --example stdio -- target/debug/mcp-testkit   # our test server
+//! cargo run -p mcp-stack-client --example stdio -- npx -y @modelcontextprotocol/server-everything
+//! cargo run -p mcp-stack-client --example stdio -- target/debug/mcp-testkit   # our test server
 //! ```
 //!
 //! The first tool whose input schema needs nothing is called with `{}`.
@@ -27,8 +27,8 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(program: &str, args: Vec<String>) -> Result<(), mcp_client::SessionError> {
-    let session = mcp_client::stdio(program, args).await?;
+async fn run(program: &str, args: Vec<String>) -> Result<(), mcp_stack_client::SessionError> {
+    let session = mcp_stack_client::stdio(program, args).await?;
     let server = &session.server().server_info;
     println!(
         "connected to {} {} (protocol {})",

@@ -1,14 +1,14 @@
 //! A Model Context Protocol client in one dependency.
 //!
-//! `mcp-client` is the front door of a layered stack: it connects to an MCP
+//! `mcp-stack-client` is the front door of a layered stack: it connects to an MCP
 //! server — a command it starts (stdio) or a URL (streamable HTTP, with the
 //! older HTTP+SSE transport as a fallback) — and hands back a [`Session`]
 //! that lists and calls tools, checking each call's arguments against the
 //! tool's JSON Schema before anything is sent.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), mcp_client::SessionError> {
-//! let session = mcp_client::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]).await?;
+//! # async fn demo() -> Result<(), mcp_stack_client::SessionError> {
+//! let session = mcp_stack_client::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]).await?;
 //! let result = session.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
 //! println!("{}", result.text());
 //! # Ok(()) }
@@ -27,8 +27,8 @@
 //! |---|---|---|
 //! | `validation` | yes | JSON Schema checks of tool arguments and structured output |
 //! | `http` | no | `http()` and `connect_http()`: streamable HTTP and HTTP+SSE, on hyper and rustls |
-//! | `config` | no | `mcp_client::config`: the config files users have (Claude Desktop, Cursor, VS Code, Codex, OpenClaw) |
-//! | `runtime` | no | `mcp_client::runtime`: per agent session, one set of connections, reused while the config is unchanged |
+//! | `config` | no | `mcp_stack_client::config`: the config files users have (Claude Desktop, Cursor, VS Code, Codex, OpenClaw) |
+//! | `runtime` | no | `mcp_stack_client::runtime`: per agent session, one set of connections, reused while the config is unchanged |
 //!
 //! A build with the default features compiles neither hyper nor rustls.
 //!
@@ -43,27 +43,27 @@
 
 use std::sync::Arc;
 
-pub use mcp_jsonrpc as jsonrpc;
-pub use mcp_protocol as protocol;
-pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, types};
-pub use mcp_session::{
+pub use mcp_stack_jsonrpc as jsonrpc;
+pub use mcp_stack_protocol as protocol;
+pub use mcp_stack_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, types};
+pub use mcp_stack_session::{
     CallOptions, CatalogTool, ClientHandler, DefaultsElicitationHandler, Diagnostics,
     NotificationListener, ProgressListener, SchemaProblem, ServerNotification, Session,
     SessionConfig, SessionError, ToolCatalog, handlers, subscriptions,
 };
-pub use mcp_transport as transport;
-pub use mcp_transport::stdio::StdioConfig;
+pub use mcp_stack_transport as transport;
+pub use mcp_stack_transport::stdio::StdioConfig;
 
 #[cfg(feature = "config")]
-pub use mcp_config as config;
+pub use mcp_stack_config as config;
 #[cfg(feature = "runtime")]
-pub use mcp_runtime as runtime;
+pub use mcp_stack_runtime as runtime;
 
 #[cfg(feature = "http")]
-pub use mcp_transport::http::HttpOptions;
+pub use mcp_stack_transport::http::HttpOptions;
 
-use mcp_transport::Transport;
-use mcp_transport::stdio::StdioTransport;
+use mcp_stack_transport::Transport;
+use mcp_stack_transport::stdio::StdioTransport;
 
 /// Starts `program` with `args` as a stdio MCP server and connects to it
 /// with the default [`SessionConfig`].
@@ -87,14 +87,14 @@ where
 /// ([`Session::connect_with`]).
 ///
 /// ```no_run
-/// use mcp_client::{SessionConfig, StdioConfig};
-/// # async fn demo() -> Result<(), mcp_client::SessionError> {
+/// use mcp_stack_client::{SessionConfig, StdioConfig};
+/// # async fn demo() -> Result<(), mcp_stack_client::SessionError> {
 /// let command = StdioConfig::new("python")
 ///     .args(["server.py"])
 ///     .env("API_TOKEN", "…")
 ///     .server_name("weather");
 /// let config = SessionConfig::new().request_timeout(std::time::Duration::from_secs(20));
-/// let session = mcp_client::connect_stdio(command, config).await?;
+/// let session = mcp_stack_client::connect_stdio(command, config).await?;
 /// # let _ = session; Ok(()) }
 /// ```
 pub async fn connect_stdio(
@@ -128,10 +128,10 @@ pub async fn http(url: &str) -> Result<Session, SessionError> {
 /// settings.
 ///
 /// ```no_run
-/// use mcp_client::{HttpOptions, SessionConfig};
-/// # async fn demo() -> Result<(), mcp_client::SessionError> {
+/// use mcp_stack_client::{HttpOptions, SessionConfig};
+/// # async fn demo() -> Result<(), mcp_stack_client::SessionError> {
 /// let options = HttpOptions::new().header("Authorization", "Bearer …");
-/// let session = mcp_client::connect_http("https://example.com/mcp", options, SessionConfig::new()).await?;
+/// let session = mcp_stack_client::connect_http("https://example.com/mcp", options, SessionConfig::new()).await?;
 /// # let _ = session; Ok(()) }
 /// ```
 #[cfg(feature = "http")]
@@ -140,8 +140,8 @@ pub async fn connect_http(
     options: HttpOptions,
     config: SessionConfig,
 ) -> Result<Session, SessionError> {
-    let cache = mcp_transport::http::auto::TransportCache::default();
-    let transport = mcp_transport::http::auto::connect(url, options, &cache).await?;
+    let cache = mcp_stack_transport::http::auto::TransportCache::default();
+    let transport = mcp_stack_transport::http::auto::connect(url, options, &cache).await?;
     Session::connect(transport, config).await
 }
 

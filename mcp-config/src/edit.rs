@@ -18,8 +18,8 @@
 //! removed.
 //!
 //! ```
-//! use mcp_config::Format;
-//! use mcp_config::edit::{Existing, NewServer, add_server, remove_server};
+//! use mcp_stack_config::Format;
+//! use mcp_stack_config::edit::{Existing, NewServer, add_server, remove_server};
 //!
 //! let text = "{\n  // mine\n  \"servers\": {}\n}\n";
 //! let server = NewServer::stdio("npx", ["-y", "some-mcp-server"]).env("TOKEN", "${TOKEN}");
@@ -404,7 +404,7 @@ pub enum EditError {
     /// The edit would have changed more than the entry (a bug).
     #[error(
         "the edit would have changed more than the entry `{name}`, so nothing is written \
-         (a bug in mcp-config: please report it with the file's layout)"
+         (a bug in mcp-stack-config: please report it with the file's layout)"
     )]
     Unchecked {
         /// The entry.

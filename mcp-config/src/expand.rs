@@ -267,9 +267,9 @@ pub(crate) fn refs(template: &str, d: Dialect) -> Vec<Ref<'_>> {
 /// (`mcp config show`) shows such values as written rather than expanded.
 ///
 /// ```
-/// assert!(mcp_config::has_vars("https://h/mcp?key=${API_KEY}"));
-/// assert!(mcp_config::has_vars("Bearer ${input:api-key}"));
-/// assert!(!mcp_config::has_vars("costs $5, written $${NOT_A_VAR}"));
+/// assert!(mcp_stack_config::has_vars("https://h/mcp?key=${API_KEY}"));
+/// assert!(mcp_stack_config::has_vars("Bearer ${input:api-key}"));
+/// assert!(!mcp_stack_config::has_vars("costs $5, written $${NOT_A_VAR}"));
 /// ```
 pub fn has_vars(template: &str) -> bool {
     !refs(template, Dialect::BRACES).is_empty()
@@ -278,7 +278,7 @@ pub fn has_vars(template: &str) -> bool {
 /// [`has_vars`], as the client of `format` reads its values.
 ///
 /// ```
-/// use mcp_config::{Format, has_vars_in};
+/// use mcp_stack_config::{Format, has_vars_in};
 /// assert!(has_vars_in(Format::GeminiCli, "$API_TOKEN"));
 /// assert!(!has_vars_in(Format::ClaudeCode, "$API_TOKEN"));
 /// assert!(has_vars_in(Format::OpenCode, "Bearer {env:TOKEN}"));

@@ -13,7 +13,7 @@
 //! | VS Code | `.vscode/mcp.json`, `settings.json` | `servers` / `mcp.servers` (`type: stdio\|http\|sse`), `inputs` |
 //! | Codex | `config.toml` | `[mcp_servers.NAME]` (`bearer_token_env_var`, `http_headers`, `enabled_tools`, …) |
 //! | Gemini CLI | `.gemini/settings.json` | `mcpServers` (`httpUrl`, `url` = SSE, `timeout`, `trust`, `includeTools`, `$VAR`) |
-//! | Windsurf | `mcp_config.json` | `mcpServers` (`serverUrl`, `disabledTools`) |
+//! | Windsurf | `mcp_stack_config.json` | `mcpServers` (`serverUrl`, `disabledTools`) |
 //! | Zed | `settings.json` | `context_servers` (`command` a string or `{path, args, env}`) |
 //! | OpenCode | `opencode.json(c)` | `mcp` or `mcp.servers` (`type: local\|remote`, command lists, `environment`, `{env:VAR}`) |
 //!
@@ -59,12 +59,12 @@
 //!
 //! Loading, validating and resolving are this crate's; how problems and
 //! servers are worded for people is the program's (`mcp config check|show`
-//! live in `mcp-cli`): [`Report::lines`] and `Display` are the building blocks.
+//! live in `mcp-stack-cli`): [`Report::lines`] and `Display` are the building blocks.
 //!
 //! # Example
 //!
 //! ```
-//! use mcp_config::{Options, TransportConfig, parse_str, resolve};
+//! use mcp_stack_config::{Options, TransportConfig, parse_str, resolve};
 //!
 //! let text = r#"{
 //!   "mcpServers": {
@@ -76,7 +76,7 @@
 //! }"#;
 //! let loaded = parse_str(text, &Options::new()).unwrap();
 //!
-//! // The environment is injected: a closure, a map, or `mcp_config::process_env`.
+//! // The environment is injected: a closure, a map, or `mcp_stack_config::process_env`.
 //! let env = |name: &str| (name == "MCP_SERVER_TOKEN").then(|| "tok-123".to_owned());
 //! let resolved = resolve(&loaded.config, &env).unwrap();
 //!
@@ -111,8 +111,8 @@ pub use error::ConfigError;
 pub use expand::{has_vars, has_vars_in};
 pub use fingerprint::{Fingerprint, FingerprintKey, KeyUnavailable};
 pub use formats::{FOLDER_CANDIDATES, Loaded, Options, load_path, locate, parse_str};
-pub use mcp_protocol::ProtocolPin;
-pub use mcp_protocol::secret::Secret;
+pub use mcp_stack_protocol::ProtocolPin;
+pub use mcp_stack_protocol::secret::Secret;
 pub use model::{
     AgentDefaults, DeclaredTransport, Format, HttpKind, InputKind, InputSpec, McpConfig,
     OAuthSettings, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,

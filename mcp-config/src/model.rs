@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use mcp_protocol::ProtocolPin;
+use mcp_stack_protocol::ProtocolPin;
 
 use crate::{Fingerprint, Secret};
 
@@ -31,7 +31,7 @@ pub enum Format {
     ClaudeCode,
     /// Gemini CLI `settings.json`: `mcpServers` (`httpUrl`, `url` for SSE, `trust`, …).
     GeminiCli,
-    /// Windsurf `mcp_config.json`: `mcpServers` (`serverUrl`).
+    /// Windsurf `mcp_stack_config.json`: `mcpServers` (`serverUrl`).
     Windsurf,
     /// Zed `settings.json`: `context_servers`.
     Zed,
@@ -119,7 +119,7 @@ impl Format {
             Format::VsCode => &[".vscode/mcp.json", "mcp.json"],
             Format::ClaudeCode => &[".mcp.json", ".claude.json"],
             Format::GeminiCli => &[".gemini/settings.json", "settings.json"],
-            Format::Windsurf => &["mcp_config.json"],
+            Format::Windsurf => &["mcp_stack_config.json"],
             Format::Zed => &[".zed/settings.json", "settings.json"],
             Format::OpenCode => &[
                 "opencode.json",
@@ -218,7 +218,7 @@ pub struct ServerConfig {
     pub include_tools: Option<Vec<String>>,
     /// `excludeTools` / `disabled_tools`.
     pub exclude_tools: Vec<String>,
-    /// `protocolVersion`: a [`ProtocolPin`](mcp_protocol::ProtocolPin)
+    /// `protocolVersion`: a [`ProtocolPin`](mcp_stack_protocol::ProtocolPin)
     /// (`handshake`, `discover`, `auto` or a revision; `legacy` and `modern` are older
     /// spellings), parsed at validation: a pin this client does not know
     /// is a validation error.
@@ -377,7 +377,7 @@ pub enum ProxySetting {
     /// whatever the environment says.
     Direct,
     /// `http://[user:password@]host:port`: through this HTTP proxy (checked
-    /// with [`check_proxy_url`](mcp_protocol::endpoint::check_proxy_url)).
+    /// with [`check_proxy_url`](mcp_stack_protocol::endpoint::check_proxy_url)).
     /// A secret: the user info is a credential; show it with
     /// [`redact_url`].
     Url(Secret),
@@ -415,8 +415,8 @@ impl fmt::Debug for TransportConfig {
 }
 
 /// A URL with its user info and query string (where tokens hide) redacted:
-/// the stack's one redactor, `mcp_protocol::endpoint::redact_url`.
-pub use mcp_protocol::endpoint::redact_url;
+/// the stack's one redactor, `mcp_stack_protocol::endpoint::redact_url`.
+pub use mcp_stack_protocol::endpoint::redact_url;
 
 /// Which of a server's tools are exposed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -549,7 +549,7 @@ mod pin_tests {
     /// The pin is parsed once, at validation: the resolved server carries it.
     #[test]
     fn a_resolved_server_carries_its_parsed_pin() {
-        use mcp_protocol::{ProtocolMode, ProtocolVersion};
+        use mcp_stack_protocol::{ProtocolMode, ProtocolVersion};
         let text = r#"{"mcpServers": {
             "a": {"command": "a", "protocolVersion": "2025-06-18"},
             "b": {"command": "b", "protocol_version": "legacy"},

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::expand::{self, Dialect, ExpandError, Missing, Values};
 use crate::fingerprint::{FingerprintKey, secret_digest};
-use mcp_protocol::defaults;
+use mcp_stack_protocol::defaults;
 
 use crate::model::pin_spelling;
 use crate::model::{
@@ -58,7 +58,7 @@ pub fn resolve_with_key(
 /// which servers.
 ///
 /// ```
-/// use mcp_config::{Options, Resolve, parse_str};
+/// use mcp_stack_config::{Options, Resolve, parse_str};
 /// let text = r#"{"mcpServers": {
 ///     "a": {"command": "a"},
 ///     "b": {"command": "${UNSET_HERE}"}

@@ -3,7 +3,7 @@
 //! the CLI), by edit distance.
 //!
 //! ```
-//! use mcp_config::suggest::did_you_mean;
+//! use mcp_stack_config::suggest::did_you_mean;
 //! assert_eq!(did_you_mean("comand", ["command", "args"]), "; did you mean `command`?");
 //! assert_eq!(did_you_mean("zzz", ["command", "args"]), "");
 //! ```

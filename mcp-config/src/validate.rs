@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::expand::{self, Dialect};
-use mcp_protocol::ProtocolPin;
-use mcp_protocol::endpoint::check_url;
+use mcp_stack_protocol::ProtocolPin;
+use mcp_stack_protocol::endpoint::check_url;
 
 use crate::model::{AgentDefaults, DeclaredTransport, ServerConfig};
 use crate::report::{Problem, Report};
@@ -20,7 +20,7 @@ use crate::{Format, Secret};
 /// converted to a `serde_json::Value`.
 ///
 /// ```
-/// use mcp_config::is_mcp_config_record;
+/// use mcp_stack_config::is_mcp_config_record;
 /// let problems = is_mcp_config_record(&serde_json::json!({"command": "node", "url": "https://x"}), "mcpServers.a");
 /// assert_eq!(problems[0].path, "mcpServers.a");
 /// assert!(problems[0].message.starts_with("has both `command` and `url`"));
@@ -478,7 +478,7 @@ pub(crate) fn proxy_problem(value: &str) -> Option<String> {
     if is_no_proxy(value) || expand::has_vars(value) {
         return None;
     }
-    mcp_protocol::endpoint::check_proxy_url(value.trim())
+    mcp_stack_protocol::endpoint::check_proxy_url(value.trim())
         .err()
         .map(|p| format!("{p}; or write \"none\" to connect directly"))
 }

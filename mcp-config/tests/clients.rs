@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcp_config::{
+use mcp_stack_config::{
     ConfigError, Format, HttpKind, InputKind, Loaded, Options, Resolve, ResolvedConfig, Secret,
     TransportConfig, load_path, parse_str,
 };
@@ -89,7 +89,11 @@ fn every_fixture_is_detected_and_labelled_as_its_client() {
             Format::GeminiCli,
             "Gemini CLI",
         ),
-        ("windsurf/mcp_config.json", Format::Windsurf, "Windsurf"),
+        (
+            "windsurf/mcp_stack_config.json",
+            Format::Windsurf,
+            "Windsurf",
+        ),
         ("zed/settings.json", Format::Zed, "Zed"),
         ("opencode/opencode.jsonc", Format::OpenCode, "OpenCode"),
         (
@@ -211,14 +215,14 @@ fn a_missing_input_is_an_error_naming_it_and_its_description() {
     // Outside a `.vscode` folder, `${workspaceFolder}` has no value.
     let text = r#"{"servers": {"a": {"command": "${workspaceFolder}/x"}}}"#;
     let loaded = parse_str(text, &Options::new()).unwrap();
-    let err = mcp_config::resolve(&loaded.config, &env)
+    let err = mcp_stack_config::resolve(&loaded.config, &env)
         .unwrap_err()
         .to_string();
     assert!(err.contains("`${workspaceFolder}` has no value"), "{err}");
     // An input nobody declared, and a malformed declaration.
     let text = r#"{"servers": {"a": {"command": "${input:nope}"}}}"#;
     let loaded = parse_str(text, &Options::new()).unwrap();
-    let err = mcp_config::resolve(&loaded.config, &env)
+    let err = mcp_stack_config::resolve(&loaded.config, &env)
         .unwrap_err()
         .to_string();
     assert!(
@@ -255,7 +259,7 @@ fn vscode_settings_json_holds_servers_under_mcp() {
 #[test]
 fn claude_code_project_file() {
     let loaded = load("claude-code/.mcp.json");
-    let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+    let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
     let (_, args, _) = stdio(&r, "shared-db");
     assert_eq!(args[3], "postgres://localhost/dev");
     let (url, kind, headers) = http(&r, "api-server");
@@ -303,7 +307,7 @@ fn gemini_cli_fields() {
     let c = &loaded.config;
     assert_eq!(c.servers["github"].trust, Some(true));
     assert_eq!(c.servers["pythonTools"].trust, Some(false));
-    let r = mcp_config::resolve(c, &env).unwrap();
+    let r = mcp_stack_config::resolve(c, &env).unwrap();
     let py = &r.servers["pythonTools"];
     let TransportConfig::Stdio { env: e, cwd, .. } = &py.transport else {
         panic!()
@@ -339,8 +343,8 @@ fn gemini_cli_fields() {
 
 #[test]
 fn windsurf_server_url_and_disabled_tools() {
-    let loaded = load("windsurf/mcp_config.json");
-    let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+    let loaded = load("windsurf/mcp_stack_config.json");
+    let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
     assert_eq!(
         stdio(&r, "github").2["GITHUB_PERSONAL_ACCESS_TOKEN"],
         "ghp-token"
@@ -356,7 +360,7 @@ fn windsurf_server_url_and_disabled_tools() {
 #[test]
 fn zed_context_servers_in_both_forms() {
     let loaded = load("zed/settings.json");
-    let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+    let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
     let (command, args, envs) = stdio(&r, "local-tools");
     assert_eq!(
         (command.as_str(), args.as_slice()),
@@ -385,7 +389,7 @@ fn zed_context_servers_in_both_forms() {
 #[test]
 fn opencode_local_and_remote_with_comments_and_trailing_commas() {
     let loaded = load("opencode/opencode.jsonc");
-    let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+    let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
     let (command, args, envs) = stdio(&r, "everything");
     assert_eq!(command, "npx");
     assert_eq!(args, ["-y", "@modelcontextprotocol/server-everything"]);
@@ -415,7 +419,7 @@ fn opencode_local_and_remote_with_comments_and_trailing_commas() {
 fn opencode_servers_layout_with_disabled() {
     let loaded = load("opencode-servers/opencode.json");
     assert_eq!(loaded.config.location("my-server"), "mcp.servers.my-server");
-    let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+    let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
     assert_eq!(stdio(&r, "my-server").1, ["-y", "example-mcp-server"]);
     assert!(r.disabled.contains("paused"));
 }
@@ -423,7 +427,7 @@ fn opencode_servers_layout_with_disabled() {
 #[test]
 fn cursor_env_file_is_read_not_warned_about() {
     let loaded = load("cursor-envfile/.cursor/mcp.json");
-    let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+    let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
     let (_, args, envs) = stdio(&r, "with-env-file");
     assert_eq!(args[3], fixture("cursor-envfile").display().to_string());
     assert_eq!(envs["CURSOR_TOKEN"], "from-env-file");
@@ -431,7 +435,7 @@ fn cursor_env_file_is_read_not_warned_about() {
     // A missing file is an error with its path.
     let text = r#"{"mcpServers": {"a": {"command": "x", "envFile": "/nonexistent/.env"}}}"#;
     let loaded = parse_str(text, &Options::new().format(Format::Cursor)).unwrap();
-    let err = mcp_config::resolve(&loaded.config, &env).unwrap_err();
+    let err = mcp_stack_config::resolve(&loaded.config, &env).unwrap_err();
     let p = &err.report().unwrap().problems[0];
     assert_eq!(p.path, "mcpServers.a.envFile");
     assert!(
@@ -469,7 +473,7 @@ fn secrets_from_inputs_and_env_files_stay_out_of_debug() {
 fn tool_filters_of_every_format_enter_the_fingerprint() {
     let fp = |text: &str, format: Format| {
         let loaded = parse_str(text, &Options::new().format(format)).unwrap();
-        let r = mcp_config::resolve(&loaded.config, &env).unwrap();
+        let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
         (r.servers["a"].fingerprint, r.servers["a"].tools.clone())
     };
     let codex = |tools: &str| {

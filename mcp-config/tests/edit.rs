@@ -1,14 +1,14 @@
-//! `mcp_config::edit`: adding then removing a server gives back the file
+//! `mcp_stack_config::edit`: adding then removing a server gives back the file
 //! byte for byte, in every format, on commented and oddly formatted files;
 //! the entry reads back as its client's; refusals return no text.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use mcp_config::edit::{
+use mcp_stack_config::edit::{
     EditError, Existing, NewServer, RemoteTransport, add_server, detect_format, remove_server,
     server_names,
 };
-use mcp_config::{Format, Options, TransportConfig, parse_str, resolve};
+use mcp_stack_config::{Format, Options, TransportConfig, parse_str, resolve};
 use proptest::prelude::*;
 
 /// A file of each format, commented (where its client reads comments) and

@@ -6,7 +6,9 @@
 //! used before they were keyed: a domain-separated SHA-256 of each secret
 //! inside a canonical form, and a SHA-256 of that form.
 
-use mcp_config::{FingerprintKey, Options, ResolvedConfig, parse_str, resolve, resolve_with_key};
+use mcp_stack_config::{
+    FingerprintKey, Options, ResolvedConfig, parse_str, resolve, resolve_with_key,
+};
 use sha2::{Digest, Sha256};
 
 /// The secret, one of the candidates, as a 6-digit PIN would be.
@@ -25,7 +27,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The unkeyed secret digest: SHA-256 of a fixed prefix and the value.
 fn old_secret_digest(value: &str) -> String {
-    let mut input = b"mcp-config secret v1\0".to_vec();
+    let mut input = b"mcp-stack-config secret v1\0".to_vec();
     input.extend_from_slice(value.as_bytes());
     format!("sha256:{}", sha256_hex(&input))
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use mcp_config::{
+use mcp_stack_config::{
     Fingerprint, FingerprintKey, Format, Options, parse_str, resolve, resolve_with_key,
 };
 use proptest::prelude::*;

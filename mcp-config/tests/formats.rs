@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcp_config::{
+use mcp_stack_config::{
     ConfigError, Format, HttpKind, Options, ResolvedConfig, TransportConfig, load_path, resolve,
 };
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mcp_config::{ConfigError, Options, Resolve, Severity, load_path, resolve};
+use mcp_stack_config::{ConfigError, Options, Resolve, Severity, load_path, resolve};
 
 fn fixture(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,7 +4,7 @@
 //! as data, never as a panic. (The `config` fuzz target checks the same
 //! with coverage guidance; this runs on stable in `cargo test`.)
 
-use mcp_config::{Format, Options, parse_str, resolve};
+use mcp_stack_config::{Format, Options, parse_str, resolve};
 use proptest::prelude::*;
 
 const FORMATS: [Option<Format>; 12] = [

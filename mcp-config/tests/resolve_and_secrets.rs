@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use mcp_config::{
+use mcp_stack_config::{
     ConfigError, Format, Options, TransportConfig, has_vars, load_path, parse_str, resolve,
 };
 
@@ -225,7 +225,7 @@ fn oauth_settings_are_expanded_and_their_secret_enters_the_fingerprint_only_as_a
 /// only when set.
 #[test]
 fn proxy_settings_resolve_and_stay_secret() {
-    use mcp_config::ProxySetting;
+    use mcp_stack_config::ProxySetting;
     let text = r#"{"mcpServers": {
         "via": {"url": "https://h/mcp", "proxy": "http://me:${PROXY_PASSWORD}@proxy.corp:3128"},
         "direct": {"url": "https://h/mcp", "proxy": "none"},

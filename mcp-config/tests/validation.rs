@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 //! Each validation rule, with its exact path and message.
 
-use mcp_config::{
+use mcp_stack_config::{
     ConfigError, Format, Options, Problem, Severity, is_mcp_config_record, parse_str, validate,
 };
 use serde_json::{Value, json};

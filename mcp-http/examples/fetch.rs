@@ -1,11 +1,11 @@
 //! A `WebClient` fetching a metadata document from a server of its own on
-//! 127.0.0.1 (a few lines of HTTP/1.1 over a socket), the way `mcp-auth`
+//! 127.0.0.1 (a few lines of HTTP/1.1 over a socket), the way `mcp-stack-auth`
 //! fetches an authorization server's metadata. Run with
-//! `cargo run -p mcp-http --example fetch`.
+//! `cargo run -p mcp-stack-http --example fetch`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use mcp_http::{ClientOptions, HttpTrace, Proxy, WebClient};
+use mcp_stack_http::{ClientOptions, HttpTrace, Proxy, WebClient};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 

@@ -7,7 +7,7 @@
 //! goes through one place that asks the authorizer for headers, sends, and on
 //! a 401 or 403 hands the challenge to the authorizer, which may obtain new
 //! credentials (refresh a token, authorize again with more scopes) and ask
-//! for the request to be sent again. `mcp-auth` implements the OAuth 2.1
+//! for the request to be sent again. `mcp-stack-auth` implements the OAuth 2.1
 //! flow of the MCP specification on this trait; a static token needs none
 //! of it (use [`ClientOptions::header`](crate::ClientOptions::header), or
 //! the transport options' header of the same name).
@@ -29,7 +29,7 @@ pub type AuthFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// own, tighter limits; this one only makes a loop impossible.
 pub const MAX_AUTH_RETRIES: u32 = 4;
 
-/// Authorizes the requests of an HTTP transport. Implemented by `mcp-auth`'s
+/// Authorizes the requests of an HTTP transport. Implemented by `mcp-stack-auth`'s
 /// OAuth client; an application may supply its own.
 pub trait Authorizer: Send + Sync + fmt::Debug {
     /// The headers for a request about to go out (`Authorization`, and for

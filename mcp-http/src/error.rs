@@ -21,7 +21,7 @@ pub enum HttpError {
     /// `CONNECT` with a status other than 2xx.
     #[error(
         "the proxy {proxy} answered HTTP {status} to CONNECT {target}{}",
-        mcp_protocol::endpoint::proxy_refusal_hint(*.status, *.credentials_sent)
+        mcp_stack_protocol::endpoint::proxy_refusal_hint(*.status, *.credentials_sent)
     )]
     ProxyRefused {
         /// The proxy, `http://host:port` (never its user info).
@@ -34,7 +34,7 @@ pub enum HttpError {
         credentials_sent: bool,
     },
     /// Something took longer than its bound.
-    #[error("timed out after {}: {what}", mcp_protocol::defaults::describe_duration(*.after))]
+    #[error("timed out after {}: {what}", mcp_stack_protocol::defaults::describe_duration(*.after))]
     Timeout {
         /// What was being waited for.
         what: String,

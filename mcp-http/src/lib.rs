@@ -11,12 +11,12 @@
 //!   and `NO_PROXY` as curl reads them, an explicit `http://` proxy, or
 //!   none; every server is reached through a `CONNECT` tunnel, TLS inside.
 //! * [`auth::Authorizer`]: the hook that gives each request its credentials
-//!   and hears each 401 and 403 (`mcp-auth`'s OAuth client implements it).
+//!   and hears each 401 and 403 (`mcp-stack-auth`'s OAuth client implements it).
 //! * [`WebClient`]: the same client for the exchanges around MCP (OAuth
 //!   metadata, registration, tokens): bodies capped, none of the configured
 //!   headers sent.
 //! * [`redact_url`] and [`parse_url`]: the one way a URL is shown and the
-//!   one rule a URL must meet (both from `mcp_protocol::endpoint`, where
+//!   one rule a URL must meet (both from `mcp_stack_protocol::endpoint`, where
 //!   the IO-free layers use them too).
 //!
 //! Redirects are never followed: a 3xx answer comes back as it is, so
@@ -26,9 +26,9 @@
 //! # Example
 //!
 //! ```no_run
-//! use mcp_http::{ClientOptions, Proxy, WebClient};
+//! use mcp_stack_http::{ClientOptions, Proxy, WebClient};
 //!
-//! # async fn demo() -> Result<(), mcp_http::HttpError> {
+//! # async fn demo() -> Result<(), mcp_stack_http::HttpError> {
 //! let options = ClientOptions::new()
 //!     .proxy(Proxy::none())
 //!     .request_timeout(std::time::Duration::from_secs(10));
@@ -54,7 +54,7 @@ mod web;
 
 pub use client::{Client, content_type, read_body};
 pub use error::HttpError;
-pub use mcp_protocol::endpoint::redact_url;
+pub use mcp_stack_protocol::endpoint::redact_url;
 pub use options::{
     ClientOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpObserver, HttpTrace,
     has_authorization,
@@ -65,10 +65,10 @@ pub use web::{WEB_BODY_LIMIT, WebClient, WebResponse};
 use hyper::Uri;
 
 /// Parses a URL for a request: `http` or `https`, with a host (the rule
-/// of `mcp_protocol::endpoint::check_url`, which the config validator
+/// of `mcp_stack_protocol::endpoint::check_url`, which the config validator
 /// applies too, so a URL one accepts the other does not refuse).
 pub fn parse_url(url: &str) -> Result<Uri, HttpError> {
-    mcp_protocol::endpoint::check_url(url.trim())
+    mcp_stack_protocol::endpoint::check_url(url.trim())
         .map_err(|problem| HttpError::InvalidConfig(format!("{} {problem}", redact_url(url))))
 }
 

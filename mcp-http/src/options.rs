@@ -15,7 +15,7 @@ use crate::proxy::Proxy;
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default bound on waiting for an HTTP answer's head (and a body): the
 /// stack's request timeout.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = mcp_protocol::defaults::REQUEST_TIMEOUT;
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = mcp_stack_protocol::defaults::REQUEST_TIMEOUT;
 
 /// What an [`HttpObserver`] sees: one line of an HTTP exchange, redacted.
 #[derive(Debug, Clone)]
@@ -64,7 +64,7 @@ pub type HttpObserver = Arc<dyn Fn(&HttpTrace) + Send + Sync>;
 /// the documented defaults.
 ///
 /// ```
-/// use mcp_http::ClientOptions;
+/// use mcp_stack_http::ClientOptions;
 /// let options = ClientOptions::new().header("Authorization", "Bearer s3cret");
 /// assert!(!format!("{options:?}").contains("s3cret"));
 /// ```
@@ -151,7 +151,7 @@ impl ClientOptions {
     /// that would build an OAuth client ask this first.
     ///
     /// ```
-    /// use mcp_http::ClientOptions;
+    /// use mcp_stack_http::ClientOptions;
     /// assert!(ClientOptions::new().header(" authorization ", "Bearer t").has_authorization_header());
     /// assert!(!ClientOptions::new().header("X-Api-Key", "k").has_authorization_header());
     /// ```

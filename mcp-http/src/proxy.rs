@@ -59,7 +59,7 @@ pub(crate) use tunnel::{Failure, ProxyConnector, TunnelError};
 /// logged or shown.
 ///
 /// ```
-/// use mcp_http::{ClientOptions, Proxy};
+/// use mcp_stack_http::{ClientOptions, Proxy};
 /// let options = ClientOptions::new().proxy(Proxy::url("http://me:s3cret@proxy.corp:3128"));
 /// assert!(!format!("{options:?}").contains("s3cret"));
 /// let direct = ClientOptions::new().proxy(Proxy::none());
@@ -168,7 +168,8 @@ impl fmt::Debug for ProxyEndpoint {
 impl ProxyEndpoint {
     /// Parses a proxy URL (`http://[user:password@]host[:port]`).
     pub(crate) fn parse(url: &str) -> Result<Self, String> {
-        let uri = mcp_protocol::endpoint::check_proxy_url(url.trim()).map_err(|p| p.to_string())?;
+        let uri =
+            mcp_stack_protocol::endpoint::check_proxy_url(url.trim()).map_err(|p| p.to_string())?;
         let host = uri.host().ok_or("has no host")?;
         let port = uri.port_u16().unwrap_or(80);
         let dial: Uri = format!("http://{host}:{port}")

@@ -3,7 +3,7 @@
 //! notification, and reads what comes back.
 //!
 //! ```sh
-//! cargo run -p mcp-jsonrpc --example socket
+//! cargo run -p mcp-stack-jsonrpc --example socket
 //! ```
 //!
 //! The noise arrives at the server as a `Frame::Malformed` item: the stream
@@ -12,7 +12,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use futures_util::{SinkExt, StreamExt};
-use mcp_jsonrpc::{Frame, Message, NewlineCodec, Notification, Request, Response, to_raw};
+use mcp_stack_jsonrpc::{Frame, Message, NewlineCodec, Notification, Request, Response, to_raw};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::{FramedRead, FramedWrite};

@@ -43,7 +43,7 @@ pub const DEFAULT_BATCH_BUDGET: usize = 16 * 1024 * 1024;
 /// elements and a memory budget.
 ///
 /// ```
-/// use mcp_jsonrpc::{Batches, MessageError, Payload, parse_payload_with};
+/// use mcp_stack_jsonrpc::{Batches, MessageError, Payload, parse_payload_with};
 ///
 /// let line = br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]"#;
 /// let Ok(Payload::Batch(items)) = parse_payload_with(line, || Batches::up_to(2)) else {
@@ -126,7 +126,7 @@ impl Batches {
 /// and never for a frame that is not.
 ///
 /// ```
-/// use mcp_jsonrpc::BatchSwitch;
+/// use mcp_stack_jsonrpc::BatchSwitch;
 ///
 /// let switch = BatchSwitch::refused();
 /// let codec_side = switch.clone();

@@ -188,7 +188,7 @@ impl Oversized {
     /// them when they name one at the top level.
     ///
     /// ```
-    /// use mcp_jsonrpc::{Id, Oversized};
+    /// use mcp_stack_jsonrpc::{Id, Oversized};
     /// let o = Oversized::of(40, br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"id":1"#);
     /// assert_eq!(o.id, Some(Id::from(7)));
     /// assert_eq!(Oversized::of(40, br#"{"result":{"id":1,"x":"#).id, None);

@@ -1,5 +1,5 @@
 //! The error codes JSON-RPC 2.0 defines. (Protocols on top add their own:
-//! MCP's are in `mcp_protocol::codes`.)
+//! MCP's are in `mcp_stack_protocol::codes`.)
 //!
 //! Codes are plain `i64` constants rather than an enum: a peer may send any
 //! integer, and a code we do not know must still round-trip unchanged.
@@ -23,8 +23,8 @@ pub const SERVER_ERROR_MAX: i64 = -32000;
 /// A short human name for a known code, for diagnostics.
 ///
 /// ```
-/// assert_eq!(mcp_jsonrpc::codes::name(-32601), Some("method not found"));
-/// assert_eq!(mcp_jsonrpc::codes::name(7), None);
+/// assert_eq!(mcp_stack_jsonrpc::codes::name(-32601), Some("method not found"));
+/// assert_eq!(mcp_stack_jsonrpc::codes::name(7), None);
 /// ```
 pub fn name(code: i64) -> Option<&'static str> {
     Some(match code {

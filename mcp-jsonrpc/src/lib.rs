@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use bytes::BytesMut;
-//! use mcp_jsonrpc::{Frame, Message, NewlineCodec, Request, to_raw};
+//! use mcp_stack_jsonrpc::{Frame, Message, NewlineCodec, Request, to_raw};
 //! use tokio_util::codec::{Decoder, Encoder};
 //!
 //! let mut codec = NewlineCodec::new();

@@ -195,7 +195,7 @@ impl Message {
     /// Parses one message (not a batch) from bytes.
     ///
     /// ```
-    /// use mcp_jsonrpc::Message;
+    /// use mcp_stack_jsonrpc::Message;
     /// let m = Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
     /// assert!(matches!(m, Message::Response(_)));
     /// let err = Message::from_slice(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err();

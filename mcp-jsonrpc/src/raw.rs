@@ -31,7 +31,7 @@ impl RawJson {
     /// dropped) and keeps it.
     ///
     /// ```
-    /// use mcp_jsonrpc::RawJson;
+    /// use mcp_stack_jsonrpc::RawJson;
     /// assert_eq!(RawJson::from_string(" {\"a\": 1}\n".into()).unwrap().get(), "{\"a\": 1}");
     /// assert!(RawJson::from_string("{".into()).is_err());
     /// ```

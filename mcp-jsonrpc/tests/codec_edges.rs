@@ -4,7 +4,7 @@
 
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use mcp_jsonrpc::{Frame, Id, Message, MessageError, NewlineCodec};
+use mcp_stack_jsonrpc::{Frame, Id, Message, MessageError, NewlineCodec};
 use tokio::io::AsyncWriteExt;
 use tokio_util::codec::{Decoder, FramedRead};
 
@@ -238,7 +238,7 @@ fn a_batch_over_the_element_bound_is_refused_whole() {
 
 #[test]
 fn every_batch_element_is_charged_against_the_frame_limit() {
-    use mcp_jsonrpc::BATCH_ELEMENT_COST;
+    use mcp_stack_jsonrpc::BATCH_ELEMENT_COST;
     // 40 elements of 2 bytes: 81 bytes of line, 40 × 256 once parsed.
     let line = zeros(40);
     let limit = 40 * BATCH_ELEMENT_COST;
@@ -275,7 +275,7 @@ fn every_batch_element_is_charged_against_the_frame_limit() {
 
 #[test]
 fn a_batch_switch_is_read_when_a_batch_arrives() {
-    use mcp_jsonrpc::BatchSwitch;
+    use mcp_stack_jsonrpc::BatchSwitch;
     let switch = BatchSwitch::refused();
     let mut codec = NewlineCodec::new().with_batch_switch(switch.clone());
     let line = br#"[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use bytes::BytesMut;
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     EncodeError, ErrorObject, ErrorResponse, Frame, Id, Message, NewlineCodec, Notification,
     Payload, RawJson, Request, Response, parse_frame_with, parse_payload,
 };
@@ -357,7 +357,10 @@ fn raw_members(m: &Message) -> Vec<&RawJson> {
 }
 
 /// Whether every raw member of `parsed` lies inside `frame`.
-fn all_in_frame(parsed: &Result<Payload, mcp_jsonrpc::MessageError>, frame: &bytes::Bytes) -> bool {
+fn all_in_frame(
+    parsed: &Result<Payload, mcp_stack_jsonrpc::MessageError>,
+    frame: &bytes::Bytes,
+) -> bool {
     let range = frame.as_ptr_range();
     let inside = |m: &Message| {
         raw_members(m).iter().all(|r| {
@@ -394,7 +397,7 @@ proptest! {
             format!("{pad}{}{pad}", texts[0])
         };
         let frame = bytes::Bytes::from(body.clone().into_bytes());
-        let sliced = parse_frame_with(&frame, mcp_jsonrpc::Batches::default);
+        let sliced = parse_frame_with(&frame, mcp_stack_jsonrpc::Batches::default);
         let copied = parse_payload(body.as_bytes());
         prop_assert_eq!(format!("{sliced:?}"), format!("{copied:?}"));
         prop_assert!(sliced.is_ok());
@@ -436,7 +439,7 @@ proptest! {
     #[test]
     fn outgoing_requests_encode_as_messages_do(id in id(), method in text(), params in params()) {
         let message = Message::from(Request::new(id.clone(), method.clone(), params.clone()));
-        let mut outgoing = mcp_jsonrpc::OutgoingRequest::new(id, &method);
+        let mut outgoing = mcp_stack_jsonrpc::OutgoingRequest::new(id, &method);
         if let Some(p) = &params {
             outgoing = outgoing.params(p);
         }
@@ -518,7 +521,7 @@ proptest! {
         max in 0usize..14,
         budget in 0usize..8192,
     ) {
-        use mcp_jsonrpc::{BATCH_ELEMENT_COST, Batches, MessageError, Payload, parse_payload_with};
+        use mcp_stack_jsonrpc::{BATCH_ELEMENT_COST, Batches, MessageError, Payload, parse_payload_with};
         let n = elements.len();
         let line = format!("[{}]", elements.join(","));
         let parse = |batches: Batches| parse_payload_with(line.as_bytes(), || batches);

@@ -1,5 +1,5 @@
 //! The JSON-RPC error codes MCP defines, beside the ones of JSON-RPC itself
-//! (those are in `mcp_jsonrpc::codes`).
+//! (those are in `mcp_stack_jsonrpc::codes`).
 //!
 //! Plain `i64` constants: a peer may send any integer, and a code we do not
 //! know must still round-trip unchanged.
@@ -20,9 +20,9 @@ pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 /// A short human name for a code MCP defines, for diagnostics.
 ///
 /// ```
-/// use mcp_protocol::codes;
+/// use mcp_stack_protocol::codes;
 /// assert_eq!(codes::name(codes::HEADER_MISMATCH), Some("header mismatch"));
-/// assert_eq!(codes::name(-32601), None); // JSON-RPC's own: mcp_jsonrpc::codes::name
+/// assert_eq!(codes::name(-32601), None); // JSON-RPC's own: mcp_stack_jsonrpc::codes::name
 /// ```
 pub fn name(code: i64) -> Option<&'static str> {
     Some(match code {

@@ -24,7 +24,7 @@ pub const SUPPORTS_PARALLEL_TOOL_CALLS: bool = true;
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_protocol::defaults::describe_duration;
+/// use mcp_stack_protocol::defaults::describe_duration;
 /// assert_eq!(describe_duration(Duration::from_millis(250)), "250 ms");
 /// assert_eq!(describe_duration(Duration::from_millis(1500)), "1.5 s");
 /// ```

@@ -7,7 +7,7 @@
 //!
 //! These rules live here, below the HTTP client, because the IO-free
 //! layers need them too: the config validator checks URLs and shows them,
-//! and `mcp-auth`'s decisions (built without any HTTP stack) name URLs in
+//! and `mcp-stack-auth`'s decisions (built without any HTTP stack) name URLs in
 //! their errors.
 
 use std::fmt;
@@ -48,7 +48,7 @@ impl std::error::Error for UrlProblem {}
 /// whitespace, and otherwise a URI as RFC 3986 has it.
 ///
 /// ```
-/// use mcp_protocol::endpoint::{UrlProblem, check_url};
+/// use mcp_stack_protocol::endpoint::{UrlProblem, check_url};
 /// assert_eq!(check_url("https://tools.example.com/mcp").unwrap().host(), Some("tools.example.com"));
 /// assert_eq!(check_url("ftp://h/x").unwrap_err(), UrlProblem::NotHttp);
 /// assert_eq!(check_url("https:///x").unwrap_err(), UrlProblem::NoHost);
@@ -140,7 +140,7 @@ impl std::error::Error for ProxyProblem {}
 /// their own reasons, so the message can say so.
 ///
 /// ```
-/// use mcp_protocol::endpoint::{ProxyProblem, check_proxy_url};
+/// use mcp_stack_protocol::endpoint::{ProxyProblem, check_proxy_url};
 /// assert_eq!(check_proxy_url("http://proxy.corp:3128").unwrap().port_u16(), Some(3128));
 /// assert_eq!(check_proxy_url("https://proxy.corp").unwrap_err(), ProxyProblem::HttpsProxy);
 /// assert_eq!(check_proxy_url("socks5h://proxy:1080").unwrap_err(), ProxyProblem::Socks);
@@ -175,12 +175,12 @@ pub fn check_proxy_url(url: &str) -> Result<Uri, ProxyProblem> {
 /// is no URL is shown the same way, up to its first `?` or `#`.
 ///
 /// ```
-/// use mcp_protocol::endpoint::redact_url;
+/// use mcp_stack_protocol::endpoint::redact_url;
 /// assert_eq!(
 ///     redact_url("https://user:pw@h.example:8443/mcp?token=abc#f"),
 ///     "https://<redacted>@h.example:8443/mcp?<redacted>"
 /// );
-/// let uri: mcp_protocol::endpoint::Uri = "http://127.0.0.1/sse".parse().unwrap();
+/// let uri: mcp_stack_protocol::endpoint::Uri = "http://127.0.0.1/sse".parse().unwrap();
 /// assert_eq!(redact_url(&uri), "http://127.0.0.1/sse");
 /// ```
 pub fn redact_url<U: fmt::Display + ?Sized>(url: &U) -> String {

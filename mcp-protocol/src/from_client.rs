@@ -4,8 +4,8 @@
 //! [`incoming`](crate::incoming)).
 //!
 //! ```
-//! use mcp_protocol::from_client::ClientRequest;
-//! use mcp_jsonrpc::RawValue;
+//! use mcp_stack_protocol::from_client::ClientRequest;
+//! use mcp_stack_jsonrpc::RawValue;
 //!
 //! let params = RawValue::from_string(r#"{"name": "echo", "arguments": {}}"#.into()).unwrap();
 //! let call = ClientRequest::parse("tools/call", Some(&params)).unwrap();
@@ -13,7 +13,7 @@
 //! assert_eq!(call.method(), "tools/call");
 //! ```
 
-use mcp_jsonrpc::RawValue;
+use mcp_stack_jsonrpc::RawValue;
 
 use crate::incoming::{ParamsError, keep, read};
 use crate::notification::{self as n, Notification};
@@ -235,7 +235,7 @@ mod tests {
             ClientNotification::parse("notifications/cancelled", Some(&raw(r#"{"requestId": 3}"#)))
                 .unwrap();
         assert!(
-            matches!(c, ClientNotification::Cancelled(p) if p.request_id == mcp_jsonrpc::Id::from(3))
+            matches!(c, ClientNotification::Cancelled(p) if p.request_id == mcp_stack_jsonrpc::Id::from(3))
         );
     }
 }

@@ -4,8 +4,8 @@
 //! [`incoming`](crate::incoming)).
 //!
 //! ```
-//! use mcp_protocol::from_server::ServerNotification;
-//! use mcp_jsonrpc::RawValue;
+//! use mcp_stack_protocol::from_server::ServerNotification;
+//! use mcp_stack_jsonrpc::RawValue;
 //!
 //! let params = RawValue::from_string(r#"{"uri": "file:///a"}"#.into()).unwrap();
 //! let n = ServerNotification::parse("notifications/resources/updated", Some(&params)).unwrap();
@@ -14,7 +14,7 @@
 //! assert_eq!(other.method(), "notifications/later");
 //! ```
 
-use mcp_jsonrpc::RawValue;
+use mcp_stack_jsonrpc::RawValue;
 
 use crate::incoming::{ParamsError, keep, read};
 use crate::notification::{self as n, Notification};

@@ -14,7 +14,7 @@
 //!   send, is kept as it came: `Other { method, params }`, raw.
 //! * Params that do not fit are a [`ParamsError`] naming the method.
 
-use mcp_jsonrpc::{ErrorObject, RawValue, codes};
+use mcp_stack_jsonrpc::{ErrorObject, RawValue, codes};
 use serde::de::DeserializeOwned;
 
 /// A request's or notification's params did not fit its method's type.

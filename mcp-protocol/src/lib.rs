@@ -44,9 +44,9 @@
 //! # Example
 //!
 //! ```
-//! use mcp_protocol::types::{CallToolResult, Content};
-//! use mcp_protocol::ProtocolVersion;
-//! use mcp_protocol::request::{Request, ToolsCall};
+//! use mcp_stack_protocol::types::{CallToolResult, Content};
+//! use mcp_stack_protocol::ProtocolVersion;
+//! use mcp_stack_protocol::request::{Request, ToolsCall};
 //!
 //! let v: ProtocolVersion = "2025-06-18".parse().unwrap();
 //! assert!(v.has_handshake() && v < ProtocolVersion::V2026_07_28);

@@ -30,7 +30,7 @@ pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The value of `key` in the `_meta` of `params`, when there is one.
 ///
 /// ```
-/// use mcp_protocol::meta;
+/// use mcp_stack_protocol::meta;
 /// let params = serde_json::json!({"_meta": {"progressToken": 7}});
 /// assert_eq!(meta::get(&params, meta::PROGRESS_TOKEN), Some(&serde_json::json!(7)));
 /// assert_eq!(meta::get(&serde_json::json!({}), meta::PROGRESS_TOKEN), None);
@@ -43,8 +43,8 @@ pub fn get<'a>(params: &'a Value, key: &str) -> Option<&'a Value> {
 /// (2026-07-28) carries.
 ///
 /// ```
-/// use mcp_protocol::meta::RequestMeta;
-/// use mcp_protocol::types::{ClientCapabilities, Implementation};
+/// use mcp_stack_protocol::meta::RequestMeta;
+/// use mcp_stack_protocol::types::{ClientCapabilities, Implementation};
 ///
 /// let meta = RequestMeta::new("2026-07-28", &Implementation::new("c", "1"), &ClientCapabilities::default());
 /// let mut params = serde_json::json!({"name": "echo"});
@@ -103,8 +103,8 @@ impl RequestMeta {
     /// The `_meta` entries as one JSON object, encoded once.
     ///
     /// ```
-    /// use mcp_protocol::meta::RequestMeta;
-    /// use mcp_protocol::types::{ClientCapabilities, Implementation};
+    /// use mcp_stack_protocol::meta::RequestMeta;
+    /// use mcp_stack_protocol::types::{ClientCapabilities, Implementation};
     ///
     /// let meta = RequestMeta::new("2026-07-28", &Implementation::new("c", "1"), &ClientCapabilities::default());
     /// let raw: serde_json::Value = serde_json::from_str(meta.entries_json().unwrap().get()).unwrap();

@@ -8,7 +8,7 @@
 //! [`EmptyParams`], and absent params read as `{}`.
 //!
 //! ```
-//! use mcp_protocol::notification::{Notification, ToolsListChanged};
+//! use mcp_stack_protocol::notification::{Notification, ToolsListChanged};
 //! assert_eq!(ToolsListChanged::METHOD, "notifications/tools/list_changed");
 //! ```
 

@@ -20,7 +20,7 @@
 //! program's own output).
 //!
 //! ```
-//! use mcp_protocol::printable::{Layout, escape_json_text, printable};
+//! use mcp_stack_protocol::printable::{Layout, escape_json_text, printable};
 //!
 //! assert_eq!(printable("a\x1b[2Jb\u{9b}c", Layout::Block), "a\\x1b[2Jb\\x9bc");
 //! assert_eq!(printable("two\nlines", Layout::Block), "two\nlines");

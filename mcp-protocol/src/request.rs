@@ -6,9 +6,9 @@
 //! string paired with types by hand:
 //!
 //! ```
-//! use mcp_protocol::request::{Request, ToolsList};
-//! use mcp_protocol::types::{ListToolsResult, PaginatedParams};
-//! use mcp_protocol::ProtocolVersion;
+//! use mcp_stack_protocol::request::{Request, ToolsList};
+//! use mcp_stack_protocol::types::{ListToolsResult, PaginatedParams};
+//! use mcp_stack_protocol::ProtocolVersion;
 //!
 //! fn send<R: Request>(params: &R::Params) -> String {
 //!     format!("{} {}", R::METHOD, serde_json::to_string(params).unwrap())

@@ -1,7 +1,7 @@
 //! [`Secret`]: a string that never shows itself through `Debug` or `Display`.
 //!
 //! One type for every layer: the config's environment and header values,
-//! and `mcp-auth`'s tokens, codes, verifiers and client secrets, so a
+//! and `mcp-stack-auth`'s tokens, codes, verifiers and client secrets, so a
 //! `{:?}` of any type (or error) of the stack cannot leak one into a log,
 //! and a secret passes from one layer to the next without being unwrapped.
 
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 /// responses and stores read and write it directly.
 ///
 /// ```
-/// use mcp_protocol::secret::Secret;
+/// use mcp_stack_protocol::secret::Secret;
 /// let s = Secret::new("Bearer abc123");
 /// assert_eq!(format!("{s} {s:?}"), "<redacted> <redacted>");
 /// assert_eq!(s.expose(), "Bearer abc123");

@@ -26,7 +26,7 @@
 //! ([`frontmatter`]); and uses nothing that fails.
 //!
 //! ```
-//! use mcp_protocol::skills::{ListSkillsResult, SkillResources};
+//! use mcp_stack_protocol::skills::{ListSkillsResult, SkillResources};
 //!
 //! let page: ListSkillsResult = serde_json::from_value(serde_json::json!({
 //!     "skills": [{

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use mcp_jsonrpc::{Id, RawValue};
+use mcp_stack_jsonrpc::{Id, RawValue};
 
 use crate::meta::SUBSCRIPTION_ID;
 use crate::types::Extra;
@@ -36,7 +36,7 @@ impl SubscriptionFilter {
     /// Nothing yet; add with the builder methods.
     ///
     /// ```
-    /// use mcp_protocol::subscriptions::SubscriptionFilter;
+    /// use mcp_stack_protocol::subscriptions::SubscriptionFilter;
     /// let filter = SubscriptionFilter::new().tools_list_changed().resource("file:///notes.md");
     /// assert_eq!(
     ///     serde_json::to_value(&filter).unwrap(),

@@ -379,7 +379,7 @@ pub struct LoggingMessageParams {
 #[serde(rename_all = "camelCase")]
 pub struct CancelledParams {
     /// The request being cancelled.
-    pub request_id: mcp_jsonrpc::Id,
+    pub request_id: mcp_stack_jsonrpc::Id,
     /// Why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

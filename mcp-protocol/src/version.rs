@@ -55,7 +55,7 @@ impl ProtocolVersion {
     /// [`has_request_meta`]: ProtocolVersion::has_request_meta
     ///
     /// ```
-    /// use mcp_protocol::ProtocolVersion;
+    /// use mcp_stack_protocol::ProtocolVersion;
     /// assert!(ProtocolVersion::V2025_11_25.has_handshake());
     /// assert!(!ProtocolVersion::V2026_07_28.has_handshake());
     /// ```
@@ -99,7 +99,7 @@ impl ProtocolVersion {
     /// How a client gets notifications it asks for.
     ///
     /// ```
-    /// use mcp_protocol::{Listening, ProtocolVersion};
+    /// use mcp_stack_protocol::{Listening, ProtocolVersion};
     /// assert_eq!(ProtocolVersion::V2025_06_18.listening(), Listening::Subscribe);
     /// assert_eq!(ProtocolVersion::V2026_07_28.listening(), Listening::Stream);
     /// ```
@@ -114,7 +114,7 @@ impl ProtocolVersion {
     /// How a revision runs tool calls as tasks.
     ///
     /// ```
-    /// use mcp_protocol::{ProtocolVersion, TaskModel};
+    /// use mcp_stack_protocol::{ProtocolVersion, TaskModel};
     /// assert_eq!(ProtocolVersion::V2025_06_18.tasks(), TaskModel::None);
     /// assert_eq!(ProtocolVersion::V2025_11_25.tasks(), TaskModel::Requested);
     /// assert_eq!(ProtocolVersion::V2026_07_28.tasks(), TaskModel::Extension);
@@ -134,7 +134,7 @@ impl ProtocolVersion {
     /// revision has no business sending one.
     ///
     /// ```
-    /// use mcp_protocol::ProtocolVersion;
+    /// use mcp_stack_protocol::ProtocolVersion;
     /// assert!(ProtocolVersion::V2025_03_26.has_batches());
     /// assert!(!ProtocolVersion::V2024_11_05.has_batches());
     /// assert!(!ProtocolVersion::V2025_06_18.has_batches());
@@ -164,7 +164,7 @@ impl ProtocolVersion {
 /// back, so a range (first and last revision) says it all.
 ///
 /// ```
-/// use mcp_protocol::{ProtocolVersion, Revisions};
+/// use mcp_stack_protocol::{ProtocolVersion, Revisions};
 /// let ping = Revisions::until(ProtocolVersion::V2025_11_25);
 /// assert!(ping.contains(ProtocolVersion::V2024_11_05));
 /// assert!(!ping.contains(ProtocolVersion::V2026_07_28));
@@ -316,7 +316,7 @@ impl fmt::Display for ProtocolMode {
 /// spellings) or one revision.
 ///
 /// ```
-/// use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
+/// use mcp_stack_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
 /// assert_eq!("auto".parse(), Ok(ProtocolPin::Mode(ProtocolMode::Auto)));
 /// assert_eq!("2025-06-18".parse(), Ok(ProtocolPin::Version(ProtocolVersion::V2025_06_18)));
 /// assert!("1999-01-01".parse::<ProtocolPin>().is_err());

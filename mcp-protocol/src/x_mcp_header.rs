@@ -22,7 +22,7 @@
 //!   `$ref`/`$defs` or any other keyword).
 //!
 //! ```
-//! use mcp_protocol::x_mcp_header::{annotations, param_values};
+//! use mcp_stack_protocol::x_mcp_header::{annotations, param_values};
 //! use serde_json::json;
 //!
 //! let schema = json!({
@@ -66,7 +66,7 @@ pub const SENTINEL_SUFFIX: &str = "?=";
 /// Which string field of `params` the [`NAME`] header mirrors for `method`.
 ///
 /// ```
-/// use mcp_protocol::x_mcp_header::name_field;
+/// use mcp_stack_protocol::x_mcp_header::name_field;
 /// assert_eq!(name_field("tools/call"), Some("name"));
 /// assert_eq!(name_field("resources/read"), Some("uri"));
 /// assert_eq!(name_field("tasks/get"), Some("taskId"));
@@ -88,7 +88,7 @@ pub fn name_field(method: &str) -> Option<&'static str> {
 /// looks like the sentinel itself) as `=?base64?{UTF-8 in Base64}?=`.
 ///
 /// ```
-/// use mcp_protocol::x_mcp_header::encode_value;
+/// use mcp_stack_protocol::x_mcp_header::encode_value;
 /// assert_eq!(encode_value("us-west1"), "us-west1");
 /// assert_eq!(encode_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
 /// ```
@@ -111,7 +111,7 @@ pub fn encode_value(value: &str) -> Cow<'_, str> {
 /// it is. `None` when the sentinel holds no valid Base64 of UTF-8.
 ///
 /// ```
-/// use mcp_protocol::x_mcp_header::decode_value;
+/// use mcp_stack_protocol::x_mcp_header::decode_value;
 /// assert_eq!(decode_value("=?base64?IHBhZGRlZCA=?=").as_deref(), Some(" padded "));
 /// assert_eq!(decode_value("plain").as_deref(), Some("plain"));
 /// assert_eq!(decode_value("=?base64?!!?="), None);

@@ -3,9 +3,9 @@
 //! what round-trips does. (The `header` and `frontmatter` fuzz targets check
 //! the same with coverage guidance; these run on stable in `cargo test`.)
 
-use mcp_protocol::skills::frontmatter;
-use mcp_protocol::types::{CallToolResult, Content, ResourceContents, ResourceTemplate};
-use mcp_protocol::x_mcp_header::{decode_value, encode_value};
+use mcp_stack_protocol::skills::frontmatter;
+use mcp_stack_protocol::types::{CallToolResult, Content, ResourceContents, ResourceTemplate};
+use mcp_stack_protocol::x_mcp_header::{decode_value, encode_value};
 use proptest::prelude::*;
 use serde_json::Value;
 

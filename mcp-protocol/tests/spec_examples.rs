@@ -11,10 +11,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mcp_protocol::discover::{DiscoverResult, UnsupportedVersionData};
-use mcp_protocol::results::{InputRequest, InputRequiredResult};
-use mcp_protocol::subscriptions::SubscriptionParams;
-use mcp_protocol::types::{
+use mcp_stack_protocol::discover::{DiscoverResult, UnsupportedVersionData};
+use mcp_stack_protocol::results::{InputRequest, InputRequiredResult};
+use mcp_stack_protocol::subscriptions::SubscriptionParams;
+use mcp_stack_protocol::types::{
     CallToolParams, CallToolResult, CancelledParams, ClientCapabilities, Content,
     ElicitRequestParams, ElicitResult, ListToolsResult, LoggingMessageParams, PaginatedParams,
     ProgressParams, ServerCapabilities, Tool,
@@ -79,7 +79,7 @@ fn envelope(dir: &Path, kind: &str) -> usize {
     let examples = files(dir, kind);
     for (name, value) in &examples {
         let text = serde_json::to_vec(value).unwrap();
-        let m = mcp_jsonrpc::Message::from_slice(&text)
+        let m = mcp_stack_jsonrpc::Message::from_slice(&text)
             .unwrap_or_else(|e| panic!("{kind}/{name} is not a JSON-RPC message: {e}"));
         let back: Value = serde_json::from_slice(&m.to_vec().unwrap()).unwrap();
         assert_eq!(&back, value, "{kind}/{name} changed in a round trip");
@@ -161,7 +161,7 @@ fn spec_examples_round_trip() {
         "InternalError",
         "ParseError",
     ] {
-        n += round_trip::<mcp_jsonrpc::ErrorObject>(&dir, kind);
+        n += round_trip::<mcp_stack_jsonrpc::ErrorObject>(&dir, kind);
     }
     eprintln!("checked {n} example messages");
     assert!(n > 50);

@@ -2,16 +2,16 @@
 //! rebuild after a config change, and reaping after the idle TTL.
 //!
 //! The servers are `mcp-testkit` run in-process (over a duplex stream), so
-//! this runs anywhere: `cargo run -p mcp-runtime --example sessions`.
+//! this runs anywhere: `cargo run -p mcp-stack-runtime --example sessions`.
 
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
-use mcp_runtime::{RuntimeManager, RuntimeOptions};
-use mcp_testkit::InProcessConnector;
+use mcp_stack_config::{Options, ResolvedConfig, parse_str, resolve};
+use mcp_stack_runtime::{RuntimeManager, RuntimeOptions};
+use mcp_stack_testkit::InProcessConnector;
 
 fn config(text: &str) -> ResolvedConfig {
     resolve(
@@ -22,7 +22,7 @@ fn config(text: &str) -> ResolvedConfig {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), mcp_runtime::RuntimeError> {
+async fn main() -> Result<(), mcp_stack_runtime::RuntimeError> {
     let ttl = Duration::from_millis(300);
     // Starts a testkit server in-process for each connect (its options from
     // the config's `args`), and counts them.

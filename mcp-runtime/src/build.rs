@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use mcp_config::{Fingerprint, ResolvedConfig, ResolvedServer};
-use mcp_session::{
+use mcp_stack_config::{Fingerprint, ResolvedConfig, ResolvedServer};
+use mcp_stack_session::{
     ClientHandler, NotificationListener, ProtocolMode, ProtocolPin, ProtocolVersion, Session,
     SessionError,
 };
-use mcp_transport::BoxFuture;
+use mcp_stack_transport::BoxFuture;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -212,7 +212,7 @@ impl Builder<'_> {
     pub(crate) async fn open(
         &self,
         server: &ResolvedServer,
-    ) -> Result<Arc<dyn mcp_transport::Transport>, StartFailure> {
+    ) -> Result<Arc<dyn mcp_stack_transport::Transport>, StartFailure> {
         match tokio::time::timeout(server.handshake_timeout, self.connector.connect(server)).await {
             Err(_) => Err(StartFailure::new(
                 StartupStep::Connect,
@@ -264,7 +264,7 @@ impl Builder<'_> {
         // The session opens the transport (twice for a server that exits on
         // the probe); the last one opened is kept here for its stderr, and a
         // failure to open is a connect failure, not a handshake one.
-        let opened: Mutex<Option<Arc<dyn mcp_transport::Transport>>> = Mutex::new(None);
+        let opened: Mutex<Option<Arc<dyn mcp_stack_transport::Transport>>> = Mutex::new(None);
         let open_failed: Mutex<Option<StartFailure>> = Mutex::new(None);
         let connected = Session::connect_with(
             || async {
@@ -274,7 +274,7 @@ impl Builder<'_> {
                         Ok(t)
                     }
                     Err(failure) => {
-                        let error = mcp_transport::TransportError::Io(std::io::Error::other(
+                        let error = mcp_stack_transport::TransportError::Io(std::io::Error::other(
                             failure.message.clone(),
                         ));
                         *lock(&open_failed) = Some(failure);
@@ -467,14 +467,14 @@ pub(crate) fn handshake_message(e: &SessionError) -> String {
 }
 
 /// Stops handing a stdio server's stderr to the log (no-op for other transports).
-pub(crate) fn detach_stderr(transport: &dyn mcp_transport::Transport) {
+pub(crate) fn detach_stderr(transport: &dyn mcp_stack_transport::Transport) {
     if let Some(process) = transport.process() {
         process.detach_stderr();
     }
 }
 
 /// The last lines a stdio server wrote to stderr (none for other transports).
-pub(crate) fn stderr_tail(transport: &dyn mcp_transport::Transport) -> Vec<String> {
+pub(crate) fn stderr_tail(transport: &dyn mcp_stack_transport::Transport) -> Vec<String> {
     transport
         .process()
         .map(|p| p.stderr_tail())

@@ -7,13 +7,13 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_config::{Fingerprint, ToolFilter};
-use mcp_session::ProtocolVersion;
-use mcp_session::protocol::request::{Request as _, ToolsList};
-use mcp_session::types::{
+use mcp_stack_config::{Fingerprint, ToolFilter};
+use mcp_stack_session::ProtocolVersion;
+use mcp_stack_session::protocol::request::{Request as _, ToolsList};
+use mcp_stack_session::types::{
     Prompt, PromptArgument, Resource, ResourceTemplate, Tool, ToolAnnotations,
 };
-use mcp_transport::TransportKind;
+use mcp_stack_transport::TransportKind;
 use serde_json::Value;
 use tokio::time::Instant;
 

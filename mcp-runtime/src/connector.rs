@@ -3,9 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_config::ResolvedServer;
-use mcp_transport::stdio::StdioTransport;
-use mcp_transport::{BoxFuture, Transport};
+use mcp_stack_config::ResolvedServer;
+use mcp_stack_transport::stdio::StdioTransport;
+use mcp_stack_transport::{BoxFuture, Transport};
 
 use crate::error::ConnectError;
 use crate::settings::TransportSettings;
@@ -39,7 +39,7 @@ pub trait Connector: Send + Sync + fmt::Debug + 'static {
 #[derive(Debug, Clone, Default)]
 pub struct DefaultConnector {
     #[cfg(feature = "http")]
-    http_kinds: mcp_transport::http::auto::TransportCache,
+    http_kinds: mcp_stack_transport::http::auto::TransportCache,
     #[cfg(feature = "http")]
     authorizers: Option<Arc<dyn AuthorizerSource>>,
 }
@@ -52,7 +52,7 @@ impl DefaultConnector {
 
     /// Authorizes HTTP servers with the authorizers `source` gives (an
     /// application's own, or `StoredLogins` with the `oauth` feature:
-    /// `mcp-auth`'s OAuth client over a token store).
+    /// `mcp-stack-auth`'s OAuth client over a token store).
     #[cfg(feature = "http")]
     pub fn with_authorizers(mut self, source: Arc<dyn AuthorizerSource>) -> Self {
         self.authorizers = Some(source);
@@ -70,7 +70,7 @@ pub trait AuthorizerSource: Send + Sync + fmt::Debug + 'static {
     fn authorizer(
         &self,
         server: &ResolvedServer,
-    ) -> Option<Arc<dyn mcp_transport::http::auth::Authorizer>>;
+    ) -> Option<Arc<dyn mcp_stack_transport::http::auth::Authorizer>>;
 }
 
 impl Connector for DefaultConnector {

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use mcp_session::SessionError;
-use mcp_transport::TransportError;
+use mcp_stack_session::SessionError;
+use mcp_stack_transport::TransportError;
 
 /// A kind of catalog entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -150,4 +150,4 @@ pub enum ConnectError {
     Unsupported(String),
 }
 
-pub(crate) use mcp_transport::describe_duration;
+pub(crate) use mcp_stack_transport::describe_duration;

@@ -1,6 +1,6 @@
 //! A [`FingerprintKey`] kept in a file, so fingerprints hold across runs.
 //!
-//! `mcp-config` computes fingerprints under a key it is given and never
+//! `mcp-stack-config` computes fingerprints under a key it is given and never
 //! writes a file; this is the file. A persisted catalog, or a fingerprint
 //! printed today and compared tomorrow, needs the key of today tomorrow:
 //! [`load_or_create_key`] reads it from a folder of the user's, or makes it
@@ -17,7 +17,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mcp_config::{FingerprintKey, KeyUnavailable};
+use mcp_stack_config::{FingerprintKey, KeyUnavailable};
 
 /// The key file's name in its folder.
 pub const KEY_FILE_NAME: &str = "fingerprint.key";
@@ -71,7 +71,7 @@ pub enum KeyFileError {
 /// 0700) if it does not exist yet.
 ///
 /// The same folder gives the same key in every run and every process, so
-/// fingerprints made with [`mcp_config::resolve_with_key`] under it hold
+/// fingerprints made with [`mcp_stack_config::resolve_with_key`] under it hold
 /// across runs. A file that other users may read is refused
 /// ([`KeyFileError::Exposed`]), as is one that does not hold a key; neither
 /// is overwritten.

@@ -7,11 +7,11 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use mcp_config::{Fingerprint, ResolvedServer};
-use mcp_session::types::{
+use mcp_stack_config::{Fingerprint, ResolvedServer};
+use mcp_stack_session::types::{
     CallToolResult, Completion, CompletionReference, GetPromptResult, ReadResourceResult,
 };
-use mcp_session::{CallOptions, ClientHandler, Session};
+use mcp_stack_session::{CallOptions, ClientHandler, Session};
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -374,7 +374,7 @@ impl SessionRuntime {
     /// Suggestions for `argument` of the prompt `prompt` (namespaced), given
     /// what was typed (`value`) and the arguments already chosen
     /// (`context`). A server without the `completions` capability gives
-    /// [`SessionError::NotSupported`](mcp_session::SessionError::NotSupported)
+    /// [`SessionError::NotSupported`](mcp_stack_session::SessionError::NotSupported)
     /// (in [`RuntimeError::Call`]).
     pub async fn complete_prompt_argument(
         &self,

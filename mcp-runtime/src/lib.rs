@@ -5,7 +5,7 @@
 //! them:
 //!
 //! * **Reuse by fingerprint.** [`RuntimeManager::acquire`] takes an agent
-//!   session id and that session's [`ResolvedConfig`](mcp_config::ResolvedConfig).
+//!   session id and that session's [`ResolvedConfig`](mcp_stack_config::ResolvedConfig).
 //!   Same session, same fingerprint: the existing connections and catalog,
 //!   with no handshake, no process start, no `tools/list`. A changed
 //!   fingerprint restarts only the servers whose own fingerprint changed.
@@ -43,12 +43,12 @@
 //!   session its own handlers of server requests (elicitation, roots,
 //!   sampling), which every server of that session gets.
 //!
-//! * **Fingerprints that hold across runs.** `mcp-config` keys fingerprints
-//!   with a secret [`FingerprintKey`](mcp_config::FingerprintKey), random per
+//! * **Fingerprints that hold across runs.** `mcp-stack-config` keys fingerprints
+//!   with a secret [`FingerprintKey`](mcp_stack_config::FingerprintKey), random per
 //!   process unless the program gives one; reuse within a process needs no
 //!   more. [`load_or_create_key`] keeps a key in a 0600 file of a folder of
 //!   the user's (made once, atomically, whatever processes race for it), for
-//!   [`resolve_with_key`](mcp_config::resolve_with_key) and fingerprints
+//!   [`resolve_with_key`](mcp_stack_config::resolve_with_key) and fingerprints
 //!   compared from one run to the next.
 //!
 //! Servers are opened by a [`Connector`]: [`DefaultConnector`] starts stdio
@@ -60,14 +60,14 @@
 //! # Example
 //!
 //! Any [`Connector`] will do; here the test server's
-//! (`mcp_testkit::InProcessConnector`, `mcp-testkit`'s cargo feature
+//! (`mcp_stack_testkit::InProcessConnector`, `mcp-testkit`'s cargo feature
 //! `runtime`) starts each server in-process and counts connects:
 //!
 //! ```
 //! use std::sync::Arc;
-//! use mcp_config::{Options, parse_str, resolve};
-//! use mcp_runtime::{RuntimeManager, RuntimeOptions};
-//! use mcp_testkit::InProcessConnector;
+//! use mcp_stack_config::{Options, parse_str, resolve};
+//! use mcp_stack_runtime::{RuntimeManager, RuntimeOptions};
+//! use mcp_stack_testkit::InProcessConnector;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let text = r#"{"mcpServers": {"kit": {"command": "mcp-testkit"}}}"#;
@@ -90,7 +90,7 @@
 //! drop((again, other));
 //! manager.dispose_all().await;
 //! assert_eq!(manager.stats().connections, 0);
-//! # Ok::<(), mcp_runtime::RuntimeError>(())
+//! # Ok::<(), mcp_stack_runtime::RuntimeError>(())
 //! # }).unwrap();
 //! ```
 //!
@@ -113,14 +113,14 @@
 //! `SIGKILL`, with no close sequence) only once the last clone of the manager
 //! and the last lease are dropped; if the process dies outright, its stdio
 //! servers see their stdin close and, on Linux, get `SIGTERM`
-//! ([`StdioConfig::parent_death_signal`](mcp_transport::stdio::StdioConfig::parent_death_signal)),
+//! ([`StdioConfig::parent_death_signal`](mcp_stack_transport::stdio::StdioConfig::parent_death_signal)),
 //! nothing more.
 //!
 //! ```
 //! use std::sync::Arc;
-//! use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
-//! use mcp_runtime::{RuntimeError, RuntimeManager, RuntimeOptions};
-//! use mcp_testkit::InProcessConnector;
+//! use mcp_stack_config::{Options, ResolvedConfig, parse_str, resolve};
+//! use mcp_stack_runtime::{RuntimeError, RuntimeManager, RuntimeOptions};
+//! use mcp_stack_testkit::InProcessConnector;
 //!
 //! /// The application's work: agents acquiring runtimes and calling tools.
 //! async fn serve_agents(manager: &RuntimeManager, config: &ResolvedConfig) -> Result<(), RuntimeError> {

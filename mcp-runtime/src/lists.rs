@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mcp_session::protocol::request::{
+use mcp_stack_session::protocol::request::{
     PromptsList, Request as _, ResourcesList, ResourcesTemplatesList,
 };
-use mcp_session::types::{Prompt, Resource, ResourceTemplate};
-use mcp_session::{ServerNotification, Session, SessionError, ToolCatalog};
+use mcp_stack_session::types::{Prompt, Resource, ResourceTemplate};
+use mcp_stack_session::{ServerNotification, Session, SessionError, ToolCatalog};
 
 /// One list beside tools, as last fetched.
 #[derive(Debug)]

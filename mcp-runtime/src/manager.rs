@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use mcp_config::{Fingerprint, ResolvedConfig};
-use mcp_session::{ClientHandler, ProtocolVersion};
+use mcp_stack_config::{Fingerprint, ResolvedConfig};
+use mcp_stack_session::{ClientHandler, ProtocolVersion};
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
@@ -152,7 +152,7 @@ impl Drop for Inner {
 }
 
 impl Refresh for Inner {
-    fn refresh(self: Arc<Self>, slot: Arc<Slot>) -> mcp_transport::BoxFuture<'static, ()> {
+    fn refresh(self: Arc<Self>, slot: Arc<Slot>) -> mcp_stack_transport::BoxFuture<'static, ()> {
         Box::pin(async move {
             RuntimeManager { inner: self }
                 .refresh_slot(&slot, false)
@@ -258,7 +258,7 @@ impl RuntimeManager {
 
     /// [`acquire`](Self::acquire), with the handlers of server requests
     /// (elicitation, roots, sampling — usually a
-    /// [`ClientHandlers`](mcp_session::ClientHandlers)) that every server
+    /// [`ClientHandlers`](mcp_stack_session::ClientHandlers)) that every server
     /// of this agent session gets, instead of
     /// [`session_defaults.handler`](crate::RuntimeOptions::session_defaults).
     ///

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::store::TokenStore;
-use mcp_config::{Fingerprint, OAuthSettings, ResolvedServer, TransportConfig};
-use mcp_transport::http::HttpOptions;
-use mcp_transport::http::auth::Authorizer;
+use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::TokenStore;
+use mcp_stack_config::{Fingerprint, OAuthSettings, ResolvedServer, TransportConfig};
+use mcp_stack_transport::http::HttpOptions;
+use mcp_stack_transport::http::auth::Authorizer;
 
 use crate::connector::AuthorizerSource;
 
@@ -17,7 +17,7 @@ use crate::connector::AuthorizerSource;
 /// browser): e.g. `run \`mcp login --config agents.json --server docs\``.
 pub type LoginHint = Arc<dyn Fn(&ResolvedServer) -> String + Send + Sync>;
 
-/// Authorizes each HTTP server with `mcp-auth`'s OAuth client over one
+/// Authorizes each HTTP server with `mcp-stack-auth`'s OAuth client over one
 /// token store: stored tokens are sent and refreshed (shortly before they
 /// expire, and once on a 401) during long agent sessions; a server with no
 /// usable login fails to start with the hint, and its diagnostic says so.

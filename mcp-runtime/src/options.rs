@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_session::SessionConfig;
+use mcp_stack_session::SessionConfig;
 
 use crate::clock::IdleClock;
 
@@ -100,7 +100,7 @@ impl RuntimeOptions {
     /// between half and all of that, so that many agents that lost the same
     /// server do not start it again in step.
     pub(crate) fn backoff(&self, attempts: u32, server: &str) -> Duration {
-        mcp_transport::backoff::delay(attempts, self.retry_initial, self.retry_max, server)
+        mcp_stack_transport::backoff::delay(attempts, self.retry_initial, self.retry_max, server)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use mcp_config::Fingerprint;
+use mcp_stack_config::Fingerprint;
 use tokio::time::Instant;
 
 /// What a session had for one server.
@@ -66,8 +66,8 @@ mod tests {
     fn fp(n: u8) -> Fingerprint {
         // Real fingerprints come from resolved configs; any distinct ones do here.
         let text = format!(r#"{{"mcpServers":{{"s":{{"command":"c{n}"}}}}}}"#);
-        let loaded = mcp_config::parse_str(&text, &mcp_config::Options::new()).unwrap();
-        let resolved = mcp_config::resolve(&loaded.config, &|_: &str| None).unwrap();
+        let loaded = mcp_stack_config::parse_str(&text, &mcp_stack_config::Options::new()).unwrap();
+        let resolved = mcp_stack_config::resolve(&loaded.config, &|_: &str| None).unwrap();
         resolved.servers["s"].fingerprint
     }
 

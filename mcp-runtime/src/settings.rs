@@ -6,9 +6,9 @@
 //!
 //! [`DefaultConnector`]: crate::DefaultConnector
 
-use mcp_config::{ResolvedServer, TransportConfig};
-use mcp_session::SessionConfig;
-use mcp_transport::stdio::StdioConfig;
+use mcp_stack_config::{ResolvedServer, TransportConfig};
+use mcp_stack_session::SessionConfig;
+use mcp_stack_transport::stdio::StdioConfig;
 
 /// How to reach one configured server and talk to it.
 #[derive(Debug)]
@@ -71,7 +71,7 @@ impl TransportSettings {
             },
             #[cfg(not(feature = "http"))]
             TransportConfig::Http { kind, .. } => TransportSettings::Unsupported(format!(
-                "the {} transport needs mcp-runtime's `http` feature",
+                "the {} transport needs mcp-stack-runtime's `http` feature",
                 kind.name()
             )),
             _ => TransportSettings::Unsupported(
@@ -110,11 +110,11 @@ pub use http::{HttpSettings, http_proxy};
 #[cfg(feature = "http")]
 mod http {
     use super::*;
-    use mcp_config::{HttpKind, OAuthSettings, ProxySetting};
-    use mcp_transport::http::{
+    use mcp_stack_config::{HttpKind, OAuthSettings, ProxySetting};
+    use mcp_stack_transport::http::{
         HttpOptions, Proxy, SseTransport, StreamableHttpTransport, auto::TransportCache,
     };
-    use mcp_transport::{Transport, TransportError};
+    use mcp_stack_transport::{Transport, TransportError};
     use std::sync::Arc;
 
     /// An HTTP server's settings: where, which transport, the options
@@ -190,7 +190,9 @@ mod http {
                     Arc::new(StreamableHttpTransport::connect(&self.url, options).await?)
                 }
                 HttpKind::Sse => Arc::new(SseTransport::connect(&self.url, options).await?),
-                _ => Arc::new(mcp_transport::http::auto::connect(&self.url, options, cache).await?),
+                _ => Arc::new(
+                    mcp_stack_transport::http::auto::connect(&self.url, options, cache).await?,
+                ),
             };
             Ok(transport)
         }
@@ -218,8 +220,8 @@ mod http {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
-    use mcp_session::{ProtocolMode, ProtocolVersion};
+    use mcp_stack_config::{Options, ResolvedConfig, parse_str, resolve};
+    use mcp_stack_session::{ProtocolMode, ProtocolVersion};
 
     fn config(text: &str) -> ResolvedConfig {
         let loaded = parse_str(text, &Options::new()).unwrap();
@@ -298,7 +300,7 @@ mod tests {
         match TransportSettings::new(&resolved.servers["remote"]) {
             TransportSettings::Http(h) => {
                 assert_eq!(h.url, "https://h/mcp");
-                assert_eq!(h.kind, mcp_config::HttpKind::Sse);
+                assert_eq!(h.kind, mcp_stack_config::HttpKind::Sse);
                 assert!(h.options.has_authorization_header());
                 assert!(!h.wants_oauth(), "a configured token wins over OAuth");
             }

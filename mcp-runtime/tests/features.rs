@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use common::config;
 use common::scripted::{Script, Scripted, options};
-use mcp_runtime::{EntryKind, RuntimeError, RuntimeManager};
-use mcp_session::types::Root;
-use mcp_session::{ClientHandler, ClientHandlers, SessionError};
+use mcp_stack_runtime::{EntryKind, RuntimeError, RuntimeManager};
+use mcp_stack_session::types::Root;
+use mcp_stack_session::{ClientHandler, ClientHandlers, SessionError};
 use serde_json::{Value, json};
 
 const FOUR: &str = r#"{"mcpServers": {

@@ -12,15 +12,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::config;
-use mcp_auth::agent::FollowRedirect;
-use mcp_auth::client::{OAuthClient, OAuthConfig};
-use mcp_auth::store::{MemoryStore, TokenStore};
-use mcp_config::{ResolvedConfig, ResolvedServer};
-use mcp_runtime::{
+use mcp_stack_auth::agent::FollowRedirect;
+use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::{MemoryStore, TokenStore};
+use mcp_stack_config::{ResolvedConfig, ResolvedServer};
+use mcp_stack_runtime::{
     DefaultConnector, LoginHint, RuntimeManager, RuntimeOptions, StartupStep, StoredLogins,
 };
-use mcp_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
-use mcp_transport::http::{HttpOptions, WebClient};
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
+use mcp_stack_transport::http::{HttpOptions, WebClient};
 use serde_json::json;
 
 fn hint() -> LoginHint {

@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
-use mcp_runtime::{RuntimeManager, RuntimeOptions};
+use mcp_stack_config::{Options, ResolvedConfig, parse_str, resolve};
+use mcp_stack_runtime::{RuntimeManager, RuntimeOptions};
 use serde_json::json;
 
 type Test = (&'static str, fn(&Path));
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
             .enable_all()
             .build()
             .unwrap();
-        return rt.block_on(mcp_testkit::run(args));
+        return rt.block_on(mcp_stack_testkit::run(args));
     }
     let tests: [Test; 6] = [
         (
@@ -293,7 +293,7 @@ fn wrapped_server(log: &Path, marker: &str) -> serde_json::Value {
 
 /// Live (not zombie) processes whose environment holds `MARKER=marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    mcp_testkit::procs::marked(MARKER, marker)
+    mcp_stack_testkit::procs::marked(MARKER, marker)
 }
 
 /// The agent work of an application: a lease, and a call that takes long.
@@ -315,7 +315,7 @@ fn shutdown_after_stopping_work(dir: &Path) {
     }
     let (a, b) = logs(dir);
     let marker = format!("stop-{}", std::process::id());
-    let _cleanup = mcp_testkit::procs::KillMarked::new(MARKER, &marker);
+    let _cleanup = mcp_stack_testkit::procs::KillMarked::new(MARKER, &marker);
     runtime().block_on(async {
         // A drain timeout far beyond the test's bound: nothing may wait for it.
         let options = RuntimeOptions::default().drain_timeout(Duration::from_secs(600));
@@ -346,7 +346,7 @@ fn shutdown_with_a_call_in_flight(dir: &Path) {
     }
     let (a, _) = logs(dir);
     let marker = format!("drain-{}", std::process::id());
-    let _cleanup = mcp_testkit::procs::KillMarked::new(MARKER, &marker);
+    let _cleanup = mcp_stack_testkit::procs::KillMarked::new(MARKER, &marker);
     runtime().block_on(async {
         let options = RuntimeOptions::default().drain_timeout(Duration::from_millis(200));
         let m = RuntimeManager::new(options);

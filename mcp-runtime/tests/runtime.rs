@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::config;
-use mcp_runtime::{
+use mcp_stack_runtime::{
     IdleClock, RuntimeError, RuntimeManager, RuntimeOptions, RuntimeStats, StartupStep,
 };
-use mcp_testkit::InProcessConnector;
+use mcp_stack_testkit::InProcessConnector;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -486,16 +486,16 @@ async fn the_cap_on_live_runtimes_is_a_clear_error() {
 /// Counts the `server/discover` probes sent through it.
 #[derive(Debug)]
 struct CountProbes {
-    inner: Arc<dyn mcp_transport::Transport>,
+    inner: Arc<dyn mcp_stack_transport::Transport>,
     probes: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-impl mcp_transport::Transport for CountProbes {
+impl mcp_stack_transport::Transport for CountProbes {
     fn send_with<'a>(
         &'a self,
-        message: &'a mcp_transport::Message,
-        context: &'a mcp_transport::SendContext,
-    ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        message: &'a mcp_stack_transport::Message,
+        context: &'a mcp_stack_transport::SendContext,
+    ) -> mcp_stack_transport::BoxFuture<'a, Result<(), mcp_stack_transport::TransportError>> {
         if message.method() == Some("server/discover") {
             self.probes
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -504,14 +504,16 @@ impl mcp_transport::Transport for CountProbes {
     }
     fn recv(
         &self,
-    ) -> mcp_transport::BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>>
-    {
+    ) -> mcp_stack_transport::BoxFuture<
+        '_,
+        Result<mcp_stack_transport::Received, mcp_stack_transport::TransportError>,
+    > {
         self.inner.recv()
     }
-    fn close(&self) -> mcp_transport::BoxFuture<'_, ()> {
+    fn close(&self) -> mcp_stack_transport::BoxFuture<'_, ()> {
         self.inner.close()
     }
-    fn kind(&self) -> mcp_transport::TransportKind {
+    fn kind(&self) -> mcp_stack_transport::TransportKind {
         self.inner.kind()
     }
 }
@@ -522,17 +524,17 @@ struct ProbeCounter {
     probes: Arc<std::sync::atomic::AtomicUsize>,
 }
 
-impl mcp_runtime::Connector for ProbeCounter {
+impl mcp_stack_runtime::Connector for ProbeCounter {
     fn connect<'a>(
         &'a self,
-        server: &'a mcp_config::ResolvedServer,
-    ) -> mcp_transport::BoxFuture<
+        server: &'a mcp_stack_config::ResolvedServer,
+    ) -> mcp_stack_transport::BoxFuture<
         'a,
-        Result<Arc<dyn mcp_transport::Transport>, mcp_runtime::ConnectError>,
+        Result<Arc<dyn mcp_stack_transport::Transport>, mcp_stack_runtime::ConnectError>,
     > {
         Box::pin(async move {
             let inner = self.kit.connect(server).await?;
-            let t: Arc<dyn mcp_transport::Transport> = Arc::new(CountProbes {
+            let t: Arc<dyn mcp_stack_transport::Transport> = Arc::new(CountProbes {
                 inner,
                 probes: Arc::clone(&self.probes),
             });
@@ -557,7 +559,7 @@ async fn the_auto_probe_runs_once_per_server() {
     );
     let first = m.acquire("s1", &cfg).await.unwrap();
     assert_eq!(probes.load(std::sync::atomic::Ordering::Relaxed), 2);
-    let v = |lease: &mcp_runtime::RuntimeLease, s: &str| {
+    let v = |lease: &mcp_stack_runtime::RuntimeLease, s: &str| {
         lease
             .session(s)
             .unwrap()
@@ -596,9 +598,9 @@ async fn the_auto_probe_runs_once_per_server() {
 /// and is never asked.
 #[tokio::test]
 async fn handlers_given_at_acquire_reach_every_server() {
-    use mcp_session::types::{ElicitRequestParams, ElicitResult, Root};
-    use mcp_session::{ClientHandler, ClientHandlers, Elicitor, Sampler};
-    use mcp_transport::BoxFuture;
+    use mcp_stack_session::types::{ElicitRequestParams, ElicitResult, Root};
+    use mcp_stack_session::{ClientHandler, ClientHandlers, Elicitor, Sampler};
+    use mcp_stack_transport::BoxFuture;
 
     struct Form;
     impl Elicitor for Form {
@@ -614,7 +616,7 @@ async fn handlers_given_at_acquire_reach_every_server() {
         fn create_message<'a>(
             &'a self,
             _: &'a serde_json::Value,
-        ) -> BoxFuture<'a, Result<serde_json::Value, mcp_jsonrpc::ErrorObject>> {
+        ) -> BoxFuture<'a, Result<serde_json::Value, mcp_stack_jsonrpc::ErrorObject>> {
             Box::pin(async {
                 Ok(json!({"role": "assistant", "model": "m",
                           "content": {"type": "text", "text": "sampled"}}))
@@ -682,13 +684,13 @@ struct Gated {
     gate: tokio::sync::Semaphore,
 }
 
-impl mcp_runtime::Connector for Gated {
+impl mcp_stack_runtime::Connector for Gated {
     fn connect<'a>(
         &'a self,
-        server: &'a mcp_config::ResolvedServer,
-    ) -> mcp_transport::BoxFuture<
+        server: &'a mcp_stack_config::ResolvedServer,
+    ) -> mcp_stack_transport::BoxFuture<
         'a,
-        Result<Arc<dyn mcp_transport::Transport>, mcp_runtime::ConnectError>,
+        Result<Arc<dyn mcp_stack_transport::Transport>, mcp_stack_runtime::ConnectError>,
     > {
         Box::pin(async move {
             drop(self.gate.acquire().await);

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::config;
-use mcp_runtime::{RuntimeError, RuntimeManager, RuntimeOptions};
-use mcp_testkit::InProcessConnector;
+use mcp_stack_runtime::{RuntimeError, RuntimeManager, RuntimeOptions};
+use mcp_stack_testkit::InProcessConnector;
 use serde_json::json;
 
 /// Two configs of one session: the second changes server `b`, so switching

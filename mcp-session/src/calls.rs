@@ -6,16 +6,16 @@
 
 use std::sync::Arc;
 
-use mcp_transport::SendContext;
+use mcp_stack_transport::SendContext;
 use serde_json::{Value, json};
 
-use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::request::{ElicitationCreate, Request, ToolsCall};
-use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
-use mcp_protocol::tasks::extension::DetailedTask;
-use mcp_protocol::tasks::{CreateTaskResult, Task, TaskMetadata};
-use mcp_protocol::types::CallToolResult;
-use mcp_protocol::{codes as mcp_codes, x_mcp_header};
+use mcp_stack_protocol::meta::RequestMeta;
+use mcp_stack_protocol::request::{ElicitationCreate, Request, ToolsCall};
+use mcp_stack_protocol::results::{InputRequest, InputRequiredResult, ResultType};
+use mcp_stack_protocol::tasks::extension::DetailedTask;
+use mcp_stack_protocol::tasks::{CreateTaskResult, Task, TaskMetadata};
+use mcp_stack_protocol::types::CallToolResult;
+use mcp_stack_protocol::{codes as mcp_codes, x_mcp_header};
 
 use crate::catalog::Tools;
 use crate::config::CallOptions;

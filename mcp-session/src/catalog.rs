@@ -11,9 +11,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use mcp_protocol::request::ToolsList;
-use mcp_protocol::types::{CallToolResult, Extra, ListToolsResult, Tool};
-use mcp_protocol::x_mcp_header;
+use mcp_stack_protocol::request::ToolsList;
+use mcp_stack_protocol::types::{CallToolResult, Extra, ListToolsResult, Tool};
+use mcp_stack_protocol::x_mcp_header;
 
 use crate::conn::Inner;
 use crate::error::SessionError;

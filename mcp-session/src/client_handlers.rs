@@ -17,11 +17,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_jsonrpc::{ErrorObject, RawValue, codes};
-use mcp_protocol::from_server::ServerRequest;
-use mcp_protocol::request::{ElicitationCreate, Request as _, SamplingCreateMessage};
-use mcp_protocol::types::{ClientCapabilities, ElicitRequestParams, ElicitResult, Root};
-use mcp_transport::BoxFuture;
+use mcp_stack_jsonrpc::{ErrorObject, RawValue, codes};
+use mcp_stack_protocol::from_server::ServerRequest;
+use mcp_stack_protocol::request::{ElicitationCreate, Request as _, SamplingCreateMessage};
+use mcp_stack_protocol::types::{ClientCapabilities, ElicitRequestParams, ElicitResult, Root};
+use mcp_stack_transport::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::config::ClientHandler;
@@ -71,8 +71,8 @@ pub trait Sampler: Send + Sync + 'static {
 /// The application's answers to server requests (see the module docs).
 ///
 /// ```
-/// use mcp_session::{ClientHandlers, SessionConfig};
-/// use mcp_session::types::Root;
+/// use mcp_stack_session::{ClientHandlers, SessionConfig};
+/// use mcp_stack_session::types::Root;
 ///
 /// let handlers = ClientHandlers::new()
 ///     .roots(vec![Root::new("file:///home/me/project", Some("project".into()))]);

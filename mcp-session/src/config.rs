@@ -5,12 +5,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorObject, RawValue};
-use mcp_transport::BoxFuture;
+use mcp_stack_jsonrpc::{ErrorObject, RawValue};
+use mcp_stack_transport::BoxFuture;
 use serde_json::Value;
 
-use mcp_protocol::types::{ClientCapabilities, Implementation, ProgressParams};
-use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, defaults};
+use mcp_stack_protocol::types::{ClientCapabilities, Implementation, ProgressParams};
+use mcp_stack_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, defaults};
 
 /// Answers requests the server sends to the client (sampling, elicitation,
 /// roots). `ping` is answered by the session itself.
@@ -44,11 +44,11 @@ impl<H: ClientHandler + ?Sized> ClientHandler for Arc<H> {
 }
 
 /// A notification from the server, read once into its type
-/// (`mcp_protocol::from_server`); the session hands it to the notification
+/// (`mcp_stack_protocol::from_server`); the session hands it to the notification
 /// listener and to the subscriptions that asked for it. A
 /// `notifications/tasks` (2026-07-28) reaches them as
 /// [`TaskStatus`](ServerNotification::TaskStatus), its summary.
-pub use mcp_protocol::from_server::ServerNotification;
+pub use mcp_stack_protocol::from_server::ServerNotification;
 
 /// The default of [`SessionConfig::max_list_bytes`]: 64 MiB.
 pub(crate) const DEFAULT_MAX_LIST_BYTES: usize = 64 * 1024 * 1024;
@@ -66,7 +66,7 @@ pub type ProgressListener = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_session::{ProtocolMode, ProtocolPin, ProtocolVersion, SessionConfig};
+/// use mcp_stack_session::{ProtocolMode, ProtocolPin, ProtocolVersion, SessionConfig};
 ///
 /// let config = SessionConfig::new()
 ///     .server_name("files")
@@ -262,7 +262,7 @@ impl SessionConfig {
     /// without a handshake selects the discover mode).
     ///
     /// ```
-    /// use mcp_session::{ProtocolMode, SessionConfig};
+    /// use mcp_stack_session::{ProtocolMode, SessionConfig};
     /// let mut c = SessionConfig::default();
     /// c.pin_protocol("2026-07-28").unwrap();
     /// assert_eq!(c.mode(), ProtocolMode::Discover);
@@ -270,7 +270,7 @@ impl SessionConfig {
     /// assert_eq!((c.mode(), c.offered_version().as_str()), (ProtocolMode::Handshake, "2025-06-18"));
     /// assert!(c.pin_protocol("1999-01-01").is_err());
     /// ```
-    pub fn pin_protocol(&mut self, pin: &str) -> Result<(), mcp_protocol::UnknownVersion> {
+    pub fn pin_protocol(&mut self, pin: &str) -> Result<(), mcp_stack_protocol::UnknownVersion> {
         self.protocol = pin.parse()?;
         Ok(())
     }
@@ -304,7 +304,7 @@ impl Default for SessionConfig {
 ///
 /// ```
 /// use std::time::Duration;
-/// let options = mcp_session::CallOptions::new()
+/// let options = mcp_stack_session::CallOptions::new()
 ///     .timeout(Duration::from_secs(5))
 ///     .on_progress(|p| eprintln!("{} of {:?}", p.progress(), p.total()));
 /// assert_eq!(options.timeout, Some(Duration::from_secs(5)));

@@ -16,16 +16,16 @@ use std::sync::atomic::AtomicI64;
 
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification};
-use mcp_transport::{SendContext, Transport};
+use mcp_stack_jsonrpc::{Message, Notification};
+use mcp_stack_transport::{SendContext, Transport};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::request::Request;
-use mcp_protocol::types::ClientCapabilities;
-use mcp_protocol::types::InitializeResult;
+use mcp_stack_protocol::meta::RequestMeta;
+use mcp_stack_protocol::request::Request;
+use mcp_stack_protocol::types::ClientCapabilities;
+use mcp_stack_protocol::types::InitializeResult;
 
 use crate::config::SessionConfig;
 use crate::error::SessionError;

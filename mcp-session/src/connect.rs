@@ -6,16 +6,18 @@
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
 
-use mcp_jsonrpc::{Message, Notification, RawJson};
-use mcp_transport::{Lifecycle as Lifecycle_, SendContext, Transport, TransportError};
+use mcp_stack_jsonrpc::{Message, Notification, RawJson};
+use mcp_stack_transport::{Lifecycle as Lifecycle_, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
 
-use mcp_protocol::discover::DiscoverResult;
-use mcp_protocol::meta::RequestMeta;
-use mcp_protocol::notification::{Initialized, Notification as _};
-use mcp_protocol::request::{Initialize, Request, ServerDiscover};
-use mcp_protocol::types::{ClientCapabilities, Implementation, InitializeParams, InitializeResult};
-use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
+use mcp_stack_protocol::discover::DiscoverResult;
+use mcp_stack_protocol::meta::RequestMeta;
+use mcp_stack_protocol::notification::{Initialized, Notification as _};
+use mcp_stack_protocol::request::{Initialize, Request, ServerDiscover};
+use mcp_stack_protocol::types::{
+    ClientCapabilities, Implementation, InitializeParams, InitializeResult,
+};
+use mcp_stack_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion};
 
 use crate::changes::Staleness;
 use crate::config::SessionConfig;
@@ -40,7 +42,7 @@ impl Inner {
         // Extensions exist from 2026-07-28 on: declared in its `_meta` only.
         let mut meta_capabilities = capabilities.clone();
         if self.config.tasks_extension {
-            mcp_protocol::tasks::extension::declare(&mut meta_capabilities);
+            mcp_stack_protocol::tasks::extension::declare(&mut meta_capabilities);
         }
         let mut meta = RequestMeta::new(
             DISCOVERING.as_str(),

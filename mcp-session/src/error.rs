@@ -3,8 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use mcp_jsonrpc::ErrorObject;
-use mcp_transport::TransportError;
+use mcp_stack_jsonrpc::ErrorObject;
+use mcp_stack_transport::TransportError;
 
 /// One problem found when checking a value against a JSON Schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -382,7 +382,7 @@ fn task_failure(error: Option<&ErrorObject>, message: Option<&str>) -> String {
 fn explain(error: &ErrorObject) -> String {
     let data: Option<serde_json::Value> = error.data_as().and_then(Result::ok);
     match error.code {
-        mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION => {
+        mcp_stack_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION => {
             let supported = data
                 .as_ref()
                 .and_then(|d| d.get("supported"))
@@ -392,7 +392,7 @@ fn explain(error: &ErrorObject) -> String {
                 "; the server does not speak the requested protocol version (it supports: {supported})"
             )
         }
-        mcp_protocol::codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+        mcp_stack_protocol::codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
             let required = data
                 .as_ref()
                 .and_then(|d| d.get("requiredCapabilities"))
@@ -402,7 +402,7 @@ fn explain(error: &ErrorObject) -> String {
                 "; the server needs a client capability this client did not declare: {required}"
             )
         }
-        mcp_protocol::codes::HEADER_MISMATCH => {
+        mcp_stack_protocol::codes::HEADER_MISMATCH => {
             "; the HTTP headers did not match the request body (a proxy rewriting headers?)".into()
         }
         _ => String::new(),
@@ -417,7 +417,7 @@ fn known_tools(known: &[String]) -> String {
     }
 }
 
-pub(crate) use mcp_transport::describe_duration as fmt_duration;
+pub(crate) use mcp_stack_transport::describe_duration as fmt_duration;
 
 impl SessionError {
     /// A [`Timeout`](Self::Timeout): `method` waited `after`, when the
@@ -425,7 +425,7 @@ impl SessionError {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use mcp_session::{SessionError, TimeoutKind};
+    /// use mcp_stack_session::{SessionError, TimeoutKind};
     /// let secs = Duration::from_secs;
     /// let e = SessionError::timeout("tools/call", TimeoutKind::MaxTotal, secs(600), secs(600));
     /// assert!(e.is_timeout());

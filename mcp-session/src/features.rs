@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use mcp_protocol::codes as mcp_codes;
-use mcp_protocol::request::{
+use mcp_stack_protocol::codes as mcp_codes;
+use mcp_stack_protocol::request::{
     CompletionComplete, LoggingSetLevel, PromptsGet, PromptsList, ResourcesList, ResourcesRead,
     ResourcesTemplatesList,
 };
-use mcp_protocol::types::{
+use mcp_stack_protocol::types::{
     CompleteParams, Completion, CompletionArgument, CompletionContext, CompletionReference, Extra,
     GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, LoggingLevel, Prompt, ReadResourceResult, Resource, ResourceParams,
@@ -135,11 +135,11 @@ pub(crate) fn mark_lists_stale(core: &Inner) {
 /// does not exist: -32002 (before 2026-07-28), or -32602 naming the URI in
 /// its data or saying "not found" (an invalid-params error about something
 /// else stays a protocol error).
-pub(crate) fn is_not_found(error: &mcp_jsonrpc::ErrorObject, uri: &str) -> bool {
+pub(crate) fn is_not_found(error: &mcp_stack_jsonrpc::ErrorObject, uri: &str) -> bool {
     if error.code == mcp_codes::RESOURCE_NOT_FOUND {
         return true;
     }
-    if error.code != mcp_jsonrpc::codes::INVALID_PARAMS {
+    if error.code != mcp_stack_jsonrpc::codes::INVALID_PARAMS {
         return false;
     }
     let data: Option<Value> = error.data_as().and_then(Result::ok);

@@ -5,14 +5,14 @@
 //!   no person to ask (tests, batch agents, conformance runs) that still want
 //!   servers to offer their elicitation tools.
 
-use mcp_jsonrpc::{ErrorObject, RawValue, codes};
-use mcp_transport::BoxFuture;
+use mcp_stack_jsonrpc::{ErrorObject, RawValue, codes};
+use mcp_stack_transport::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::config::ClientHandler;
-use mcp_protocol::from_server::ServerRequest;
-use mcp_protocol::request::{ElicitationCreate, Request as _};
-use mcp_protocol::types::ClientCapabilities;
+use mcp_stack_protocol::from_server::ServerRequest;
+use mcp_stack_protocol::request::{ElicitationCreate, Request as _};
+use mcp_stack_protocol::types::ClientCapabilities;
 
 /// Answers `elicitation/create` (form mode) by accepting with the requested
 /// schema's default values, and declares the `elicitation` capability (form
@@ -26,7 +26,7 @@ use mcp_protocol::types::ClientCapabilities;
 /// * Other server requests get "method not found".
 ///
 /// ```
-/// use mcp_session::{DefaultsElicitationHandler, SessionConfig};
+/// use mcp_stack_session::{DefaultsElicitationHandler, SessionConfig};
 ///
 /// let config = SessionConfig::new().handler(DefaultsElicitationHandler::new());
 /// assert!(config.handler.is_some());

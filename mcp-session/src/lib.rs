@@ -1,4 +1,4 @@
-//! One MCP client connection over any [`Transport`](mcp_transport::Transport).
+//! One MCP client connection over any [`Transport`](mcp_stack_transport::Transport).
 //!
 //! A [`Session`] speaks every MCP revision. By default it probes with
 //! 2026-07-28's `server/discover` and falls back to the `initialize`
@@ -25,9 +25,9 @@
 //! A scripted server on an in-memory transport:
 //!
 //! ```
-//! use mcp_jsonrpc::{Message, Response, to_raw};
-//! use mcp_session::{Session, SessionConfig, SessionError};
-//! use mcp_transport::{Received, Transport, memory};
+//! use mcp_stack_jsonrpc::{Message, Response, to_raw};
+//! use mcp_stack_session::{Session, SessionConfig, SessionError};
+//! use mcp_stack_transport::{Received, Transport, memory};
 //! use serde_json::json;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -102,9 +102,9 @@ pub mod handlers;
 mod session;
 
 /// MCP's vocabulary (revisions, methods, `_meta` keys, codes, message
-/// types), re-exported from `mcp-protocol`.
-pub use mcp_protocol as protocol;
-pub use mcp_protocol::types;
+/// types), re-exported from `mcp-stack-protocol`.
+pub use mcp_stack_protocol as protocol;
+pub use mcp_stack_protocol::types;
 
 pub use client_handlers::{ClientHandlers, Elicitor, RootsProvider, Sampler};
 pub use config::{
@@ -113,7 +113,7 @@ pub use config::{
 };
 pub use error::{ListBudget, SchemaProblem, SessionError, TimeoutKind};
 pub use handlers::DefaultsElicitationHandler;
-pub use mcp_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
+pub use mcp_stack_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
 pub use session::Session;
 pub use skill_problem::SkillProblem;
 pub use skills::{LoadedSkill, VerifiedFile};

@@ -8,8 +8,8 @@
 //! rules (the spec's backward-compatibility section) are tested here on
 //! their own, with no transport.
 
-use mcp_protocol::discover::UnsupportedVersionData;
-use mcp_protocol::{ProtocolMode, ProtocolVersion, codes};
+use mcp_stack_protocol::discover::UnsupportedVersionData;
+use mcp_stack_protocol::{ProtocolMode, ProtocolVersion, codes};
 use serde::Deserialize;
 use serde_json::Value;
 

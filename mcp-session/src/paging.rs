@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_protocol::request::Request;
-use mcp_protocol::results::CacheHints;
-use mcp_protocol::skills::DirectoryReadParams;
-use mcp_protocol::types::{Extra, PaginatedParams};
+use mcp_stack_protocol::request::Request;
+use mcp_stack_protocol::results::CacheHints;
+use mcp_stack_protocol::skills::DirectoryReadParams;
+use mcp_stack_protocol::types::{Extra, PaginatedParams};
 use serde::de::DeserializeOwned;
 
 use crate::conn::Inner;

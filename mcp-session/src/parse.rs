@@ -4,8 +4,8 @@
 
 use std::fmt;
 
-use mcp_jsonrpc::{Id, RawJson};
-use mcp_protocol::tasks::TaskMetadata;
+use mcp_stack_jsonrpc::{Id, RawJson};
+use mcp_stack_protocol::tasks::TaskMetadata;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -16,7 +16,7 @@ pub(crate) fn to_raw_params<P: Serialize + ?Sized>(
     method: &str,
     params: &P,
 ) -> Result<RawJson, SessionError> {
-    mcp_jsonrpc::to_raw(params).map_err(|e| SessionError::InvalidResponse {
+    mcp_stack_jsonrpc::to_raw(params).map_err(|e| SessionError::InvalidResponse {
         method: method.to_string(),
         reason: format!("cannot encode the request: {e}"),
     })
@@ -141,7 +141,7 @@ impl Serialize for CallMeta<'_> {
         if let (None, Some(encoded)) = (self.progress, self.encoded) {
             return encoded.serialize(s);
         }
-        let token = mcp_protocol::meta::PROGRESS_TOKEN;
+        let token = mcp_stack_protocol::meta::PROGRESS_TOKEN;
         let mut map = s.serialize_map(None)?;
         for (k, v) in self.entries.into_iter().flatten() {
             if self.progress.is_none() || k != token {
@@ -158,7 +158,7 @@ impl Serialize for CallMeta<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_protocol::results::ResultType;
+    use mcp_stack_protocol::results::ResultType;
     use serde_json::json;
 
     fn shape(text: &str) -> (ResultType, Option<bool>) {
@@ -275,7 +275,7 @@ mod tests {
 
         proptest! {
             /// `tools/call`'s params as the session encodes them (through
-            /// mcp-jsonrpc's writer) are the bytes serde_json writes.
+            /// mcp-stack-jsonrpc's writer) are the bytes serde_json writes.
             #[test]
             fn call_params_are_encoded_as_serde_json_encodes_them(
                 name in text(),

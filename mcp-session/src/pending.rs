@@ -24,13 +24,13 @@ use std::collections::HashMap;
 use std::task::Waker;
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorObject, Id, RawJson};
+use mcp_stack_jsonrpc::{ErrorObject, Id, RawJson};
 use tokio::sync::oneshot;
 
 use crate::error::{SessionError, TimeoutKind};
 use crate::queue;
 
-use mcp_protocol::types::ProgressParams;
+use mcp_stack_protocol::types::ProgressParams;
 
 /// How a request ended, as the reader saw it.
 #[derive(Debug)]
@@ -38,7 +38,7 @@ pub(crate) enum Outcome {
     Result(RawJson),
     Error(ErrorObject),
     /// The transport failed this request after sending it.
-    Failed(mcp_transport::TransportError),
+    Failed(mcp_stack_transport::TransportError),
     /// The answer was over the size limit (this many bytes) and skipped.
     TooLarge(usize),
     /// The connection closed first; the reason is kept by the table.

@@ -7,18 +7,18 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
 
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, codes,
 };
-use mcp_transport::{InvalidFrame, Received, SendContext, Transport, TransportError};
+use mcp_stack_transport::{InvalidFrame, Received, SendContext, Transport, TransportError};
 use serde_json::json;
 use tokio::task::{AbortHandle, JoinSet};
 
-use mcp_protocol::ProtocolVersion;
-use mcp_protocol::notification::{Notification as _, SubscriptionsAcknowledged};
-use mcp_protocol::request::{Ping, Request as _};
-use mcp_protocol::subscriptions::subscription_of;
-use mcp_protocol::types::LoggingMessageParams;
+use mcp_stack_protocol::ProtocolVersion;
+use mcp_stack_protocol::notification::{Notification as _, SubscriptionsAcknowledged};
+use mcp_stack_protocol::request::{Ping, Request as _};
+use mcp_stack_protocol::subscriptions::subscription_of;
+use mcp_stack_protocol::types::LoggingMessageParams;
 
 use crate::config::{ClientHandler, NotificationListener, ServerNotification};
 use crate::error::SessionError;
@@ -30,7 +30,7 @@ use crate::subscribers::{Subscribers, SubscriptionEvent, SubscriptionFilter};
 pub(crate) struct ClosedInfo {
     pub(crate) reason: String,
     /// How the server process ended (stdio).
-    pub(crate) exit: Option<mcp_transport::ExitInfo>,
+    pub(crate) exit: Option<mcp_stack_transport::ExitInfo>,
     /// Its last stderr lines (stdio).
     pub(crate) stderr_tail: Vec<String>,
 }
@@ -465,7 +465,7 @@ pub(crate) async fn answer_request(shared: &Shared, request: &Request) -> Messag
         None
     };
     let result = match outcome {
-        Some(Ok(value)) => mcp_jsonrpc::to_raw(&value).map_err(|e| {
+        Some(Ok(value)) => mcp_stack_jsonrpc::to_raw(&value).map_err(|e| {
             ErrorObject::new(codes::INTERNAL_ERROR, format!("cannot encode answer: {e}"))
         }),
         Some(Err(e)) => Err(e),

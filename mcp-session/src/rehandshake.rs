@@ -2,10 +2,10 @@
 //! running session, and sending again the requests that failed with it.
 //!
 //! A transport reports that the server's session ended
-//! ([`Received::SessionExpired`](mcp_transport::Received): a streamable HTTP
+//! ([`Received::SessionExpired`](mcp_stack_transport::Received): a streamable HTTP
 //! session expired, a legacy SSE stream came back with a new endpoint) and
 //! fails the messages the server did not process with
-//! [`TransportError::SessionExpired`](mcp_transport::TransportError); it
+//! [`TransportError::SessionExpired`](mcp_stack_transport::TransportError); it
 //! posts nothing but the handshake until one has run. The session then:
 //!
 //! * runs the handshake once ([`Renewal`](crate::renewal::Renewal) keeps it
@@ -35,15 +35,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::{Id, Message, Notification, OutgoingRequest, RawJson, Request};
-use mcp_transport::{Lifecycle as Lifecycle_, SendContext};
+use mcp_stack_jsonrpc::{Id, Message, Notification, OutgoingRequest, RawJson, Request};
+use mcp_stack_transport::{Lifecycle as Lifecycle_, SendContext};
 use serde::Serialize;
 use tokio::time::Instant;
 
-use mcp_protocol::ProtocolMode;
-use mcp_protocol::notification::{Initialized, Notification as _};
-use mcp_protocol::request::{Initialize, Request as _, ServerDiscover};
-use mcp_protocol::types::ClientCapabilities;
+use mcp_stack_protocol::ProtocolMode;
+use mcp_stack_protocol::notification::{Initialized, Notification as _};
+use mcp_stack_protocol::request::{Initialize, Request as _, ServerDiscover};
+use mcp_stack_protocol::types::ClientCapabilities;
 
 use crate::config::ProgressListener;
 use crate::conn::Inner;
@@ -79,7 +79,7 @@ const INITIALIZE_TRIES: u32 = 3;
 /// Whether the `initialize` of a new handshake was lost on the way rather
 /// than refused: a transport failure with no HTTP status, not a closed
 /// connection and not an authorization problem.
-fn lost(error: &mcp_transport::TransportError) -> bool {
+fn lost(error: &mcp_stack_transport::TransportError) -> bool {
     !error.is_closed() && error.http_status().is_none() && !error.needs_authorization()
 }
 

@@ -3,7 +3,7 @@
 //! the shared state of that, without the handshake itself (which is
 //! `rehandshake.rs`'s).
 //!
-//! The reader (on [`Received::SessionExpired`](mcp_transport::Received))
+//! The reader (on [`Received::SessionExpired`](mcp_stack_transport::Received))
 //! and each request the expiry failed ask for a new handshake; the first
 //! ask for a round starts it, the others find it running, or done since
 //! the request was sent, and only wait. Rounds are counted: a request

@@ -5,17 +5,17 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     EncodeError, ErrorResponse, Id, Message, Notification, OutgoingRequest, RawJson, Response,
 };
-use mcp_transport::{Answer, SendContext, Transport, TransportError};
+use mcp_stack_transport::{Answer, SendContext, Transport, TransportError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio::time::Instant;
 
-use mcp_protocol::notification::{Cancelled, Notification as _};
-use mcp_protocol::request::{Initialize, Request as _, ServerDiscover};
+use mcp_stack_protocol::notification::{Cancelled, Notification as _};
+use mcp_stack_protocol::request::{Initialize, Request as _, ServerDiscover};
 
 use crate::config::ProgressListener;
 use crate::conn::Inner;
@@ -55,7 +55,7 @@ impl Drop for InFlight<'_> {
             let params = json!({"requestId": self.id, "reason": "the client stopped waiting"});
             let transport = Arc::clone(&self.session.transport);
             let context = self.session.context().cancels(self.id.clone());
-            if let Ok(raw) = mcp_jsonrpc::to_raw(&params) {
+            if let Ok(raw) = mcp_stack_jsonrpc::to_raw(&params) {
                 let note = Message::Notification(Notification::new(Cancelled::METHOD, Some(raw)));
                 // Drop cannot await; a runtime is present wherever requests run.
                 if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -5,12 +5,12 @@
 //! to check liveness, whether results carry cache hints, how notifications
 //! are listened for, how tool calls run as tasks, whether a request mirrors
 //! its name and arguments into HTTP headers. A new revision is a change here
-//! (and in `mcp-protocol`'s capability methods), not a hunt through the
+//! (and in `mcp-stack-protocol`'s capability methods), not a hunt through the
 //! features.
 
-use mcp_protocol::request::{Ping, Request, ServerDiscover};
-use mcp_protocol::{Listening, ProtocolVersion, TaskModel};
-use mcp_transport::TransportKind;
+use mcp_stack_protocol::request::{Ping, Request, ServerDiscover};
+use mcp_stack_protocol::{Listening, ProtocolVersion, TaskModel};
+use mcp_stack_transport::TransportKind;
 
 /// The session's revision and what it means for this connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

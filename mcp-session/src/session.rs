@@ -13,13 +13,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcp_jsonrpc::RawJson;
-use mcp_transport::{Transport, TransportError};
+use mcp_stack_jsonrpc::RawJson;
+use mcp_stack_transport::{Transport, TransportError};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use mcp_protocol::types::{CallToolResult, InitializeResult};
-use mcp_protocol::{ProtocolVersion, x_mcp_header};
+use mcp_stack_protocol::types::{CallToolResult, InitializeResult};
+use mcp_stack_protocol::{ProtocolVersion, x_mcp_header};
 
 use crate::calls::CallAnswer;
 use crate::catalog::Tools;
@@ -144,15 +144,15 @@ impl Session {
     /// server that exits when the first request is not `initialize`) is
     /// started again and spoken to with the handshake straight away. Every
     /// entry point that can start a server again (the runtime, the CLI, the
-    /// `mcp-client` front door) goes through here.
+    /// `mcp-stack-client` front door) goes through here.
     ///
     /// `open` is called once, or twice in that case; each transport it
     /// returns is closed if the session cannot use it.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use mcp_session::{Session, SessionConfig};
-    /// use mcp_transport::{Transport, TransportError, memory};
+    /// use mcp_stack_session::{Session, SessionConfig};
+    /// use mcp_stack_transport::{Transport, TransportError, memory};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// // A server that is gone at once: both attempts fail, with the reason.
@@ -369,20 +369,20 @@ impl Session {
     /// rounds or tasks: that is [`Session::call_tool`]).
     ///
     /// ```no_run
-    /// # async fn f(session: mcp_session::Session) -> Result<(), mcp_session::SessionError> {
-    /// use mcp_session::protocol::request::ToolsList;
+    /// # async fn f(session: mcp_stack_session::Session) -> Result<(), mcp_stack_session::SessionError> {
+    /// use mcp_stack_session::protocol::request::ToolsList;
     /// let page = session.call::<ToolsList>(&Default::default()).await?;
     /// println!("{} tools on the first page", page.tools.len());
     /// # Ok(()) }
     /// ```
-    pub async fn call<R: mcp_protocol::request::Request>(
+    pub async fn call<R: mcp_stack_protocol::request::Request>(
         &self,
         params: &R::Params,
     ) -> Result<R::Result, SessionError> {
         let inner = self.core();
         // What a 2026-07-28 request mirrors as `Mcp-Name`, read from the
         // params only where it is sent.
-        let name = match mcp_protocol::x_mcp_header::name_field(R::METHOD) {
+        let name = match mcp_stack_protocol::x_mcp_header::name_field(R::METHOD) {
             Some(field) if inner.mirrors_headers() => serde_json::to_value(params)
                 .ok()
                 .and_then(|v| v.get(field)?.as_str().map(str::to_owned)),

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use mcp_protocol::skills::{SKILL_MD, frontmatter};
+use mcp_stack_protocol::skills::{SKILL_MD, frontmatter};
 
 /// Why a skill's file was refused. Nothing of a refused file is returned.
 #[derive(Debug, Clone, PartialEq)]

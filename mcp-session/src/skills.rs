@@ -21,12 +21,12 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use mcp_protocol::request::{ResourcesDirectoryRead, SkillsGet, SkillsList};
-use mcp_protocol::skills::{
+use mcp_stack_protocol::request::{ResourcesDirectoryRead, SkillsGet, SkillsList};
+use mcp_stack_protocol::skills::{
     DirectoryReadParams, DirectoryReadResult, GetSkillParams, ListSkillsResult, SkillEntry,
     SkillFile, SkillResources, SkillsSettings, frontmatter, parse_sha256,
 };
-use mcp_protocol::types::{Extra, Resource, ResourceContents};
+use mcp_stack_protocol::types::{Extra, Resource, ResourceContents};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -284,7 +284,7 @@ async fn fetch_verified(
     if actual != expected {
         return Err(reject(SkillProblem::DigestMismatch {
             expected: listed.digest.clone(),
-            actual: mcp_protocol::skills::format_sha256(&actual),
+            actual: mcp_stack_protocol::skills::format_sha256(&actual),
         }));
     }
     Ok(VerifiedFile {

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use mcp_jsonrpc::Id;
-pub(crate) use mcp_protocol::subscriptions::SubscriptionFilter;
+use mcp_stack_jsonrpc::Id;
+pub(crate) use mcp_stack_protocol::subscriptions::SubscriptionFilter;
 
 use crate::config::ServerNotification;
 use crate::error::SessionError;

@@ -18,15 +18,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::Id;
+use mcp_stack_jsonrpc::Id;
 use tokio::task::JoinHandle;
 
-use mcp_protocol::Listening;
-use mcp_protocol::request::{
+use mcp_stack_protocol::Listening;
+use mcp_stack_protocol::request::{
     Request, ResourcesSubscribe, ResourcesUnsubscribe, SubscriptionsListen,
 };
-use mcp_protocol::subscriptions::SubscriptionParams;
-use mcp_protocol::types::{Extra, ResourceParams};
+use mcp_stack_protocol::subscriptions::SubscriptionParams;
+use mcp_stack_protocol::types::{Extra, ResourceParams};
 
 use crate::config::ServerNotification;
 use crate::conn::{Inner, require};
@@ -34,7 +34,7 @@ use crate::error::{SessionError, TimeoutKind};
 use crate::queue;
 use crate::subscribers::{Subscribers, SubscriptionEvent};
 
-pub use mcp_protocol::subscriptions::SubscriptionFilter;
+pub use mcp_stack_protocol::subscriptions::SubscriptionFilter;
 
 /// An open subscription: a `subscriptions/listen` stream (2026-07-28), or
 /// before it a local one over `resources/subscribe` and the notifications

@@ -32,13 +32,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::ErrorObject;
-use mcp_protocol::request::{Request, TasksCancel, TasksGet, TasksList, TasksResult, TasksUpdate};
-use mcp_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
-use mcp_protocol::tasks::{
+use mcp_stack_jsonrpc::ErrorObject;
+use mcp_stack_protocol::request::{
+    Request, TasksCancel, TasksGet, TasksList, TasksResult, TasksUpdate,
+};
+use mcp_stack_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
+use mcp_stack_protocol::tasks::{
     ListTasksResult, Task, TaskIdParams, TaskMetadata, TaskStatus, TaskSupport,
 };
-use mcp_protocol::types::{CallToolResult, Extra};
+use mcp_stack_protocol::types::{CallToolResult, Extra};
 use serde_json::Value;
 use tokio::time::Instant;
 

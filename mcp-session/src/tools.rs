@@ -13,8 +13,8 @@ use crate::simple_schema::SimpleSchema;
 
 /// The tools of every catalog of the process, each kept once.
 static TOOLS: Interner<CatalogTool> = Interner::new();
-use mcp_protocol::types::Tool;
-use mcp_protocol::x_mcp_header::{self as headers, HeaderParam};
+use mcp_stack_protocol::types::Tool;
+use mcp_stack_protocol::x_mcp_header::{self as headers, HeaderParam};
 
 /// How many problems a validation report keeps; the rest are counted.
 #[cfg(feature = "validation")]

@@ -26,11 +26,11 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_session::{ProtocolPin, ProtocolVersion, Session, SessionConfig, SessionError};
-use mcp_testkit::DEFAULT_BATCH_BOMB_BYTES;
-use mcp_transport::Transport;
-use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport};
-use mcp_transport::stdio::{StdioConfig, StdioTransport};
+use mcp_stack_session::{ProtocolPin, ProtocolVersion, Session, SessionConfig, SessionError};
+use mcp_stack_testkit::DEFAULT_BATCH_BOMB_BYTES;
+use mcp_stack_transport::Transport;
+use mcp_stack_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport};
+use mcp_stack_transport::stdio::{StdioConfig, StdioTransport};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
             .enable_all()
             .build()
             .unwrap();
-        return runtime.block_on(mcp_testkit::run(args.into_iter().skip(1)));
+        return runtime.block_on(mcp_stack_testkit::run(args.into_iter().skip(1)));
     }
     if args.iter().any(|a| a == "--list") {
         println!("batch_bomb_peak_memory: test");

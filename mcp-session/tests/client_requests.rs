@@ -5,17 +5,17 @@
 //! over a duplex stream, and over streamable HTTP.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use mcp_jsonrpc::ErrorObject;
-use mcp_session::types::{ElicitRequestParams, ElicitResult, Root};
-use mcp_session::{
+use mcp_stack_jsonrpc::ErrorObject;
+use mcp_stack_session::types::{ElicitRequestParams, ElicitResult, Root};
+use mcp_stack_session::{
     ClientHandlers, Elicitor, ProtocolMode, ProtocolPin, Sampler, Session, SessionConfig,
     SessionError,
 };
-use mcp_testkit::http::{HttpServer, HttpServerOptions};
-use mcp_testkit::{Era, ServerOptions, serve};
-use mcp_transport::BoxFuture;
-use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
-use mcp_transport::stream::StreamTransport;
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_stack_testkit::{Era, ServerOptions, serve};
+use mcp_stack_transport::BoxFuture;
+use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport};
+use mcp_stack_transport::stream::StreamTransport;
 use serde_json::{Value, json};
 
 /// Answers every elicitation with a fixed answer (URL mode too).

@@ -9,9 +9,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, Request, Response, to_raw};
-use mcp_session::{CallOptions, Session, SessionError, TimeoutKind};
-use mcp_transport::{Transport, memory};
+use mcp_stack_jsonrpc::{Message, Notification, Request, Response, to_raw};
+use mcp_stack_session::{CallOptions, Session, SessionError, TimeoutKind};
+use mcp_stack_transport::{Transport, memory};
 use serde_json::{Value, json};
 
 use common::{Fake, Hangs, Reply, config, server_request, start, tools_server, until};
@@ -213,7 +213,7 @@ async fn a_panicking_listener_ends_the_waiting_requests() {
     let (t, fake) = start(tools_server(|r| {
         (r.method == "stuck").then_some(Reply::Silence)
     }));
-    let cfg = config().on_notification(|n: &mcp_session::ServerNotification| {
+    let cfg = config().on_notification(|n: &mcp_stack_session::ServerNotification| {
         assert!(
             !format!("{n:?}").contains("boom"),
             "the listener panics (on purpose)"
@@ -261,8 +261,8 @@ impl Transport for SendsStuck {
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
-        context: &'a mcp_transport::SendContext,
-    ) -> mcp_transport::BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        context: &'a mcp_stack_transport::SendContext,
+    ) -> mcp_stack_transport::BoxFuture<'a, Result<(), mcp_stack_transport::TransportError>> {
         if (self.stuck)(message) {
             return Box::pin(std::future::pending());
         }
@@ -271,16 +271,18 @@ impl Transport for SendsStuck {
 
     fn recv(
         &self,
-    ) -> mcp_transport::BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>>
-    {
+    ) -> mcp_stack_transport::BoxFuture<
+        '_,
+        Result<mcp_stack_transport::Received, mcp_stack_transport::TransportError>,
+    > {
         self.inner.recv()
     }
 
-    fn close(&self) -> mcp_transport::BoxFuture<'_, ()> {
+    fn close(&self) -> mcp_stack_transport::BoxFuture<'_, ()> {
         self.inner.close()
     }
 
-    fn kind(&self) -> mcp_transport::TransportKind {
+    fn kind(&self) -> mcp_stack_transport::TransportKind {
         self.inner.kind()
     }
 }

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, Request, to_raw};
-use mcp_session::types::{CompletionReference, ResourceContents};
-use mcp_session::{ServerNotification, Session, SessionConfig, SessionError};
-use mcp_transport::Transport as _;
+use mcp_stack_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_stack_session::types::{CompletionReference, ResourceContents};
+use mcp_stack_session::{ServerNotification, Session, SessionConfig, SessionError};
+use mcp_stack_transport::Transport as _;
 use serde_json::{Value, json};
 
 use common::{Reply, Script, init_result, params, start};
@@ -21,8 +21,8 @@ use common::{Reply, Script, init_result, params, start};
 fn config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
-        .protocol(mcp_session::ProtocolPin::Mode(
-            mcp_session::ProtocolMode::Handshake,
+        .protocol(mcp_stack_session::ProtocolPin::Mode(
+            mcp_stack_session::ProtocolMode::Handshake,
         ))
 }
 
@@ -333,7 +333,7 @@ async fn progress_sent_just_before_the_answer_all_reaches_the_listener() {
     let s = Session::connect_shared(t, config()).await.unwrap();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
-    let options = mcp_session::CallOptions::new().on_progress(move |p| {
+    let options = mcp_stack_session::CallOptions::new().on_progress(move |p| {
         log.lock().unwrap().push(p.progress());
     });
     s.call_tool_with("work", json!({}), options).await.unwrap();
@@ -385,7 +385,7 @@ fn endless_resources() -> Script {
 
 #[tokio::test]
 async fn each_list_budget_stops_an_endless_list_and_names_its_setting() {
-    use mcp_session::ListBudget;
+    use mcp_stack_session::ListBudget;
     // A page of 100 resources is about 3.5 KB of JSON.
     let cases = [
         (config().max_list_items(250), ListBudget::Items, 250, 3),

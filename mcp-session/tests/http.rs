@@ -6,12 +6,12 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_session::{
+use mcp_stack_session::{
     CallOptions, DefaultsElicitationHandler, ProtocolVersion, Session, SessionConfig, SessionError,
 };
-use mcp_testkit::Era;
-use mcp_testkit::http::{HttpMisbehaviour, HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
+use mcp_stack_testkit::Era;
+use mcp_stack_testkit::http::{HttpMisbehaviour, HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport};
 use serde_json::json;
 
 async fn server(era: Era) -> HttpServer {
@@ -139,7 +139,7 @@ async fn a_timed_out_call_closes_its_stream_and_posts_no_cancellation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_over_http_is_acknowledged_and_dropping_it_closes_its_stream() {
-    use mcp_session::subscriptions::SubscriptionFilter;
+    use mcp_stack_session::subscriptions::SubscriptionFilter;
     let server = server(Era::Modern).await;
     let session = connect(&server).await;
     let subscription = session

@@ -12,10 +12,10 @@
 //! allocations count too: one page at a time, which the bound allows for.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use mcp_session::protocol::{ProtocolMode, ProtocolPin};
-use mcp_session::{ListBudget, Session, SessionConfig, SessionError};
-use mcp_testkit::{Misbehaviour, ServerOptions, serve};
-use mcp_transport::stream::StreamTransport;
+use mcp_stack_session::protocol::{ProtocolMode, ProtocolPin};
+use mcp_stack_session::{ListBudget, Session, SessionConfig, SessionError};
+use mcp_stack_testkit::{Misbehaviour, ServerOptions, serve};
+use mcp_stack_transport::stream::StreamTransport;
 
 #[path = "common/heap.rs"]
 mod heap;

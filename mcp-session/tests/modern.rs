@@ -8,14 +8,14 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{ErrorObject, Message, RawValue, Request};
-use mcp_session::protocol::meta::{
+use mcp_stack_jsonrpc::{ErrorObject, Message, RawValue, Request};
+use mcp_stack_session::protocol::meta::{
     CLIENT_INFO as META_CLIENT_INFO, PROTOCOL_VERSION as META_PROTOCOL_VERSION,
 };
-use mcp_session::{
+use mcp_stack_session::{
     ClientHandler, ProtocolMode, ProtocolVersion, Session, SessionConfig, SessionError,
 };
-use mcp_transport::{BoxFuture, Transport};
+use mcp_stack_transport::{BoxFuture, Transport};
 use serde_json::{Value, json};
 
 use common::{Reply, init_result, params, start};
@@ -65,7 +65,7 @@ fn discover_server(
 
 fn config(mode: ProtocolMode) -> SessionConfig {
     SessionConfig::new()
-        .protocol(mcp_session::ProtocolPin::Mode(mode))
+        .protocol(mcp_stack_session::ProtocolPin::Mode(mode))
         .server_name("fake")
 }
 
@@ -381,7 +381,7 @@ async fn discover_error_codes_are_explained() {
 #[tokio::test]
 async fn a_pinned_2026_07_28_version_means_discover_mode() {
     let (t, fake) = start(discover_server(None, echo_reply));
-    let cfg = config(ProtocolMode::Handshake).protocol(mcp_session::ProtocolPin::Version(
+    let cfg = config(ProtocolMode::Handshake).protocol(mcp_stack_session::ProtocolPin::Version(
         ProtocolVersion::V2026_07_28,
     ));
     let s = Session::connect_shared(t as Arc<dyn Transport>, cfg)
@@ -393,9 +393,9 @@ async fn a_pinned_2026_07_28_version_means_discover_mode() {
 
 fn on_subscription(method: &str, subscription: &Value, mut params: Value) -> Message {
     params["_meta"] = json!({"io.modelcontextprotocol/subscriptionId": subscription});
-    Message::from(mcp_jsonrpc::Notification::new(
+    Message::from(mcp_stack_jsonrpc::Notification::new(
         method,
-        Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+        Some(mcp_stack_jsonrpc::to_raw(&params).unwrap()),
     ))
 }
 
@@ -444,7 +444,7 @@ fn listening_server(end: bool) -> common::Script {
 
 #[tokio::test]
 async fn listen_yields_its_own_notifications_and_a_graceful_end() {
-    use mcp_session::subscriptions::SubscriptionFilter;
+    use mcp_stack_session::subscriptions::SubscriptionFilter;
     let (t, fake) = start(listening_server(true));
     let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
@@ -476,7 +476,10 @@ async fn listen_yields_its_own_notifications_and_a_graceful_end() {
     // Another subscription's notification is not ours.
     let first = sub.next().await.unwrap().unwrap();
     assert!(
-        matches!(first, mcp_session::ServerNotification::ToolsListChanged),
+        matches!(
+            first,
+            mcp_stack_session::ServerNotification::ToolsListChanged
+        ),
         "{first:?}"
     );
     assert!(sub.next().await.unwrap().is_none(), "a graceful end");
@@ -488,7 +491,7 @@ async fn listen_yields_its_own_notifications_and_a_graceful_end() {
 
 #[tokio::test]
 async fn dropping_a_subscription_cancels_its_request() {
-    use mcp_session::subscriptions::SubscriptionFilter;
+    use mcp_stack_session::subscriptions::SubscriptionFilter;
     let (t, fake) = start(listening_server(false));
     let s = Session::connect_shared(t, config(ProtocolMode::Discover))
         .await
@@ -521,7 +524,7 @@ async fn dropping_a_subscription_cancels_its_request() {
 
 #[tokio::test]
 async fn listen_on_a_legacy_session_grants_what_the_server_declares() {
-    use mcp_session::subscriptions::SubscriptionFilter;
+    use mcp_stack_session::subscriptions::SubscriptionFilter;
     // Tools without listChanged, no resources: nothing can be granted.
     let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
         "initialize" => Reply::Ok(init_result("2025-11-25", json!({"tools": {}}))),
@@ -547,7 +550,7 @@ async fn listen_on_a_legacy_session_grants_what_the_server_declares() {
         .collect();
     assert!(sent.is_empty(), "{sent:?}");
     // The connection ends: so does the subscription, with the reason.
-    use mcp_transport::Transport as _;
+    use mcp_stack_transport::Transport as _;
     fake.server.close().await;
     let mut sub = sub;
     let end = tokio::time::timeout(Duration::from_secs(10), sub.next())
@@ -558,7 +561,7 @@ async fn listen_on_a_legacy_session_grants_what_the_server_declares() {
 
 #[tokio::test]
 async fn listen_on_a_legacy_session_subscribes_routes_and_unsubscribes() {
-    use mcp_session::subscriptions::SubscriptionFilter;
+    use mcp_stack_session::subscriptions::SubscriptionFilter;
     let (t, fake) = start(Arc::new(|r: &Request| match r.method.as_str() {
         "initialize" => Reply::Ok(init_result(
             "2025-11-25",
@@ -594,12 +597,12 @@ async fn listen_on_a_legacy_session_subscribes_routes_and_unsubscribes() {
         1
     );
     let send = |method: &str, params: Value| {
-        Message::from(mcp_jsonrpc::Notification::new(
+        Message::from(mcp_stack_jsonrpc::Notification::new(
             method,
-            Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+            Some(mcp_stack_jsonrpc::to_raw(&params).unwrap()),
         ))
     };
-    use mcp_transport::Transport as _;
+    use mcp_stack_transport::Transport as _;
     // Another resource's update is not ours; ours and the list change are.
     for m in [
         send(
@@ -616,12 +619,15 @@ async fn listen_on_a_legacy_session_subscribes_routes_and_unsubscribes() {
     }
     let first = sub.next().await.unwrap().unwrap();
     assert!(
-        matches!(&first, mcp_session::ServerNotification::ResourceUpdated(u) if u.uri == "file:///a"),
+        matches!(&first, mcp_stack_session::ServerNotification::ResourceUpdated(u) if u.uri == "file:///a"),
         "{first:?}"
     );
     let second = sub.next().await.unwrap().unwrap();
     assert!(
-        matches!(second, mcp_session::ServerNotification::ToolsListChanged),
+        matches!(
+            second,
+            mcp_stack_session::ServerNotification::ToolsListChanged
+        ),
         "{second:?}"
     );
     // Dropping it unsubscribes (wait, bounded, for the request to arrive).
@@ -637,12 +643,12 @@ async fn listen_on_a_legacy_session_subscribes_routes_and_unsubscribes() {
 /// send was given to mirror into headers.
 #[derive(Debug)]
 struct AsHttp {
-    inner: Arc<mcp_transport::memory::MemoryTransport>,
-    contexts: Mutex<Vec<(String, mcp_transport::SendContext)>>,
+    inner: Arc<mcp_stack_transport::memory::MemoryTransport>,
+    contexts: Mutex<Vec<(String, mcp_stack_transport::SendContext)>>,
 }
 
 impl AsHttp {
-    fn over(inner: Arc<mcp_transport::memory::MemoryTransport>) -> Arc<AsHttp> {
+    fn over(inner: Arc<mcp_stack_transport::memory::MemoryTransport>) -> Arc<AsHttp> {
         Arc::new(AsHttp {
             inner,
             contexts: Mutex::new(Vec::new()),
@@ -654,8 +660,8 @@ impl Transport for AsHttp {
     fn send_with<'a>(
         &'a self,
         message: &'a Message,
-        context: &'a mcp_transport::SendContext,
-    ) -> BoxFuture<'a, Result<(), mcp_transport::TransportError>> {
+        context: &'a mcp_stack_transport::SendContext,
+    ) -> BoxFuture<'a, Result<(), mcp_stack_transport::TransportError>> {
         self.contexts.lock().unwrap().push((
             message.method().unwrap_or_default().to_owned(),
             context.clone(),
@@ -664,14 +670,15 @@ impl Transport for AsHttp {
     }
     fn recv(
         &self,
-    ) -> BoxFuture<'_, Result<mcp_transport::Received, mcp_transport::TransportError>> {
+    ) -> BoxFuture<'_, Result<mcp_stack_transport::Received, mcp_stack_transport::TransportError>>
+    {
         self.inner.recv()
     }
     fn close(&self) -> BoxFuture<'_, ()> {
         self.inner.close()
     }
-    fn kind(&self) -> mcp_transport::TransportKind {
-        mcp_transport::TransportKind::StreamableHttp
+    fn kind(&self) -> mcp_stack_transport::TransportKind {
+        mcp_stack_transport::TransportKind::StreamableHttp
     }
 }
 
@@ -720,7 +727,7 @@ async fn over_http_annotated_arguments_become_headers_and_invalid_tools_are_drop
     s.call_tool("route", json!({"region": "eu-west", "query": "q"}))
         .await
         .unwrap();
-    let calls: Vec<mcp_transport::SendContext> = http
+    let calls: Vec<mcp_stack_transport::SendContext> = http
         .contexts
         .lock()
         .unwrap()
@@ -914,7 +921,7 @@ async fn a_second_refusal_naming_ours_is_an_error_not_a_loop() {
 
 #[tokio::test]
 async fn a_subscriber_that_falls_behind_keeps_the_newest_and_the_loss_is_counted() {
-    use mcp_session::subscriptions::SubscriptionFilter;
+    use mcp_stack_session::subscriptions::SubscriptionFilter;
     // 1,000 notifications while nobody reads: the queue keeps the newest 256.
     let flood = 1000usize;
     let (t, _fake) = start(Arc::new(move |r: &Request| match r.method.as_str() {
@@ -962,7 +969,7 @@ async fn a_subscriber_that_falls_behind_keeps_the_newest_and_the_loss_is_counted
     }
     let mut kept = Vec::new();
     while let Some(event) = sub.next().await.unwrap() {
-        if let mcp_session::ServerNotification::ResourceUpdated(update) = event {
+        if let mcp_stack_session::ServerNotification::ResourceUpdated(update) = event {
             kept.push(update.uri);
         }
     }

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Response, to_raw};
-use mcp_session::protocol::{ProtocolMode, ProtocolPin};
-use mcp_session::{Session, SessionConfig};
-use mcp_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
-use mcp_transport::{
+use mcp_stack_jsonrpc::{Message, Response, to_raw};
+use mcp_stack_session::protocol::{ProtocolMode, ProtocolPin};
+use mcp_stack_session::{Session, SessionConfig};
+use mcp_stack_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
+use mcp_stack_transport::{
     Answer, BoxFuture, Lifecycle, Received, SendContext, Transport, TransportError, TransportKind,
     memory,
 };

@@ -6,9 +6,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Id, Message, Notification, Request, to_raw};
-use mcp_session::{ProtocolVersion, Session, SessionError};
-use mcp_transport::{BadElements, InvalidFrame, Transport};
+use mcp_stack_jsonrpc::{Id, Message, Notification, Request, to_raw};
+use mcp_stack_session::{ProtocolVersion, Session, SessionError};
+use mcp_stack_transport::{BadElements, InvalidFrame, Transport};
 use serde_json::{Value, json};
 
 use common::{Fake, Hangs, Reply, config, init_result, server_request, start, tools_server, until};
@@ -456,7 +456,7 @@ async fn invalid_frames_are_counted_not_fatal() {
         .send_invalid(InvalidFrame::BatchElements(BadElements::new(
             2,
             3,
-            mcp_jsonrpc::MessageError::MissingVersion,
+            mcp_stack_jsonrpc::MessageError::MissingVersion,
         )))
         .unwrap();
     s.ping().await.unwrap();
@@ -491,7 +491,7 @@ async fn notifications_are_dispatched_to_the_listener() {
     }));
     let events = Arc::new(Mutex::new(Vec::new()));
     let e2 = Arc::clone(&events);
-    let cfg = config().on_notification(move |n: &mcp_session::ServerNotification| {
+    let cfg = config().on_notification(move |n: &mcp_stack_session::ServerNotification| {
         e2.lock().unwrap().push(format!("{n:?}"));
     });
     let s = Session::connect_shared(t, cfg).await.unwrap();
@@ -566,7 +566,7 @@ async fn an_answer_over_the_size_limit_fails_its_request_at_once() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let (client, server) = tokio::io::duplex(1 << 20);
     let (client_read, client_write) = tokio::io::split(client);
-    let transport = mcp_transport::stream::StreamTransport::with_max_frame_length(
+    let transport = mcp_stack_transport::stream::StreamTransport::with_max_frame_length(
         client_read,
         client_write,
         4096,
@@ -605,7 +605,7 @@ async fn an_answer_over_the_size_limit_fails_its_request_at_once() {
 
 /// A raw peer over a pipe that speaks `revision`, waits for three `x`
 /// requests and answers them all in one batch line, with a junk element.
-fn batch_peer(revision: &'static str) -> mcp_transport::stream::StreamTransport {
+fn batch_peer(revision: &'static str) -> mcp_stack_transport::stream::StreamTransport {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let (client, server) = tokio::io::duplex(1 << 16);
     let (client_read, client_write) = tokio::io::split(client);
@@ -635,7 +635,7 @@ fn batch_peer(revision: &'static str) -> mcp_transport::stream::StreamTransport 
             write.write_all(&bytes).await.unwrap();
         }
     });
-    mcp_transport::stream::StreamTransport::new(client_read, client_write)
+    mcp_stack_transport::stream::StreamTransport::new(client_read, client_write)
 }
 
 /// Sends three `x` requests at once; their outcomes in order.
@@ -654,7 +654,7 @@ async fn three_requests(s: &Session) -> Vec<Result<Value, SessionError>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2025_03_26_batch_of_answers_is_delivered() {
-    let config = config().protocol(mcp_session::ProtocolPin::Version(
+    let config = config().protocol(mcp_stack_session::ProtocolPin::Version(
         ProtocolVersion::V2025_03_26,
     ));
     let s = Session::connect(batch_peer("2025-03-26"), config)
@@ -680,7 +680,7 @@ async fn a_2025_03_26_batch_of_answers_is_delivered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_in_a_revision_without_batches_is_one_invalid_frame() {
     let config = config()
-        .protocol(mcp_session::ProtocolPin::Version(
+        .protocol(mcp_stack_session::ProtocolPin::Version(
             ProtocolVersion::V2025_06_18,
         ))
         .request_timeout(Duration::from_millis(500));

@@ -8,9 +8,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use mcp_jsonrpc::Request;
-use mcp_session::protocol::skills::{SkillEntry, format_sha256};
-use mcp_session::{Session, SessionConfig, SessionError, SkillProblem};
+use mcp_stack_jsonrpc::Request;
+use mcp_stack_session::protocol::skills::{SkillEntry, format_sha256};
+use mcp_stack_session::{Session, SessionConfig, SessionError, SkillProblem};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -28,8 +28,8 @@ fn digest(text: &str) -> String {
 fn config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
-        .protocol(mcp_session::ProtocolPin::Mode(
-            mcp_session::ProtocolMode::Handshake,
+        .protocol(mcp_stack_session::ProtocolPin::Mode(
+            mcp_stack_session::ProtocolMode::Handshake,
         ))
 }
 
@@ -117,7 +117,7 @@ fn reads(fake: &common::Fake) -> Vec<String> {
         .unwrap()
         .iter()
         .filter_map(|m| match m {
-            mcp_jsonrpc::Message::Request(r) if r.method == "resources/read" => {
+            mcp_stack_jsonrpc::Message::Request(r) if r.method == "resources/read" => {
                 params(r)["uri"].as_str().map(str::to_string)
             }
             _ => None,
@@ -189,7 +189,7 @@ async fn a_good_skill_loads_and_its_files_are_read_when_needed() {
         .unwrap()
         .iter()
         .find_map(|m| match m {
-            mcp_jsonrpc::Message::Request(r) if r.method == "skills/get" => Some(params(r)),
+            mcp_stack_jsonrpc::Message::Request(r) if r.method == "skills/get" => Some(params(r)),
             _ => None,
         })
         .unwrap();
@@ -289,7 +289,8 @@ async fn entries_that_cannot_be_verified_are_refused_without_a_request() {
     let (t, fake) = start(server(honest()));
     let s = Session::connect_shared(t, config()).await.unwrap();
     let mut no_skill_md: SkillEntry = serde_json::from_value(entry_json()).unwrap();
-    if let mcp_session::protocol::skills::SkillResources::Files(files) = &mut no_skill_md.resources
+    if let mcp_stack_session::protocol::skills::SkillResources::Files(files) =
+        &mut no_skill_md.resources
     {
         files.remove(0);
     }
@@ -360,14 +361,16 @@ async fn directories_are_read_only_where_declared() {
     let children = s.read_directory("skill://pdf-processing").await.unwrap();
     let uris: Vec<&str> = children.iter().map(|r| r.uri.as_str()).collect();
     assert_eq!(uris, ["skill://pdf-processing/references", SKILL]);
-    assert!(mcp_session::protocol::skills::is_directory(&children[0]));
+    assert!(mcp_stack_session::protocol::skills::is_directory(
+        &children[0]
+    ));
     let sent: Vec<Value> = fake
         .seen
         .lock()
         .unwrap()
         .iter()
         .filter_map(|m| match m {
-            mcp_jsonrpc::Message::Request(r) if r.method == "resources/directory/read" => {
+            mcp_stack_jsonrpc::Message::Request(r) if r.method == "resources/directory/read" => {
                 Some(params(r))
             }
             _ => None,

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_session::protocol::{ProtocolMode, ProtocolPin};
-use mcp_session::{Session, SessionConfig, SessionError};
-use mcp_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, SseTransport};
+use mcp_stack_session::protocol::{ProtocolMode, ProtocolPin};
+use mcp_stack_session::{Session, SessionConfig, SessionError};
+use mcp_stack_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{HttpOptions, SseTransport};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

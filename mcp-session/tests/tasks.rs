@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, Request, to_raw};
-use mcp_session::protocol::tasks::TaskStatus;
-use mcp_session::{
+use mcp_stack_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_stack_session::protocol::tasks::TaskStatus;
+use mcp_stack_session::{
     CallOptions, DefaultsElicitationHandler, ProtocolMode, ProtocolPin, ServerNotification,
     Session, SessionConfig, SessionError, TaskCall,
 };

@@ -7,11 +7,11 @@
 mod common;
 
 use common::{config, params, start, tools_server};
-use mcp_jsonrpc::{Message, Response, to_raw};
-use mcp_protocol::request::{Ping, ToolsCall, ToolsList};
-use mcp_protocol::types::{CallToolParams, EmptyParams, PaginatedParams};
-use mcp_session::{Session, SessionError};
-use mcp_transport::stream::StreamTransport;
+use mcp_stack_jsonrpc::{Message, Response, to_raw};
+use mcp_stack_protocol::request::{Ping, ToolsCall, ToolsList};
+use mcp_stack_protocol::types::{CallToolParams, EmptyParams, PaginatedParams};
+use mcp_stack_session::{Session, SessionError};
+use mcp_stack_transport::stream::StreamTransport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

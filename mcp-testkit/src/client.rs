@@ -2,8 +2,8 @@
 //! for): the part of the request context the tools that ask the client
 //! read. A leaf: the server fills it in, the tools consult it.
 
-use mcp_protocol::types::ClientCapabilities;
-use mcp_protocol::{ProtocolVersion, meta};
+use mcp_stack_protocol::types::ClientCapabilities;
+use mcp_stack_protocol::{ProtocolVersion, meta};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 

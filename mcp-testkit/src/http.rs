@@ -118,7 +118,7 @@
 //! [`OAuthStats`].
 //!
 //! ```
-//! use mcp_testkit::http::{HttpServer, HttpServerOptions};
+//! use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let server = HttpServer::start(HttpServerOptions::default()).await.unwrap();
@@ -131,8 +131,8 @@
 //! A modern server answers `server/discover` without any session:
 //!
 //! ```
-//! use mcp_testkit::http::{HttpServer, HttpServerOptions};
-//! use mcp_testkit::{Era, ServerOptions};
+//! use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
+//! use mcp_stack_testkit::{Era, ServerOptions};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

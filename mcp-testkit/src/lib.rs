@@ -8,7 +8,7 @@
 //! run it as a child process (the `mcp-testkit` binary, or a program that calls
 //! [`run`] / [`serve_stdio`]) or in-process over any `AsyncRead`/`AsyncWrite`
 //! pair with [`serve`]. With the cargo feature `runtime`, `InProcessConnector`
-//! is an `mcp-runtime` connector that starts it in-process per connect.
+//! is an `mcp-stack-runtime` connector that starts it in-process per connect.
 //!
 //! Well-behaved, it answers `initialize` (echoing a supported requested
 //! version, else `2025-11-25`), `ping`, `logging/setLevel`, `tools/list`
@@ -104,7 +104,7 @@
 //! with `isError: true`. Unknown methods get `-32601`. Bad client input never
 //! panics the server.
 //!
-//! It speaks through the same `mcp-protocol` types a client parses: its
+//! It speaks through the same `mcp-stack-protocol` types a client parses: its
 //! answers and notifications are built as them (the tool definitions are
 //! `Tool` values) and requests are read into them.
 //!
@@ -116,7 +116,7 @@
 //! # Example
 //!
 //! ```
-//! use mcp_testkit::{ServerOptions, serve};
+//! use mcp_stack_testkit::{ServerOptions, serve};
 //! use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {

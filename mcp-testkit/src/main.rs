@@ -8,5 +8,5 @@ async fn main() -> ExitCode {
     let args = std::env::args_os()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned());
-    mcp_testkit::run(args).await
+    mcp_stack_testkit::run(args).await
 }

@@ -239,7 +239,7 @@ impl FromStr for Misbehaviour {
 /// The default is a well-behaved server with every tool in one `tools/list` page.
 ///
 /// ```
-/// use mcp_testkit::{Misbehaviour, ServerOptions};
+/// use mcp_stack_testkit::{Misbehaviour, ServerOptions};
 ///
 /// let args = ["--misbehave", "late-answer", "--late-ms", "50", "--page-size", "3"];
 /// let options = ServerOptions::from_args(args.iter().map(|s| s.to_string())).unwrap();

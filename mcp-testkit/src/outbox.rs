@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::BytesMut;
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     ErrorObject, ErrorResponse, Id, Message, NewlineCodec, Notification, RawJson, Request,
     Response, codes, to_raw,
 };
@@ -138,7 +138,7 @@ pub(crate) struct Outbox {
     asked: Arc<Asked>,
 }
 
-fn encode(message: &Message) -> Result<Vec<u8>, mcp_jsonrpc::EncodeError> {
+fn encode(message: &Message) -> Result<Vec<u8>, mcp_stack_jsonrpc::EncodeError> {
     let mut buf = BytesMut::new();
     NewlineCodec::new().encode(message, &mut buf)?;
     Ok(buf.to_vec())

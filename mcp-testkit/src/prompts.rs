@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use mcp_protocol::types::{
+use mcp_stack_protocol::types::{
     Completion, Content, Extra, GetPromptResult, Prompt, PromptArgument, PromptMessage,
 };
 

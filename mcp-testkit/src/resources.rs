@@ -11,11 +11,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use mcp_jsonrpc::Id;
-use mcp_protocol::meta;
-use mcp_protocol::notification::{self, Notification as _};
-use mcp_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
-use mcp_protocol::types::{
+use mcp_stack_jsonrpc::Id;
+use mcp_stack_protocol::meta;
+use mcp_stack_protocol::notification::{self, Notification as _};
+use mcp_stack_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
+use mcp_stack_protocol::types::{
     Extra, Resource, ResourceContents, ResourceTemplate, ResourceUpdatedParams,
 };
 use serde_json::{Map, Value};
@@ -465,7 +465,7 @@ fn octets(mut contents: ResourceContents) -> ResourceContents {
 pub(crate) fn complete<'a>(
     candidates: impl IntoIterator<Item = std::borrow::Cow<'a, str>>,
     prefix: &str,
-) -> mcp_protocol::types::Completion {
+) -> mcp_stack_protocol::types::Completion {
     const MAX: usize = 100;
     let prefix = prefix.to_ascii_lowercase();
     let mut values = Vec::new();
@@ -478,7 +478,7 @@ pub(crate) fn complete<'a>(
             }
         }
     }
-    mcp_protocol::types::Completion {
+    mcp_stack_protocol::types::Completion {
         has_more: Some(total > values.len() as u64),
         total: Some(total),
         values,
@@ -493,7 +493,7 @@ impl World {
         template: &str,
         variable: &str,
         prefix: &str,
-    ) -> Option<mcp_protocol::types::Completion> {
+    ) -> Option<mcp_stack_protocol::types::Completion> {
         match (template, variable) {
             (TEXT_TEMPLATE, "id") => Some(complete(
                 (1..=self.resource_count).map(|n| n.to_string().into()),

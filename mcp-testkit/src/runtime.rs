@@ -1,4 +1,4 @@
-//! The test server behind `mcp-runtime`'s [`Connector`] (cargo feature
+//! The test server behind `mcp-stack-runtime`'s [`Connector`] (cargo feature
 //! `runtime`): each connect starts a [`serve`](crate::serve) instance
 //! in-process over a duplex stream, so runtime tests, examples and
 //! benchmarks need no child process.
@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_config::{ResolvedServer, TransportConfig};
-use mcp_runtime::{ConnectError, Connector};
-use mcp_transport::stream::StreamTransport;
-use mcp_transport::{BoxFuture, Transport};
+use mcp_stack_config::{ResolvedServer, TransportConfig};
+use mcp_stack_runtime::{ConnectError, Connector};
+use mcp_stack_transport::stream::StreamTransport;
+use mcp_stack_transport::{BoxFuture, Transport};
 
 use crate::ServerOptions;
 
@@ -60,9 +60,9 @@ impl fmt::Debug for Source {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use mcp_config::{Options, parse_str, resolve};
-/// use mcp_runtime::{RuntimeManager, RuntimeOptions};
-/// use mcp_testkit::InProcessConnector;
+/// use mcp_stack_config::{Options, parse_str, resolve};
+/// use mcp_stack_runtime::{RuntimeManager, RuntimeOptions};
+/// use mcp_stack_testkit::InProcessConnector;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let text = r#"{"mcpServers": {"kit": {"command": "kit", "args": ["--page-size", "2"]}}}"#;

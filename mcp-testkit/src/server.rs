@@ -1,7 +1,7 @@
 //! The server loop: reading frames, dispatching requests, writing responses.
 //!
 //! The steps live in submodules: `params` (requests read into
-//! `mcp-protocol`'s types, `-32602` naming the field that does not fit),
+//! `mcp-stack-protocol`'s types, `-32602` naming the field that does not fit),
 //! `lifecycle` (the handshake, `server/discover` and which revision a
 //! request speaks), `tools_list` (paging), `calls` (`tools/call` tasks,
 //! `ask_name`, `subscriptions/listen`), `asks` (the tools that ask the
@@ -11,7 +11,7 @@
 //! features (`tools`, `resources`, `prompts`) and the modules below them
 //! (`outbox`: writing whole lines, `ProtocolError`; `client`: what the
 //! client declared; `task_store`); none of those imports the server. Well-behaved answers are built as
-//! `mcp-protocol`'s types; only the misbehaviours write raw bytes.
+//! `mcp-stack-protocol`'s types; only the misbehaviours write raw bytes.
 
 use std::collections::HashMap;
 use std::io;
@@ -21,12 +21,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     Frame, Id, Message, MessageError, NewlineCodec, Notification, RawJson, Request, codes,
 };
-use mcp_protocol::from_client::ClientNotification;
-use mcp_protocol::request::{self, Request as _};
-use mcp_protocol::types::{EmptyResult, LoggingLevel, SetLevelParams};
+use mcp_stack_protocol::from_client::ClientNotification;
+use mcp_stack_protocol::request::{self, Request as _};
+use mcp_stack_protocol::types::{EmptyResult, LoggingLevel, SetLevelParams};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -96,7 +96,7 @@ struct Server {
     /// An `initialize` request arrived (for `strict-initialize`).
     handshake_seen: bool,
     /// The revision `initialize` settled on (tasks need 2025-11-25).
-    negotiated: Option<mcp_protocol::ProtocolVersion>,
+    negotiated: Option<mcp_stack_protocol::ProtocolVersion>,
     in_flight: InFlight,
     tasks: JoinSet<()>,
     next_task: u64,

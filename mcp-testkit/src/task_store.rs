@@ -11,12 +11,12 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_jsonrpc::codes;
-use mcp_protocol::meta;
-use mcp_protocol::notification::{self, Notification as _};
-use mcp_protocol::tasks::extension::DetailedTask;
-use mcp_protocol::tasks::{RELATED_TASK, Task, TaskStatus};
-use mcp_protocol::types::{CallToolResult, Content};
+use mcp_stack_jsonrpc::codes;
+use mcp_stack_protocol::meta;
+use mcp_stack_protocol::notification::{self, Notification as _};
+use mcp_stack_protocol::tasks::extension::DetailedTask;
+use mcp_stack_protocol::tasks::{RELATED_TASK, Task, TaskStatus};
+use mcp_stack_protocol::types::{CallToolResult, Content};
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;

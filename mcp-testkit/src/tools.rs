@@ -4,8 +4,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use mcp_protocol::notification::{self, Notification as _};
-use mcp_protocol::types::{CallToolResult, Content, Extra, ProgressParams, Tool, ToolAnnotations};
+use mcp_stack_protocol::notification::{self, Notification as _};
+use mcp_stack_protocol::types::{
+    CallToolResult, Content, Extra, ProgressParams, Tool, ToolAnnotations,
+};
 use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 
@@ -379,7 +381,7 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
 
 /// `tool`, which may run as a task (`execution.taskSupport: "optional"`).
 fn task_capable(mut tool: Tool) -> Tool {
-    mcp_protocol::tasks::TaskSupport::Optional.write(&mut tool);
+    mcp_stack_protocol::tasks::TaskSupport::Optional.write(&mut tool);
     tool
 }
 

@@ -43,7 +43,7 @@ async fn help_list_and_bad_args() {
     let out = run(&["--list-misbehaviours"]).await;
     assert!(out.status.success());
     let list = String::from_utf8(out.stdout).unwrap();
-    for m in mcp_testkit::Misbehaviour::ALL {
+    for m in mcp_stack_testkit::Misbehaviour::ALL {
         assert!(list.contains(m.name()), "{list}");
     }
     let out = run(&["--help"]).await;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mcp_testkit::{Era, ServerOptions, serve};
+use mcp_stack_testkit::{Era, ServerOptions, serve};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
 

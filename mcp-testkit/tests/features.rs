@@ -11,8 +11,8 @@
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use mcp_protocol::types::BlobResourceContents;
-use mcp_testkit::{Era, PROMPT_NAMES, ServerOptions, serve};
+use mcp_stack_protocol::types::BlobResourceContents;
+use mcp_stack_testkit::{Era, PROMPT_NAMES, ServerOptions, serve};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
 

@@ -12,8 +12,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use mcp_testkit::http::{HttpServer, HttpServerOptions};
-use mcp_testkit::{Era, ServerOptions};
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_stack_testkit::{Era, ServerOptions};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 

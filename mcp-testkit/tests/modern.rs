@@ -1,7 +1,7 @@
 //! The testkit's 2026-07-28 modes, driven with raw JSON lines.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use mcp_testkit::{Era, ServerOptions, serve};
+use mcp_stack_testkit::{Era, ServerOptions, serve};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
 

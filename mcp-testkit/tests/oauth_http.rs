@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{HeaderMap, Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
-use mcp_testkit::http::{
+use mcp_stack_testkit::http::{
     AuthServerMetadata, HttpMode, HttpServer, HttpServerOptions, OAuthMisbehaviour, OAuthOptions,
     ResourceMetadataAt,
 };
@@ -911,7 +911,7 @@ async fn the_binary_serves_oauth() {
 async fn an_external_authorization_server() {
     use base64::Engine as _;
     use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-    use mcp_testkit::http::ExternalAuthorizationServer;
+    use mcp_stack_testkit::http::ExternalAuthorizationServer;
     use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair, RsaPublicKeyComponents};
 
     const ISSUER: &str = "http://127.0.0.1:9/realm";

@@ -7,7 +7,7 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mcp_testkit::{Misbehaviour, ServerOptions, TOOL_NAMES, serve};
+use mcp_stack_testkit::{Misbehaviour, ServerOptions, TOOL_NAMES, serve};
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf, split,

@@ -21,7 +21,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_transport::backoff::delay;
+/// use mcp_stack_transport::backoff::delay;
 /// let (initial, max) = (Duration::from_millis(100), Duration::from_secs(5));
 /// let third = delay(3, initial, max, "server-a");
 /// assert!(third >= Duration::from_millis(200) && third <= Duration::from_millis(400));

@@ -58,7 +58,7 @@ pub enum TransportError {
     },
     /// The message could not be encoded (too large, for example); nothing was sent.
     #[error("cannot send: {0}")]
-    Encode(#[from] mcp_jsonrpc::EncodeError),
+    Encode(#[from] mcp_stack_jsonrpc::EncodeError),
     /// An IO error while reading or writing.
     #[error("transport IO error: {0}")]
     Io(#[from] io::Error),
@@ -86,7 +86,7 @@ pub enum TransportError {
     /// not the server's ([`http_status`](Self::http_status) is `None`).
     #[error(
         "the proxy {proxy} answered HTTP {status} to CONNECT {target}{}",
-        mcp_protocol::endpoint::proxy_refusal_hint(*.status, *.credentials_sent)
+        mcp_stack_protocol::endpoint::proxy_refusal_hint(*.status, *.credentials_sent)
     )]
     ProxyRefused {
         /// The proxy, `http://host:port` (never its user info).
@@ -99,7 +99,7 @@ pub enum TransportError {
         credentials_sent: bool,
     },
     /// Something took longer than its bound.
-    #[error("timed out after {}: {what}", mcp_protocol::defaults::describe_duration(*.after))]
+    #[error("timed out after {}: {what}", mcp_stack_protocol::defaults::describe_duration(*.after))]
     Timeout {
         /// What was being waited for.
         what: String,
@@ -242,9 +242,9 @@ impl TransportError {
 /// The HTTP client's errors keep their names: a proxy's refusal is a
 /// [`TransportError::ProxyRefused`], a timeout a [`TransportError::Timeout`].
 #[cfg(feature = "http")]
-impl From<mcp_http::HttpError> for TransportError {
-    fn from(e: mcp_http::HttpError) -> Self {
-        use mcp_http::HttpError as H;
+impl From<mcp_stack_http::HttpError> for TransportError {
+    fn from(e: mcp_stack_http::HttpError) -> Self {
+        use mcp_stack_http::HttpError as H;
         match e {
             H::Http { url, message } => TransportError::Http { url, message },
             H::ProxyRefused {

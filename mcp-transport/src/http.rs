@@ -34,9 +34,9 @@
 //! # Example
 //!
 //! ```no_run
-//! use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
+//! use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport};
 //!
-//! # async fn demo() -> Result<(), mcp_transport::TransportError> {
+//! # async fn demo() -> Result<(), mcp_stack_transport::TransportError> {
 //! let options = HttpOptions::new()
 //!     .header("Authorization", "Bearer secret-token")
 //!     .request_timeout(std::time::Duration::from_secs(30));
@@ -50,14 +50,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::Uri;
-use mcp_jsonrpc::{Malformed, Payload, excerpt, parse_frame_with};
+use mcp_stack_jsonrpc::{Malformed, Payload, excerpt, parse_frame_with};
 
 use crate::{BatchGate, InvalidFrame, Received, TransportError, batch_to_received};
 
-/// The HTTP client's authorization hook ([`mcp_http::auth`]): an
+/// The HTTP client's authorization hook ([`mcp_stack_http::auth`]): an
 /// [`Authorizer`](auth::Authorizer) gives each request its credentials and
 /// hears each 401 and 403.
-pub use mcp_http::auth;
+pub use mcp_stack_http::auth;
 pub mod auto;
 mod client;
 mod legacy_sse;
@@ -65,7 +65,7 @@ mod mirror;
 mod streamable;
 
 pub use legacy_sse::SseTransport;
-pub use mcp_http::{
+pub use mcp_stack_http::{
     ClientOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_REQUEST_TIMEOUT, HttpError, HttpObserver,
     HttpTrace, Proxy, WEB_BODY_LIMIT, WebClient, WebResponse, redact_url,
 };
@@ -88,7 +88,7 @@ pub const DEFAULT_ACCEPT_WAIT: Duration = Duration::from_secs(1);
 /// documented defaults.
 ///
 /// ```
-/// use mcp_transport::http::HttpOptions;
+/// use mcp_stack_transport::http::HttpOptions;
 /// let options = HttpOptions::new().header("Authorization", "Bearer s3cret");
 /// assert!(!format!("{options:?}").contains("s3cret"));
 /// ```
@@ -116,7 +116,7 @@ pub struct HttpOptions {
 }
 
 /// The client's part of a transport's settings: what a [`WebClient`] (or
-/// `mcp-auth`'s OAuth client) built from them uses.
+/// `mcp-stack-auth`'s OAuth client) built from them uses.
 impl From<&HttpOptions> for ClientOptions {
     fn from(options: &HttpOptions) -> Self {
         let mut client = ClientOptions::new()
@@ -221,12 +221,12 @@ impl HttpOptions {
     /// that would build an OAuth client ask this first.
     ///
     /// ```
-    /// use mcp_transport::http::HttpOptions;
+    /// use mcp_stack_transport::http::HttpOptions;
     /// assert!(HttpOptions::new().header(" authorization ", "Bearer t").has_authorization_header());
     /// assert!(!HttpOptions::new().header("X-Api-Key", "k").has_authorization_header());
     /// ```
     pub fn has_authorization_header(&self) -> bool {
-        mcp_http::has_authorization(&self.headers)
+        mcp_stack_http::has_authorization(&self.headers)
     }
 
     /// Adds headers (see [`header`](Self::header)).
@@ -273,7 +273,7 @@ impl HttpOptions {
     /// accepted at all: only once a message's context names protocol
     /// revision 2025-03-26. A batch is also refused when its elements,
     /// parsed, would take more than [`max_event_size`](Self::max_event_size)
-    /// (each is charged [`mcp_jsonrpc::BATCH_ELEMENT_COST`] plus its text).
+    /// (each is charged [`mcp_stack_jsonrpc::BATCH_ELEMENT_COST`] plus its text).
     pub fn max_batch_elements(mut self, elements: usize) -> Self {
         self.max_batch_elements = elements;
         self
@@ -362,7 +362,7 @@ impl HttpOptions {
 
     /// Authorizes every request (POST, GET stream, DELETE, the legacy SSE
     /// GET and its POSTs) and answers the server's 401 and 403 challenges:
-    /// `mcp-auth`'s OAuth client, or an application's own
+    /// `mcp-stack-auth`'s OAuth client, or an application's own
     /// [`Authorizer`](auth::Authorizer).
     ///
     /// A configured `Authorization` header (a static token, see
@@ -402,13 +402,13 @@ impl HttpOptions {
 
 /// Parses a URL for the HTTP transports: `http` or `https`, with a host.
 pub(crate) fn parse_url(url: &str) -> Result<Uri, TransportError> {
-    Ok(mcp_http::parse_url(url)?)
+    Ok(mcp_stack_http::parse_url(url)?)
 }
 
-use mcp_http::same_origin;
+use mcp_stack_http::same_origin;
 
 /// A message as the body of a POST.
-fn encode(message: &mcp_jsonrpc::Message) -> Result<bytes::Bytes, TransportError> {
+fn encode(message: &mcp_stack_jsonrpc::Message) -> Result<bytes::Bytes, TransportError> {
     message
         .to_vec()
         .map(bytes::Bytes::from)
@@ -422,7 +422,7 @@ fn parse_gated(
     bytes: &bytes::Bytes,
     gate: &BatchGate,
     budget: usize,
-) -> Result<Payload, mcp_jsonrpc::MessageError> {
+) -> Result<Payload, mcp_stack_jsonrpc::MessageError> {
     parse_frame_with(bytes, || gate.batches(budget))
 }
 
@@ -440,7 +440,7 @@ fn payload_to_received(
 
 /// [`payload_to_received`] for a payload already parsed from `bytes`.
 fn parsed_to_received(
-    parsed: Result<Payload, mcp_jsonrpc::MessageError>,
+    parsed: Result<Payload, mcp_stack_jsonrpc::MessageError>,
     bytes: &[u8],
     out: &mut Vec<Received>,
 ) {
@@ -463,7 +463,9 @@ mod tests {
     mod bodies {
         use super::*;
         use crate::{Message, SendContext};
-        use mcp_jsonrpc::{ErrorObject, ErrorResponse, Notification, RawJson, Request, Response};
+        use mcp_stack_jsonrpc::{
+            ErrorObject, ErrorResponse, Notification, RawJson, Request, Response,
+        };
         use proptest::prelude::*;
 
         fn raw() -> impl Strategy<Value = String> {
@@ -519,13 +521,13 @@ mod tests {
                     text.push('x');
                 }
                 let gate = BatchGate::new(16);
-                gate.follow(&SendContext::new().revision(mcp_protocol::ProtocolVersion::V2025_03_26));
+                gate.follow(&SendContext::new().revision(mcp_stack_protocol::ProtocolVersion::V2025_03_26));
                 let body = bytes::Bytes::from(text.clone().into_bytes());
                 let mut sliced = Vec::new();
                 payload_to_received(body.clone(), &gate, 1 << 20, &mut sliced);
                 let mut copied = Vec::new();
                 parsed_to_received(
-                    mcp_jsonrpc::parse_payload_with(text.as_bytes(), || gate.batches(1 << 20)),
+                    mcp_stack_jsonrpc::parse_payload_with(text.as_bytes(), || gate.batches(1 << 20)),
                     text.as_bytes(),
                     &mut copied,
                 );

@@ -16,8 +16,8 @@
 //! # Example
 //!
 //! ```
-//! use mcp_jsonrpc::{Message, Notification};
-//! use mcp_transport::{Received, Transport, memory};
+//! use mcp_stack_jsonrpc::{Message, Notification};
+//! use mcp_stack_transport::{Received, Transport, memory};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let (client, server) = memory::pair();
@@ -34,14 +34,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use mcp_jsonrpc::BatchSwitch;
+use mcp_stack_jsonrpc::BatchSwitch;
 #[cfg(feature = "http")]
-use mcp_jsonrpc::Batches;
-pub use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::Batches;
+pub use mcp_stack_jsonrpc::{
     DEFAULT_MAX_BATCH_ELEMENTS, Id, Malformed, Message, MessageError, OutgoingRequest, Oversized,
     Truncated,
 };
-use mcp_protocol::ProtocolVersion;
+use mcp_stack_protocol::ProtocolVersion;
 
 pub mod backoff;
 mod error;
@@ -82,7 +82,7 @@ pub enum Received {
     /// `notifications/initialized`, marked with [`Lifecycle`]), the
     /// transport posts nothing else: every other message fails with
     /// [`TransportError::SessionExpired`], which means the server did not
-    /// process it. An `mcp_session::Session` runs that handshake itself.
+    /// process it. An `mcp_stack_session::Session` runs that handshake itself.
     SessionExpired {
         /// What the server said, or why the session is new.
         reason: String,
@@ -207,8 +207,8 @@ impl fmt::Display for TransportKind {
 /// what a streamable HTTP request mirrors into its headers.
 ///
 /// ```
-/// use mcp_protocol::ProtocolVersion;
-/// use mcp_transport::{Lifecycle, SendContext};
+/// use mcp_stack_protocol::ProtocolVersion;
+/// use mcp_stack_transport::{Lifecycle, SendContext};
 /// let context = SendContext::new()
 ///     .revision(ProtocolVersion::V2026_07_28)
 ///     .name("get_weather")
@@ -402,7 +402,7 @@ pub trait Transport: Send + Sync + fmt::Debug + 'static {
         match request.to_message() {
             Ok(message) => Box::pin(async move { self.request_with(&message, context).await }),
             Err(e) => Box::pin(std::future::ready(Err(TransportError::Encode(
-                mcp_jsonrpc::EncodeError::Json(e),
+                mcp_stack_jsonrpc::EncodeError::Json(e),
             )))),
         }
     }
@@ -483,8 +483,8 @@ macro_rules! forward_transport {
 forward_transport!(Arc, Box);
 
 /// A duration as every message of the stack writes it (milliseconds below
-/// a second, else seconds with one decimal): the one in `mcp-protocol`.
-pub use mcp_protocol::defaults::describe_duration;
+/// a second, else seconds with one decimal): the one in `mcp-stack-protocol`.
+pub use mcp_stack_protocol::defaults::describe_duration;
 
 /// Whether a transport accepts batches from its peer, shared with the
 /// codec or parser that reads them: refused until a message's context
@@ -574,8 +574,8 @@ pub(crate) fn batch_to_received(
 ///
 /// Transports that read newline-framed streams share this; the items are
 /// pushed to `out` in order.
-pub(crate) fn frame_to_received(frame: mcp_jsonrpc::Frame, out: &mut impl Extend<Received>) {
-    use mcp_jsonrpc::Frame;
+pub(crate) fn frame_to_received(frame: mcp_stack_jsonrpc::Frame, out: &mut impl Extend<Received>) {
+    use mcp_stack_jsonrpc::Frame;
     match frame {
         Frame::Message(m) => out.extend([Received::Message(m)]),
         Frame::Batch(items) => batch_to_received(items, out),

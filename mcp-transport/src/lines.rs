@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use mcp_jsonrpc::{EncodeError, Message, NewlineCodec, OutgoingRequest};
+use mcp_stack_jsonrpc::{EncodeError, Message, NewlineCodec, OutgoingRequest};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio_util::codec::Encoder;
@@ -253,7 +253,7 @@ mod tests {
     use std::sync::Arc;
     use std::task::{Context, Poll};
 
-    use mcp_jsonrpc::{Id, Notification, Request};
+    use mcp_stack_jsonrpc::{Id, Notification, Request};
 
     /// A write half that records each `write` call, or (`broken`) fails
     /// each one as a closed pipe.
@@ -304,7 +304,7 @@ mod tests {
         w.send(&request(1), false, &closing).await.unwrap();
         // Its answer arrives: the next request is alone again.
         w.received(&Ok(Received::Message(Message::Response(
-            mcp_jsonrpc::Response::new(Id::from(1), mcp_jsonrpc::to_raw(&()).unwrap()),
+            mcp_stack_jsonrpc::Response::new(Id::from(1), mcp_stack_jsonrpc::to_raw(&()).unwrap()),
         ))));
         w.send(&request(2), false, &closing).await.unwrap();
         let writes = out.writes.lock().unwrap().clone();
@@ -420,7 +420,7 @@ mod tests {
         let message = Message::Request(Request::new(
             id,
             "tools/call",
-            Some(mcp_jsonrpc::to_raw(&params).unwrap()),
+            Some(mcp_stack_jsonrpc::to_raw(&params).unwrap()),
         ));
         w.send(&message, false, &closing).await.unwrap();
         let lines = lines(&out.writes.lock().unwrap());

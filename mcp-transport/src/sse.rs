@@ -11,7 +11,7 @@
 //! the parser's memory stays within about the bound plus one pushed chunk.
 //!
 //! ```
-//! use mcp_transport::sse::{SseItem, SseParser};
+//! use mcp_stack_transport::sse::{SseItem, SseParser};
 //!
 //! let mut parser = SseParser::new();
 //! parser.push(b": a comment\r\nid: 7\r\nretry: 1500\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n");

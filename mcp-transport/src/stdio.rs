@@ -40,9 +40,9 @@
 //!
 //! ```
 //! # #[cfg(unix)] {
-//! use mcp_jsonrpc::{Message, Notification};
-//! use mcp_transport::stdio::{StdioConfig, StdioTransport};
-//! use mcp_transport::{Received, Transport};
+//! use mcp_stack_jsonrpc::{Message, Notification};
+//! use mcp_stack_transport::stdio::{StdioConfig, StdioTransport};
+//! use mcp_stack_transport::{Received, Transport};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! // `cat` echoes every line: a stand-in for a server.
@@ -66,7 +66,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_jsonrpc::{Frame, NewlineCodec, OutgoingRequest};
+use mcp_stack_jsonrpc::{Frame, NewlineCodec, OutgoingRequest};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex, OnceCell, watch};
 use tokio::task::JoinHandle;

@@ -10,9 +10,9 @@
 //! revision 2025-03-26.
 //!
 //! ```
-//! use mcp_jsonrpc::{Message, Notification};
-//! use mcp_transport::stream::StreamTransport;
-//! use mcp_transport::{Received, Transport};
+//! use mcp_stack_jsonrpc::{Message, Notification};
+//! use mcp_stack_transport::stream::StreamTransport;
+//! use mcp_stack_transport::{Received, Transport};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let (a, b) = tokio::io::duplex(4096);
@@ -33,7 +33,7 @@ use std::io;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     DEFAULT_MAX_BATCH_ELEMENTS, DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec, OutgoingRequest,
 };
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -243,7 +243,7 @@ impl Transport for StreamTransport {
 mod tests {
     use super::*;
     use crate::InvalidFrame;
-    use mcp_jsonrpc::Notification;
+    use mcp_stack_jsonrpc::Notification;
     use tokio::io::AsyncWriteExt;
 
     fn pair() -> (StreamTransport, tokio::io::DuplexStream) {

@@ -7,12 +7,12 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_jsonrpc::{Message, Notification, Request, to_raw};
-use mcp_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
-use mcp_testkit::{Misbehaviour, ServerOptions};
-use mcp_transport::http::auto::{self, TransportCache};
-use mcp_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
-use mcp_transport::{
+use mcp_stack_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_stack_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
+use mcp_stack_testkit::{Misbehaviour, ServerOptions};
+use mcp_stack_transport::http::auto::{self, TransportCache};
+use mcp_stack_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
+use mcp_stack_transport::{
     Answer, InvalidFrame, Lifecycle, Received, SendContext, Transport, TransportError,
     TransportKind,
 };

@@ -9,10 +9,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, Request, to_raw};
-use mcp_testkit::http::{HttpMode, HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
-use mcp_transport::{Lifecycle, Received, SendContext, Transport};
+use mcp_stack_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_stack_testkit::http::{HttpMode, HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};
+use mcp_stack_transport::{Lifecycle, Received, SendContext, Transport};
 use serde_json::json;
 use tokio::sync::mpsc;
 

@@ -6,9 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Id, Message, Notification, Request, to_raw};
-use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
-use mcp_transport::{Lifecycle, Received, SendContext, Transport, TransportError};
+use mcp_stack_jsonrpc::{Id, Message, Notification, Request, to_raw};
+use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport};
+use mcp_stack_transport::{Lifecycle, Received, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

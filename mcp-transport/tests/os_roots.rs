@@ -15,10 +15,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Request, to_raw};
-use mcp_testkit::http::{HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
-use mcp_transport::{Lifecycle, Received, SendContext, Transport};
+use mcp_stack_jsonrpc::{Message, Request, to_raw};
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport};
+use mcp_stack_transport::{Lifecycle, Received, SendContext, Transport};
 use serde_json::json;
 
 async fn initialize(url: &str, options: HttpOptions) -> Result<(), String> {

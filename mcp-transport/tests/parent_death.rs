@@ -14,9 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mcp_jsonrpc::{Message, Request};
-use mcp_transport::stdio::{StdioConfig, StdioTransport};
-use mcp_transport::{Received, ServerProcess, Transport};
+use mcp_stack_jsonrpc::{Message, Request};
+use mcp_stack_transport::stdio::{StdioConfig, StdioTransport};
+use mcp_stack_transport::{Received, ServerProcess, Transport};
 
 /// A bound for anything that should finish well before it; hitting it is a failure.
 const BOUND: Duration = Duration::from_secs(10);
@@ -50,7 +50,7 @@ fn state_and_parent(pid: u32) -> Option<(char, u32)> {
 
 /// Live (not zombie) processes whose environment holds `HELPER_MARKER=marker`.
 fn marked(marker: &str) -> Vec<u32> {
-    mcp_testkit::procs::marked(HELPER_MARKER, marker)
+    mcp_stack_testkit::procs::marked(HELPER_MARKER, marker)
 }
 
 fn unique(name: &str) -> String {
@@ -127,7 +127,7 @@ fn helper_starts_a_server_and_waits() {
 #[test]
 fn a_server_dies_when_its_parent_is_killed_outright() {
     let marker = unique("killed");
-    let _cleanup = mcp_testkit::procs::KillMarked::new(HELPER_MARKER, &marker);
+    let _cleanup = mcp_stack_testkit::procs::KillMarked::new(HELPER_MARKER, &marker);
     // `sleep` ignores its stdin closing: only a signal ends it.
     let (mut helper, server) = start_helper(&marker, "exec sleep 600", true);
     assert_eq!(marked(&marker), vec![server]);
@@ -139,7 +139,7 @@ fn a_server_dies_when_its_parent_is_killed_outright() {
 #[test]
 fn without_the_option_a_server_outlives_its_killed_parent() {
     let marker = unique("kept");
-    let _cleanup = mcp_testkit::procs::KillMarked::new(HELPER_MARKER, &marker);
+    let _cleanup = mcp_stack_testkit::procs::KillMarked::new(HELPER_MARKER, &marker);
     let dir = std::env::temp_dir().join(&marker);
     std::fs::create_dir_all(&dir).unwrap();
     let (trigger, proof) = (dir.join("trigger"), dir.join("proof"));

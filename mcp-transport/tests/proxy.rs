@@ -14,10 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper::header::HeaderMap;
-use mcp_jsonrpc::{Message, Notification, Request, to_raw};
-use mcp_testkit::http::{HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, HttpTrace, Proxy, StreamableHttpTransport, WebClient};
-use mcp_transport::{Lifecycle, Received, SendContext, Transport, TransportError};
+use mcp_stack_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{
+    HttpOptions, HttpTrace, Proxy, StreamableHttpTransport, WebClient,
+};
+use mcp_stack_transport::{Lifecycle, Received, SendContext, Transport, TransportError};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

@@ -10,10 +10,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, Request, to_raw};
-use mcp_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, HttpTrace, SseTransport};
-use mcp_transport::{Lifecycle, Received, SendContext, Transport};
+use mcp_stack_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_stack_testkit::http::{HttpMisbehaviour, HttpMode, HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{HttpOptions, HttpTrace, SseTransport};
+use mcp_stack_transport::{Lifecycle, Received, SendContext, Transport};
 use serde_json::{Value, json};
 
 const VERSION: &str = "2024-11-05";

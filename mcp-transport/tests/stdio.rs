@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{Message, Notification, Request, to_raw};
-use mcp_transport::stdio::{ENV_ALLOWLIST, StdioConfig, StdioTransport};
-use mcp_transport::{
+use mcp_stack_jsonrpc::{Message, Notification, Request, to_raw};
+use mcp_stack_transport::stdio::{ENV_ALLOWLIST, StdioConfig, StdioTransport};
+use mcp_stack_transport::{
     InvalidFrame, MessageError, Received, ServerProcess, Transport, TransportError,
 };
 
@@ -131,8 +131,8 @@ async fn oversized_lines_are_skipped() {
 const BATCH_AFTER_A_LINE: &str = r#"read line; echo '[{"jsonrpc":"2.0","method":"a"}, 5, {"jsonrpc":"2.0","id":1,"result":{}}]'"#;
 
 /// Sends a notification whose context names `revision`.
-async fn hello(t: &StdioTransport, revision: mcp_protocol::ProtocolVersion) {
-    let context = mcp_transport::SendContext::new().revision(revision);
+async fn hello(t: &StdioTransport, revision: mcp_stack_protocol::ProtocolVersion) {
+    let context = mcp_stack_transport::SendContext::new().revision(revision);
     t.send_with(&Message::from(Notification::new("hello", None)), &context)
         .await
         .unwrap();
@@ -141,7 +141,7 @@ async fn hello(t: &StdioTransport, revision: mcp_protocol::ProtocolVersion) {
 #[tokio::test]
 async fn batches_are_flattened_where_the_revision_has_them() {
     let t = StdioTransport::spawn(sh(BATCH_AFTER_A_LINE)).unwrap();
-    hello(&t, mcp_protocol::ProtocolVersion::V2025_03_26).await;
+    hello(&t, mcp_stack_protocol::ProtocolVersion::V2025_03_26).await;
     assert_eq!(recv_message(&t).await.method(), Some("a"));
     assert!(matches!(recv_message(&t).await, Message::Response(_)));
     // The element that is no message: one report for the batch.
@@ -155,7 +155,7 @@ async fn batches_are_flattened_where_the_revision_has_them() {
 
 #[tokio::test]
 async fn a_batch_is_one_invalid_frame_where_the_revision_has_none() {
-    for revision in [None, Some(mcp_protocol::ProtocolVersion::V2025_06_18)] {
+    for revision in [None, Some(mcp_stack_protocol::ProtocolVersion::V2025_06_18)] {
         let t = StdioTransport::spawn(sh(BATCH_AFTER_A_LINE)).unwrap();
         match revision {
             Some(revision) => hello(&t, revision).await,
@@ -181,7 +181,7 @@ async fn a_batch_is_one_invalid_frame_where_the_revision_has_none() {
 async fn the_batch_bound_is_configurable() {
     let config = sh(BATCH_AFTER_A_LINE).max_batch_elements(2);
     let t = StdioTransport::spawn(config).unwrap();
-    hello(&t, mcp_protocol::ProtocolVersion::V2025_03_26).await;
+    hello(&t, mcp_stack_protocol::ProtocolVersion::V2025_03_26).await;
     let Received::Invalid(InvalidFrame::Malformed(m)) = recv(&t).await.unwrap() else {
         panic!("expected the batch refused whole")
     };

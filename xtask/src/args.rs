@@ -52,7 +52,7 @@ pub(crate) enum Task {
 /// `bench <what>`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Bench {
-    /// Decode a deterministic stream of MCP messages with mcp-jsonrpc's
+    /// Decode a deterministic stream of MCP messages with mcp-stack-jsonrpc's
     /// NewlineCodec, with LinesCodec + serde_json, and with serde_json alone
     /// (the floor); print MB/s and ratios.
     Codec(CodecArgs),
@@ -67,7 +67,7 @@ pub(crate) enum Bench {
     /// and the floor; print calls/s and MB/s.
     Payload(PayloadArgs),
     /// Building a tool catalog of 1, 100 and 10,000 tools:
-    /// mcp_session::ToolCatalog::new alone, and a session's refresh_tools
+    /// mcp_stack_session::ToolCatalog::new alone, and a session's refresh_tools
     /// against an in-process mcp-testkit; print µs per build and per tool.
     Catalog(CatalogArgs),
     /// tools/call round trips to mcp-testkit's streamable HTTP server on
@@ -226,7 +226,7 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "ERA", default_value = "legacy")]
     pub(crate) era: String,
     /// Measure the cost of authorization: the second client is ours again,
-    /// with an OAuth client holding a valid token (`mcp_auth::OAuthClient`
+    /// with an OAuth client holding a valid token (`mcp_stack_auth::OAuthClient`
     /// as the transport's authorizer), in place of rmcp.
     #[arg(long)]
     pub(crate) auth: bool,

@@ -280,7 +280,7 @@ mod tests {
         assert!(a.len() >= 300_000);
         assert_eq!(a.iter().filter(|b| **b == b'\n').count(), n);
         for line in a.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            mcp_jsonrpc::Message::from_slice(line).unwrap();
+            mcp_stack_jsonrpc::Message::from_slice(line).unwrap();
         }
         assert!(mcp_stream(8, 300_000).0 != a);
     }

@@ -3,7 +3,7 @@
 //! - **No circle of imports** between the top-level modules of a crate (a file
 //!   `src/x.rs` and everything under `src/x/` are the module `x`). A core that
 //!   imports its features, or commands that call each other, show up as a
-//!   cycle. The vocabulary crate (`mcp-protocol`), whose data types name each
+//!   cycle. The vocabulary crate (folder `mcp-protocol`), whose data types name each
 //!   other by design, is exempt.
 //! - **No library file over [`MAX_LINES`] lines** (`xtask` is a program, not a
 //!   library, and is exempt).

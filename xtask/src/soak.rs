@@ -30,12 +30,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
-use mcp_runtime::{RuntimeError, RuntimeLease, RuntimeManager, RuntimeOptions};
-use mcp_session::protocol::printable::{Layout, printable};
-use mcp_session::protocol::subscriptions::SubscriptionFilter;
-use mcp_session::{SessionError, TimeoutKind};
-use mcp_transport::TransportError;
+use mcp_stack_config::{Options, ResolvedConfig, parse_str, resolve};
+use mcp_stack_runtime::{RuntimeError, RuntimeLease, RuntimeManager, RuntimeOptions};
+use mcp_stack_session::protocol::printable::{Layout, printable};
+use mcp_stack_session::protocol::subscriptions::SubscriptionFilter;
+use mcp_stack_session::{SessionError, TimeoutKind};
+use mcp_stack_transport::TransportError;
 use serde_json::{Value, json};
 
 use crate::args::{Soak, SoakArgs};
@@ -591,7 +591,7 @@ async fn operation(run: &Run, lease: &RuntimeLease, rng: &mut Rng) {
         .catalog()
         .tools()
         .iter()
-        .find(|t| t.server() == server && t.tool_name() == mcp_testkit::ESCAPE_TOOL)
+        .find(|t| t.server() == server && t.tool_name() == mcp_stack_testkit::ESCAPE_TOOL)
         .map(|t| t.name().to_owned());
     if let Some(name) = hostile
         && rng.chance(0.2)
@@ -671,7 +671,7 @@ fn build_testkit() -> Result<String, String> {
         "build",
         "--quiet",
         "--package",
-        "mcp-testkit",
+        "mcp-stack-testkit",
         "--bin",
         "mcp-testkit",
         "--message-format=json",

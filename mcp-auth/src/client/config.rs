@@ -2,7 +2,7 @@
 //! and which grant obtains its tokens.
 
 use crate::Secret;
-use mcp_protocol::endpoint::redact_url;
+use mcp_stack_protocol::endpoint::redact_url;
 
 /// Which grant obtains tokens.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -103,7 +103,7 @@ impl OAuthConfig {
             private_key: None,
             client_metadata_url: None,
             scopes: None,
-            client_name: "mcp-client".into(),
+            client_name: "mcp-stack-client".into(),
             grant: Grant::AuthorizationCode,
             login_hint: "log in again".into(),
             dpop: true,

@@ -2,7 +2,7 @@
 //! issuer's metadata, or the 2025-03-26 fallbacks.
 
 use http::header::HeaderMap;
-use mcp_protocol::endpoint::redact_url;
+use mcp_stack_protocol::endpoint::redact_url;
 use serde_json::json;
 
 use super::*;

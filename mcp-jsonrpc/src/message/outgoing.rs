@@ -17,7 +17,7 @@ use crate::raw::RawJson;
 /// byte for byte what the same request as a [`Message`] gives.
 ///
 /// ```
-/// use mcp_jsonrpc::{Id, OutgoingRequest};
+/// use mcp_stack_jsonrpc::{Id, OutgoingRequest};
 /// let params = serde_json::json!({"name": "echo"});
 /// let request = OutgoingRequest::new(Id::from(7), "tools/call").params(&params);
 /// assert_eq!(

@@ -13,7 +13,7 @@
 //! cannot read the frontmatter cannot verify it, and refuses the skill.
 //!
 //! ```
-//! use mcp_protocol::skills::frontmatter;
+//! use mcp_stack_protocol::skills::frontmatter;
 //! use serde_json::json;
 //!
 //! let text = "---\nname: pdf-processing\ndescription: 'Fill PDF forms'\nmetadata:\n  version: \"2.1\"\n---\n\n# Body\n";

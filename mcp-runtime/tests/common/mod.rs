@@ -6,7 +6,7 @@
 
 pub mod scripted;
 
-use mcp_config::{Options, ResolvedConfig, parse_str, resolve};
+use mcp_stack_config::{Options, ResolvedConfig, parse_str, resolve};
 
 /// Resolves a JSON config (OpenClaw format).
 pub fn config(json: &str) -> ResolvedConfig {

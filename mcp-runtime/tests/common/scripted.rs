@@ -8,12 +8,14 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use mcp_config::ResolvedServer;
-use mcp_jsonrpc::{ErrorObject, ErrorResponse, Message, Notification, Request, Response, to_raw};
-use mcp_runtime::{ConnectError, Connector, RuntimeOptions};
-use mcp_session::{ProtocolMode, ProtocolPin, SessionConfig};
-use mcp_transport::memory::{self, MemoryTransport};
-use mcp_transport::{BoxFuture, Received, Transport};
+use mcp_stack_config::ResolvedServer;
+use mcp_stack_jsonrpc::{
+    ErrorObject, ErrorResponse, Message, Notification, Request, Response, to_raw,
+};
+use mcp_stack_runtime::{ConnectError, Connector, RuntimeOptions};
+use mcp_stack_session::{ProtocolMode, ProtocolPin, SessionConfig};
+use mcp_stack_transport::memory::{self, MemoryTransport};
+use mcp_stack_transport::{BoxFuture, Received, Transport};
 use serde_json::{Value, json};
 
 /// What one scripted server offers.

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_protocol::notification::{Notification, RootsListChanged};
-use mcp_protocol::request::{ResourcesSubscribe, ResourcesUnsubscribe};
-use mcp_protocol::types::{
+use mcp_stack_protocol::notification::{Notification, RootsListChanged};
+use mcp_stack_protocol::request::{ResourcesSubscribe, ResourcesUnsubscribe};
+use mcp_stack_protocol::types::{
     Completion, CompletionReference, GetPromptResult, LoggingLevel, Prompt, ReadResourceResult,
     Resource, ResourceTemplate,
 };

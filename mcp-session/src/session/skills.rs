@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use mcp_protocol::skills::{SkillEntry, SkillsSettings};
-use mcp_protocol::types::Resource;
+use mcp_stack_protocol::skills::{SkillEntry, SkillsSettings};
+use mcp_stack_protocol::types::Resource;
 
 use super::Session;
 use crate::error::SessionError;

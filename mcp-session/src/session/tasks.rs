@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use mcp_protocol::tasks::Task;
+use mcp_stack_protocol::tasks::Task;
 
 use super::Session;
 use crate::config::CallOptions;

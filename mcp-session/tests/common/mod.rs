@@ -4,11 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_jsonrpc::{
+use mcp_stack_jsonrpc::{
     ErrorObject, ErrorResponse, Id, Message, Notification, Request, Response, to_raw,
 };
-use mcp_session::SessionConfig;
-use mcp_transport::{Received, Transport, memory};
+use mcp_stack_session::SessionConfig;
+use mcp_stack_transport::{Received, Transport, memory};
 use serde_json::{Value, json};
 
 /// What the scripted server does with one request.
@@ -163,8 +163,8 @@ pub fn tools_server(extra: impl Fn(&Request) -> Option<Reply> + Send + Sync + 's
 pub fn config() -> SessionConfig {
     SessionConfig::new()
         .server_name("fake")
-        .protocol(mcp_session::ProtocolPin::Mode(
-            mcp_session::ProtocolMode::Handshake,
+        .protocol(mcp_stack_session::ProtocolPin::Mode(
+            mcp_stack_session::ProtocolMode::Handshake,
         ))
 }
 
@@ -180,12 +180,13 @@ impl Drop for Working {
     }
 }
 
-impl mcp_session::ClientHandler for Hangs {
+impl mcp_stack_session::ClientHandler for Hangs {
     fn handle<'a>(
         &'a self,
         _method: &'a str,
-        _params: Option<&'a mcp_jsonrpc::RawValue>,
-    ) -> mcp_transport::BoxFuture<'a, Option<Result<Value, mcp_jsonrpc::ErrorObject>>> {
+        _params: Option<&'a mcp_stack_jsonrpc::RawValue>,
+    ) -> mcp_stack_transport::BoxFuture<'a, Option<Result<Value, mcp_stack_jsonrpc::ErrorObject>>>
+    {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let working = Working(Arc::clone(&self.0));
         Box::pin(async move {

@@ -5,9 +5,9 @@ use std::borrow::Cow;
 
 use hyper::HeaderMap;
 use hyper::StatusCode;
-use mcp_jsonrpc::{Message, codes};
-use mcp_protocol::request::{self, Request as _};
-use mcp_protocol::{meta, x_mcp_header};
+use mcp_stack_jsonrpc::{Message, codes};
+use mcp_stack_protocol::request::{self, Request as _};
+use mcp_stack_protocol::{meta, x_mcp_header};
 use serde_json::{Map, Value, json};
 
 use crate::options::{Era, ServerOptions};
@@ -79,7 +79,7 @@ impl Rejection {
     fn header(header: &str, message: String) -> Self {
         Rejection {
             status: StatusCode::BAD_REQUEST,
-            code: mcp_protocol::codes::HEADER_MISMATCH,
+            code: mcp_stack_protocol::codes::HEADER_MISMATCH,
             message: format!("Header mismatch: {message}"),
             data: Some(json!({"header": header})),
         }
@@ -101,14 +101,14 @@ impl Rejection {
         let (message, data) = unsupported_version(era, requested);
         Rejection {
             status: StatusCode::BAD_REQUEST,
-            code: mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION,
+            code: mcp_stack_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION,
             message,
             data: Some(data),
         }
     }
 
     /// The JSON-RPC error body.
-    pub(super) fn body(&self, id: Option<&mcp_jsonrpc::Id>) -> Value {
+    pub(super) fn body(&self, id: Option<&mcp_stack_jsonrpc::Id>) -> Value {
         let mut error = json!({"code": self.code, "message": self.message});
         if let (Some(data), Value::Object(map)) = (&self.data, &mut error) {
             map.insert("data".to_owned(), data.clone());

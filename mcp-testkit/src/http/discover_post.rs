@@ -11,8 +11,8 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper::header::HeaderMap;
 use hyper::{Response, StatusCode};
-use mcp_jsonrpc::{Id, Message, Request, codes};
-use mcp_protocol::request::{self, Request as _};
+use mcp_stack_jsonrpc::{Id, Message, Request, codes};
+use mcp_stack_protocol::request::{self, Request as _};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -178,7 +178,7 @@ impl Shared {
             discover::validate(&self.options.server, headers, &req.method, params)
         };
         if let Err(rejection) = &checked
-            && rejection.code == mcp_protocol::codes::HEADER_MISMATCH
+            && rejection.code == mcp_stack_protocol::codes::HEADER_MISMATCH
         {
             self.stats.header_rejections.fetch_add(1, Ordering::Relaxed);
         }

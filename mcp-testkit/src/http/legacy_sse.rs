@@ -8,8 +8,8 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use mcp_jsonrpc::Message;
-use mcp_protocol::request::{self, Request as _};
+use mcp_stack_jsonrpc::Message;
+use mcp_stack_protocol::request::{self, Request as _};
 use tokio::sync::mpsc;
 
 use super::response::{Body, empty, full};

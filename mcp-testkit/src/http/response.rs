@@ -38,7 +38,7 @@ pub(super) fn empty(status: StatusCode) -> Response<Body> {
 /// errors with (bad request, not acceptable, not initialized): a JSON-RPC
 /// implementation-defined server error, not one MCP defines. The testkit
 /// answers as that server does, so a client is tested against what it meets.
-pub(crate) const SDK_TRANSPORT_ERROR: i64 = mcp_jsonrpc::codes::SERVER_ERROR_MAX;
+pub(crate) const SDK_TRANSPORT_ERROR: i64 = mcp_stack_jsonrpc::codes::SERVER_ERROR_MAX;
 /// The TypeScript SDK's code for an unknown session and for a missing login.
 pub(crate) const SDK_SESSION_NOT_FOUND: i64 = SDK_TRANSPORT_ERROR - 1;
 
@@ -66,7 +66,7 @@ pub(super) fn json_answer(answer: Bytes, wrong_type: bool) -> Response<Body> {
 /// A 2026-07-28 request refused before it reached an MCP instance.
 pub(super) fn rejection_response(
     rejection: &Rejection,
-    id: Option<&mcp_jsonrpc::Id>,
+    id: Option<&mcp_stack_jsonrpc::Id>,
 ) -> Response<Body> {
     full(
         rejection.status,

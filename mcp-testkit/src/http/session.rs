@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use mcp_jsonrpc::{Id, Message, from_raw};
-use mcp_protocol::meta;
-use mcp_protocol::notification::{self, Notification as _};
-use mcp_protocol::types::ProgressParams;
+use mcp_stack_jsonrpc::{Id, Message, from_raw};
+use mcp_stack_protocol::meta;
+use mcp_stack_protocol::notification::{self, Notification as _};
+use mcp_stack_protocol::types::ProgressParams;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, WriteHalf};
 use tokio::sync::{mpsc, oneshot};

@@ -11,8 +11,8 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use mcp_jsonrpc::{Message, codes};
-use mcp_protocol::request::{self, Request as _};
+use mcp_stack_jsonrpc::{Message, codes};
+use mcp_stack_protocol::request::{self, Request as _};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
@@ -211,7 +211,7 @@ impl Shared {
     fn open_request_stream(
         &self,
         session: &Session,
-        id: &mcp_jsonrpc::Id,
+        id: &mcp_stack_jsonrpc::Id,
         progress: Option<String>,
         drop_stream: bool,
     ) -> mpsc::UnboundedReceiver<Bytes> {

@@ -15,11 +15,11 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mcp_jsonrpc::{ErrorObject, codes};
-use mcp_protocol::notification::{self, Notification as _};
-use mcp_protocol::request::{self, Request as _};
-use mcp_protocol::results::{InputRequest, InputRequiredResult};
-use mcp_protocol::types::{
+use mcp_stack_jsonrpc::{ErrorObject, codes};
+use mcp_stack_protocol::notification::{self, Notification as _};
+use mcp_stack_protocol::request::{self, Request as _};
+use mcp_stack_protocol::results::{InputRequest, InputRequiredResult};
+use mcp_stack_protocol::types::{
     CallToolParams, CallToolResult, CreateMessageParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, Extra, ListRootsResult, SamplingMessage,
 };

@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError};
 
-use mcp_jsonrpc::{Id, codes};
-use mcp_protocol::meta;
-use mcp_protocol::request::{self, Request as _};
-use mcp_protocol::results::{InputRequest, InputRequiredResult, ResultType};
-use mcp_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
-use mcp_protocol::types::{
+use mcp_stack_jsonrpc::{Id, codes};
+use mcp_stack_protocol::meta;
+use mcp_stack_protocol::request::{self, Request as _};
+use mcp_stack_protocol::results::{InputRequest, InputRequiredResult, ResultType};
+use mcp_stack_protocol::subscriptions::{SubscriptionFilter, SubscriptionParams};
+use mcp_stack_protocol::types::{
     CallToolParams, CallToolResult, ElicitRequestParams, ElicitResult, Extra,
 };
 use serde::{Deserialize, Serialize};
@@ -155,7 +155,7 @@ impl Server {
     pub(super) fn spawn_answer(
         &mut self,
         id: Id,
-        answer: impl Future<Output = Result<mcp_jsonrpc::RawJson, ProtocolError>> + Send + 'static,
+        answer: impl Future<Output = Result<mcp_stack_jsonrpc::RawJson, ProtocolError>> + Send + 'static,
     ) {
         let outbox = self.outbox.clone();
         let in_flight = Arc::clone(&self.in_flight);

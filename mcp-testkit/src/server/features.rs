@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mcp_jsonrpc::RawJson;
-use mcp_protocol::codes;
-use mcp_protocol::request::{self, Request as _};
-use mcp_protocol::results::{CacheHints, ResultType};
-use mcp_protocol::types::{
+use mcp_stack_jsonrpc::RawJson;
+use mcp_stack_protocol::codes;
+use mcp_stack_protocol::request::{self, Request as _};
+use mcp_stack_protocol::results::{CacheHints, ResultType};
+use mcp_stack_protocol::types::{
     CompleteParams, CompleteResult, CompletionReference, EmptyResult, Extra, GetPromptParams,
     GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedParams, ReadResourceResult, ResourceParams,
@@ -123,7 +123,7 @@ fn parse_complete(params: Map<String, Value>) -> Result<CompleteParams, Protocol
 /// 2026-07-28, `-32602` in it (the spec's change), `data.uri` either way.
 fn not_found(uri: &str, discover: bool) -> ProtocolError {
     let code = if discover {
-        mcp_jsonrpc::codes::INVALID_PARAMS
+        mcp_stack_jsonrpc::codes::INVALID_PARAMS
     } else {
         codes::RESOURCE_NOT_FOUND
     };

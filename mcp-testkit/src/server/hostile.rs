@@ -16,9 +16,9 @@
 
 use std::sync::Arc;
 
-use mcp_jsonrpc::codes;
-use mcp_protocol::notification::{self, Notification as _};
-use mcp_protocol::types::{
+use mcp_stack_jsonrpc::codes;
+use mcp_stack_protocol::notification::{self, Notification as _};
+use mcp_stack_protocol::types::{
     CallToolParams, CallToolResult, Content, Extra, Implementation, LoggingLevel,
     LoggingMessageParams, ProgressParams, Tool, ToolAnnotations,
 };

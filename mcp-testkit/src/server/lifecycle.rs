@@ -4,15 +4,15 @@
 
 use std::time::Duration;
 
-use mcp_jsonrpc::Id;
-use mcp_protocol::discover::{DiscoverResult, UnsupportedVersionData};
-use mcp_protocol::request::{self, Request as _};
-use mcp_protocol::results::{CacheHints, ResultType};
-use mcp_protocol::types::{
+use mcp_stack_jsonrpc::Id;
+use mcp_stack_protocol::discover::{DiscoverResult, UnsupportedVersionData};
+use mcp_stack_protocol::request::{self, Request as _};
+use mcp_stack_protocol::results::{CacheHints, ResultType};
+use mcp_stack_protocol::types::{
     Extra, Implementation, InitializeParams, InitializeResult, PromptsCapability,
     ResourcesCapability, ServerCapabilities, ToolsCapability,
 };
-use mcp_protocol::{ProtocolVersion, meta};
+use mcp_stack_protocol::{ProtocolVersion, meta};
 use serde_json::{Map, Value};
 
 use super::hostile;
@@ -158,7 +158,7 @@ impl Server {
             // server does speak.
             let (message, data) = unsupported_version(era, requested);
             let error = ProtocolError::with_data(
-                mcp_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION,
+                mcp_stack_protocol::codes::UNSUPPORTED_PROTOCOL_VERSION,
                 message,
                 data,
             );
@@ -211,7 +211,7 @@ impl Server {
             "initialize: client asked for {requested}, answering {version}"
         ));
         let tasks = (version == ProtocolVersion::V2025_11_25.as_str())
-            .then(mcp_protocol::tasks::TasksCapability::tool_calls);
+            .then(mcp_stack_protocol::tasks::TasksCapability::tool_calls);
         let capabilities = ServerCapabilities {
             logging: Some(Value::Object(Map::new())),
             tasks,
@@ -242,7 +242,7 @@ impl Server {
         ));
         let supported = supported.into_iter().map(str::to_owned).collect();
         let mut capabilities = self.capabilities();
-        mcp_protocol::tasks::extension::offer(&mut capabilities);
+        mcp_stack_protocol::tasks::extension::offer(&mut capabilities);
         let mut result = DiscoverResult::new(supported, capabilities, &server_info(self.options()));
         result.instructions = hostile::instructions(self.options()).or(Some(
             "mcp-testkit (2026-07-28). ask_name shows multi-round-trip results.".to_owned(),
@@ -296,7 +296,7 @@ const DISCOVER_CACHE: CacheHints = CacheHints {
 
 #[cfg(all(test, feature = "http"))]
 mod tests {
-    use mcp_jsonrpc::codes;
+    use mcp_stack_jsonrpc::codes;
     use serde_json::json;
 
     use super::*;

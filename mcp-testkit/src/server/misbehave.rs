@@ -6,8 +6,8 @@ use std::io::{self, Write as _};
 use std::path::Path;
 use std::time::Duration;
 
-use mcp_protocol::notification::{self, Notification as _};
-use mcp_protocol::types::{LoggingLevel, LoggingMessageParams};
+use mcp_stack_protocol::notification::{self, Notification as _};
+use mcp_stack_protocol::types::{LoggingLevel, LoggingMessageParams};
 use serde_json::Value;
 
 use super::{EXIT_IMMEDIATELY_MESSAGE, Host, SERVER_NAME, Server};

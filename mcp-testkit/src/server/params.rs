@@ -1,4 +1,4 @@
-//! Reading a request's params into `mcp-protocol`'s types.
+//! Reading a request's params into `mcp-stack-protocol`'s types.
 //!
 //! The type says what a request may carry. When the params do not fit, the
 //! `-32602` answer names the field that is wrong (`data.field`), found by
@@ -57,7 +57,7 @@ pub(super) fn expect(
 
 #[cfg(test)]
 mod tests {
-    use mcp_protocol::types::PaginatedParams;
+    use mcp_stack_protocol::types::PaginatedParams;
     use serde_json::json;
 
     use super::*;

@@ -14,14 +14,16 @@
 
 use std::sync::Arc;
 
-use mcp_jsonrpc::Id;
-use mcp_protocol::codes as mcp_codes;
-use mcp_protocol::meta;
-use mcp_protocol::request::{self, Request as _};
-use mcp_protocol::results::ResultType;
-use mcp_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
-use mcp_protocol::tasks::{CreateTaskResult, ListTasksResult, Task, TaskIdParams, TaskMetadata};
-use mcp_protocol::types::{CallToolParams, EmptyResult, Extra, PaginatedParams};
+use mcp_stack_jsonrpc::Id;
+use mcp_stack_protocol::codes as mcp_codes;
+use mcp_stack_protocol::meta;
+use mcp_stack_protocol::request::{self, Request as _};
+use mcp_stack_protocol::results::ResultType;
+use mcp_stack_protocol::tasks::extension::{self, DetailedTask, UpdateTaskParams};
+use mcp_stack_protocol::tasks::{
+    CreateTaskResult, ListTasksResult, Task, TaskIdParams, TaskMetadata,
+};
+use mcp_stack_protocol::types::{CallToolParams, EmptyResult, Extra, PaginatedParams};
 use serde_json::{Map, Value, json};
 
 use super::params::typed;
@@ -102,7 +104,7 @@ impl Server {
 
     /// Whether this (legacy) session negotiated 2025-11-25, the revision with tasks.
     pub(super) fn speaks_tasks(&self) -> bool {
-        self.negotiated == Some(mcp_protocol::ProtocolVersion::V2025_11_25)
+        self.negotiated == Some(mcp_stack_protocol::ProtocolVersion::V2025_11_25)
     }
 
     async fn start_task(
@@ -110,7 +112,7 @@ impl Server {
         call: &CallToolParams,
         discover: bool,
         augmented: Option<&Value>,
-    ) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
+    ) -> Result<mcp_stack_jsonrpc::RawJson, ProtocolError> {
         let ttl = augmented
             .and_then(|t| serde_json::from_value::<TaskMetadata>(t.clone()).ok())
             .and_then(|t| t.ttl);
@@ -162,7 +164,7 @@ impl Server {
         method: &str,
         params: &Result<Map<String, Value>, ProtocolError>,
         discover: bool,
-    ) -> Option<Option<Result<mcp_jsonrpc::RawJson, ProtocolError>>> {
+    ) -> Option<Option<Result<mcp_stack_jsonrpc::RawJson, ProtocolError>>> {
         let legacy_only = matches!(
             method,
             request::TasksResult::METHOD | request::TasksList::METHOD
@@ -260,7 +262,7 @@ fn complete(mut result: EmptyResult) -> EmptyResult {
 }
 
 /// The answer that creates a task, in the request's design.
-fn task_answer(task: Task, discover: bool) -> Result<mcp_jsonrpc::RawJson, ProtocolError> {
+fn task_answer(task: Task, discover: bool) -> Result<mcp_stack_jsonrpc::RawJson, ProtocolError> {
     if discover {
         let mut d = DetailedTask::new(task.task_id, task.status, task.created_at);
         d.status_message = task.status_message;

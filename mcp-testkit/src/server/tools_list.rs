@@ -7,8 +7,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mcp_protocol::results::{CacheHints, ResultType};
-use mcp_protocol::types::{Extra, ListToolsResult, PaginatedParams};
+use mcp_stack_protocol::results::{CacheHints, ResultType};
+use mcp_stack_protocol::types::{Extra, ListToolsResult, PaginatedParams};
 use serde_json::{Map, Value};
 
 use super::Server;

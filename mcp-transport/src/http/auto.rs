@@ -11,10 +11,10 @@
 //! connection to that server goes straight to the right transport.
 //!
 //! ```no_run
-//! use mcp_transport::http::HttpOptions;
-//! use mcp_transport::http::auto::{self, TransportCache};
+//! use mcp_stack_transport::http::HttpOptions;
+//! use mcp_stack_transport::http::auto::{self, TransportCache};
 //!
-//! # async fn demo() -> Result<(), mcp_transport::TransportError> {
+//! # async fn demo() -> Result<(), mcp_stack_transport::TransportError> {
 //! let cache = TransportCache::new();
 //! let transport = auto::connect("http://127.0.0.1:3000/mcp", HttpOptions::new(), &cache).await?;
 //! # Ok(()) }
@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
-use mcp_jsonrpc::Message;
+use mcp_stack_jsonrpc::Message;
 use tokio::sync::{Mutex, watch};
 
 use super::{HttpOptions, HttpTrace, SseTransport, StreamableHttpTransport};

@@ -1,4 +1,4 @@
-//! The transports' side of [`mcp_http::Client`]: the client built from an
+//! The transports' side of [`mcp_stack_http::Client`]: the client built from an
 //! [`HttpOptions`] (which it keeps, for the transports' own settings), its
 //! errors as [`TransportError`]s, and what an MCP answer's status or body
 //! means.
@@ -12,23 +12,23 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap};
 use hyper::{Method, Request, Response, Uri};
 
-pub(crate) use mcp_http::content_type;
+pub(crate) use mcp_stack_http::content_type;
 
 use super::HttpOptions;
 use crate::TransportError;
 
-/// The shared [`mcp_http::Client`] of a transport, with the transport's
+/// The shared [`mcp_stack_http::Client`] of a transport, with the transport's
 /// settings beside it.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpClient {
-    inner: mcp_http::Client,
+    inner: mcp_stack_http::Client,
     options: Arc<HttpOptions>,
 }
 
 impl HttpClient {
     pub(crate) fn new(options: HttpOptions) -> Result<Self, TransportError> {
         Ok(HttpClient {
-            inner: mcp_http::Client::new(&options)?,
+            inner: mcp_stack_http::Client::new(&options)?,
             options: Arc::new(options),
         })
     }
@@ -48,7 +48,7 @@ impl HttpClient {
         self.inner.build(method, uri, extra, body)
     }
 
-    /// [`mcp_http::Client::send`]: the authorizer, the request timeout, the trace.
+    /// [`mcp_stack_http::Client::send`]: the authorizer, the request timeout, the trace.
     pub(crate) async fn send(
         &self,
         request: Request<Full<Bytes>>,
@@ -64,7 +64,7 @@ pub(crate) async fn read_body(
     timeout: Duration,
     what: &str,
 ) -> Result<Bytes, TransportError> {
-    Ok(mcp_http::read_body(body, limit, timeout, what).await?)
+    Ok(mcp_stack_http::read_body(body, limit, timeout, what).await?)
 }
 
 /// The error for an answer with an error status: the status and the start of the body.
@@ -79,7 +79,7 @@ pub(crate) async fn status_error(response: Response<Incoming>, what: &str) -> Tr
 pub(crate) async fn status_answer(
     response: Response<Incoming>,
     what: &str,
-) -> Result<(TransportError, mcp_jsonrpc::ErrorResponse), TransportError> {
+) -> Result<(TransportError, mcp_stack_jsonrpc::ErrorResponse), TransportError> {
     let status = response.status().as_u16();
     let location = if response.headers().contains_key(header::LOCATION) {
         " (a redirect; redirects are not followed)"
@@ -97,12 +97,12 @@ pub(crate) async fn status_answer(
     let error = TransportError::HttpStatus {
         status,
         url: what.to_owned(),
-        body: format!("{}{location}", mcp_jsonrpc::excerpt(&body))
+        body: format!("{}{location}", mcp_stack_jsonrpc::excerpt(&body))
             .trim()
             .to_owned(),
     };
-    match mcp_jsonrpc::Message::from_slice(&body) {
-        Ok(mcp_jsonrpc::Message::Error(answer)) => Ok((error, answer)),
+    match mcp_stack_jsonrpc::Message::from_slice(&body) {
+        Ok(mcp_stack_jsonrpc::Message::Error(answer)) => Ok((error, answer)),
         _ => Err(error),
     }
 }

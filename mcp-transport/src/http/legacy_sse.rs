@@ -36,7 +36,7 @@
 //!   `initialize` and `notifications/initialized` again, every other
 //!   message (those that waited too) fails unposted with
 //!   [`TransportError::SessionExpired`]: the server would not know them.
-//!   The transport replays nothing; an `mcp_session::Session` runs the
+//!   The transport replays nothing; an `mcp_stack_session::Session` runs the
 //!   handshake again and resends its requests.
 //! * When the attempts run out, `recv` reports the connection closed with a
 //!   reason naming the attempts and the last error.
@@ -50,7 +50,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Uri};
-use mcp_jsonrpc::{Id, Message, Oversized};
+use mcp_stack_jsonrpc::{Id, Message, Oversized};
 use tokio::sync::{Mutex, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

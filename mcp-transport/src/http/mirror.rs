@@ -4,12 +4,12 @@
 //! `ProtocolVersion::mirrors_into_headers`) copies parts of its body into
 //! headers. The session says what they are (the [`SendContext`]: revision,
 //! `Mcp-Name`, `Mcp-Param-*` values); the transport never reads `params`.
-//! The names and the value encoding are `mcp_protocol::x_mcp_header`'s.
+//! The names and the value encoding are `mcp_stack_protocol::x_mcp_header`'s.
 
 use std::sync::LazyLock;
 
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use mcp_protocol::x_mcp_header;
+use mcp_stack_protocol::x_mcp_header;
 
 use crate::SendContext;
 
@@ -62,7 +62,7 @@ fn header_value(value: &str) -> Option<HeaderValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_protocol::ProtocolVersion;
+    use mcp_stack_protocol::ProtocolVersion;
 
     #[test]
     fn the_context_becomes_headers() {

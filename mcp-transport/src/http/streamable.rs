@@ -9,8 +9,8 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
 use hyper::{Method, Response, Uri};
-use mcp_jsonrpc::{Id, Message};
-use mcp_protocol::ProtocolVersion;
+use mcp_stack_jsonrpc::{Id, Message};
+use mcp_stack_protocol::ProtocolVersion;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
@@ -92,7 +92,7 @@ const AFTER_ANSWER_LINGER: Duration = Duration::from_millis(100);
 ///   `initialize` is answered with a new session) with
 ///   [`TransportError::SessionExpired`]. It replays nothing: the layer above
 ///   runs the handshake again and sends those messages again (an
-///   `mcp_session::Session` does both).
+///   `mcp_stack_session::Session` does both).
 /// * `close` ends every stream and sends `DELETE` with the session id
 ///   (bounded by [`HttpOptions::close_timeout`]; 405 is fine).
 ///
@@ -443,7 +443,7 @@ impl StreamableHttpTransport {
     /// caller's task (see [`Inner::request_direct`]).
     async fn request_direct(
         &self,
-        request: &mcp_jsonrpc::Request,
+        request: &mcp_stack_jsonrpc::Request,
         message: &Message,
         context: &SendContext,
     ) -> Result<Answer, TransportError> {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_jsonrpc::{DEFAULT_MAX_BATCH_ELEMENTS, DEFAULT_MAX_FRAME_LENGTH};
+use mcp_stack_jsonrpc::{DEFAULT_MAX_BATCH_ELEMENTS, DEFAULT_MAX_FRAME_LENGTH};
 
 /// The variables of this process's environment a server inherits (when set).
 ///
@@ -82,7 +82,7 @@ pub type StderrListener = Arc<dyn Fn(&str) + Send + Sync>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_transport::stdio::StdioConfig;
+/// use mcp_stack_transport::stdio::StdioConfig;
 ///
 /// let config = StdioConfig::new("npx")
 ///     .args(["-y", "@modelcontextprotocol/server-memory"])
@@ -187,7 +187,7 @@ impl StdioConfig {
     /// batches are accepted at all: only once a message's context names
     /// protocol revision 2025-03-26. A batch is also refused when its
     /// elements, parsed, would take more than the frame limit (each is
-    /// charged [`mcp_jsonrpc::BATCH_ELEMENT_COST`] plus its text).
+    /// charged [`mcp_stack_jsonrpc::BATCH_ELEMENT_COST`] plus its text).
     pub fn max_batch_elements(mut self, elements: usize) -> Self {
         self.max_batch_elements = elements;
         self

@@ -191,7 +191,7 @@ mod sys {
 
     /// Sends `signal` (0: only check) to every process in the group `pgid`
     /// (the one such function of the workspace: `xtask`'s supervisor uses
-    /// it too, through `mcp_transport::stdio::signal_group`).
+    /// it too, through `mcp_stack_transport::stdio::signal_group`).
     #[allow(unsafe_code)]
     pub fn signal_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
         let pgid = libc::pid_t::try_from(pgid)

@@ -2,7 +2,7 @@
 //!
 //! Two figures per size:
 //!
-//! - `mcp_session::ToolCatalog::new` alone over a `Vec<Tool>` (the copy of
+//! - `mcp_stack_session::ToolCatalog::new` alone over a `Vec<Tool>` (the copy of
 //!   the tools is made before the clock starts): once with no catalog of the
 //!   same tools alive (every tool new to the process-wide intern table), and
 //!   once with one held (every tool found there and shared, as when many
@@ -14,15 +14,15 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_session::protocol::types::Tool;
-use mcp_session::{Session, SessionConfig, ToolCatalog};
-use mcp_transport::stream::StreamTransport;
+use mcp_stack_session::protocol::types::Tool;
+use mcp_stack_session::{Session, SessionConfig, ToolCatalog};
+use mcp_stack_transport::stream::StreamTransport;
 use serde_json::json;
 
 use crate::args::CatalogArgs;
 
 /// The testkit's own tools, listed before the generated ones.
-const TESTKIT_TOOLS: usize = mcp_testkit::TOOL_NAMES.len();
+const TESTKIT_TOOLS: usize = mcp_stack_testkit::TOOL_NAMES.len();
 
 pub(crate) fn run(args: CatalogArgs) -> Result<(), String> {
     let CatalogArgs { tools, budget } = args;
@@ -114,11 +114,11 @@ fn generated(n: usize) -> Vec<Tool> {
 /// A session to an in-process testkit with about `n` tools; the median time
 /// of `builds` `refresh_tools` calls and the catalog's size.
 async fn session_refresh(n: usize, builds: usize) -> Result<(usize, Duration), String> {
-    let mut options = mcp_testkit::ServerOptions::default();
+    let mut options = mcp_stack_testkit::ServerOptions::default();
     options.extra_tools = n.saturating_sub(TESTKIT_TOOLS);
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
-    let served = tokio::spawn(mcp_testkit::serve(options, server_read, server_write));
+    let served = tokio::spawn(mcp_stack_testkit::serve(options, server_read, server_write));
     let (client_read, client_write) = tokio::io::split(client);
     let session = Session::connect(
         StreamTransport::new(client_read, client_write),

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use mcp_session::{Session, SessionConfig};
-use mcp_transport::Transport;
+use mcp_stack_session::{Session, SessionConfig};
+use mcp_stack_transport::Transport;
 use serde_json::{Value, json};
 
 use super::stdio::{spawn_in_flight, spawn_sequential};
@@ -89,7 +89,7 @@ impl Ours {
     }
 
     /// The protocol revision the session negotiated.
-    pub(super) fn protocol(&self) -> mcp_session::ProtocolVersion {
+    pub(super) fn protocol(&self) -> mcp_stack_session::ProtocolVersion {
         self.session.protocol_version()
     }
 

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use mcp_jsonrpc::{DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec};
+use mcp_stack_jsonrpc::{DEFAULT_MAX_FRAME_LENGTH, Frame, NewlineCodec};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio_util::codec::{Decoder, LinesCodec};
@@ -42,7 +42,7 @@ pub(crate) fn run(args: CodecArgs) -> Result<(), String> {
     // Interleaved, so that load from elsewhere on the machine hits every row alike.
     let mut ways: [(&str, Way<'_>); 4] = [
         (
-            "mcp-jsonrpc NewlineCodec",
+            "mcp-stack-jsonrpc NewlineCodec",
             Box::new(|| newline_codec(&stream)),
         ),
         (

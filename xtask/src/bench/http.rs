@@ -1,5 +1,5 @@
 //! `bench http`: `tools/call` round trips to one local streamable HTTP server
-//! on 127.0.0.1, with this stack (`mcp-session` over `mcp-transport`'s
+//! on 127.0.0.1, with this stack (`mcp-stack-session` over `mcp-stack-transport`'s
 //! streamable HTTP transport), with the `rmcp` SDK's streamable HTTP client
 //! (on reqwest), and with a raw floor (hyper HTTP/1.1 connections POSTing
 //! pre-serialized JSON-RPC, one `serde_json` parse per response),
@@ -21,8 +21,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
-use mcp_testkit::http::{HttpServer, HttpServerOptions};
-use mcp_transport::http::{HttpOptions, StreamableHttpTransport};
+use mcp_stack_testkit::http::{HttpServer, HttpServerOptions};
+use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
@@ -32,7 +32,7 @@ use super::stdio::IN_FLIGHT;
 use crate::args::HttpArgs;
 
 /// The protocol version the floor asks for.
-const FLOOR_VERSION: &str = mcp_session::ProtocolVersion::LATEST_HANDSHAKE.as_str();
+const FLOOR_VERSION: &str = mcp_stack_session::ProtocolVersion::LATEST_HANDSHAKE.as_str();
 
 pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
     if args.instructions {
@@ -56,8 +56,8 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
     let n_inflight = n_inflight.unwrap_or(n.saturating_mul(4));
     let only = only.unwrap_or_default();
     let era = match era.as_str() {
-        "legacy" => mcp_testkit::Era::Legacy,
-        "dual" => mcp_testkit::Era::Dual,
+        "legacy" => mcp_stack_testkit::Era::Legacy,
+        "dual" => mcp_stack_testkit::Era::Dual,
         other => {
             return Err(format!(
                 "--era: unknown `{other}` (known: legacy, dual; dual lets ours speak 2026-07-28 \
@@ -133,11 +133,11 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
     server.stop();
     let results = result?;
     let mode = match (json_response, era) {
-        (true, mcp_testkit::Era::Dual) => {
+        (true, mcp_stack_testkit::Era::Dual) => {
             "dual era: sessions for the handshake, stateless 2026-07-28 with a fresh server \
              instance per request; application/json answers"
         }
-        (false, mcp_testkit::Era::Dual) => {
+        (false, mcp_stack_testkit::Era::Dual) => {
             "dual era: sessions for the handshake, stateless 2026-07-28 with a fresh server \
              instance per request; SSE answers"
         }
@@ -173,7 +173,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
             show(ratio(Mode::InFlight(IN_FLIGHT)))
         );
         println!(
-            "  ours + OAuth token: the same session with mcp_auth::client::OAuthClient as the\n    \
+            "  ours + OAuth token: the same session with mcp_stack_auth::client::OAuthClient as the\n    \
              transport's authorizer, holding a valid stored token (credentials read per request,\n    \
              Authorization header added); the server ignores the header, so the difference\n    \
              is the client's authorization cost."
@@ -181,7 +181,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
     }
     println!();
     println!(
-        "  ours: mcp_session::Session::call_tool over mcp_transport::http::StreamableHttpTransport"
+        "  ours: mcp_stack_session::Session::call_tool over mcp_stack_transport::http::StreamableHttpTransport"
     );
     println!("    (HttpOptions::new(); the tool's input schema is checked on every call).");
     println!("  rmcp: rmcp::Peer::call_tool over rmcp::transport::StreamableHttpClientTransport");
@@ -189,7 +189,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
     println!("  floor: hyper::client::conn::http1 connections, one per caller, POSTing a request");
     println!("    formatted in place and parsing each body with serde_json::from_slice::<Value>;");
     println!("    no GET stream, no schema, no id table.");
-    if era == mcp_testkit::Era::Dual {
+    if era == mcp_stack_testkit::Era::Dual {
         println!("  --era dual: ours speaks 2026-07-28 (no session, headers mirrored; the testkit");
         println!("    serves each such request with a fresh server instance), rmcp and the floor");
         println!("    the handshake with a session: the ratios compare different server work too.");
@@ -200,14 +200,14 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
 }
 
 const CLIENTS: [&str; 3] = [
-    "ours (mcp-session)",
+    "ours (mcp-stack-session)",
     "rmcp 3 (reqwest)",
     "floor (raw hyper)",
 ];
 
 /// With `--auth`, the second client is ours with a token.
 const AUTH_CLIENTS: [&str; 3] = [
-    "ours (mcp-session)",
+    "ours (mcp-stack-session)",
     "ours + OAuth token",
     "floor (raw hyper)",
 ];
@@ -383,12 +383,12 @@ async fn connect_ours(url: &str) -> Result<Ours, String> {
 /// This stack with an OAuth client holding a valid token as the
 /// transport's authorizer.
 async fn connect_ours_authorized(url: &str) -> Result<Ours, String> {
-    use mcp_auth::client::{OAuthClient, OAuthConfig};
-    use mcp_auth::store::{MemoryStore, StoredAuth, StoredTokens, TokenStore};
-    let server = mcp_auth::canonical::canonical_resource(url).map_err(|e| e.to_string())?;
+    use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
+    use mcp_stack_auth::store::{MemoryStore, StoredAuth, StoredTokens, TokenStore};
+    let server = mcp_stack_auth::canonical::canonical_resource(url).map_err(|e| e.to_string())?;
     let store = MemoryStore::new();
     let mut entry = StoredAuth::new(server, "http://127.0.0.1/bench-issuer");
-    let mut tokens = StoredTokens::bearer(mcp_auth::Secret::new("bench-access-token"));
+    let mut tokens = StoredTokens::bearer(mcp_stack_auth::Secret::new("bench-access-token"));
     tokens.expires_at = Some(u64::MAX / 2);
     entry.tokens = Some(tokens);
     store.save(&entry).map_err(|e| e.to_string())?;
@@ -631,8 +631,8 @@ pub(super) fn start_server(args: &HttpArgs) -> Result<ServerThread, String> {
         ..HttpServerOptions::default()
     };
     options.server.era = match args.era.as_str() {
-        "legacy" => mcp_testkit::Era::Legacy,
-        "dual" => mcp_testkit::Era::Dual,
+        "legacy" => mcp_stack_testkit::Era::Legacy,
+        "dual" => mcp_stack_testkit::Era::Dual,
         other => return Err(format!("--era: unknown `{other}` (known: legacy, dual)")),
     };
     ServerThread::start(options, args.server_threads.max(1))

@@ -23,7 +23,7 @@ const CHILD_LIMIT: Duration = Duration::from_secs(600);
 /// The clients counted (the TS SDK's runs under node, which valgrind
 /// counts as node's JIT, not the SDK: it is left out).
 const CLIENTS: [(&str, &str); 3] = [
-    ("ours", "ours (mcp-session)"),
+    ("ours", "ours (mcp-stack-session)"),
     ("rmcp", "rmcp 3"),
     ("floor", "floor"),
 ];

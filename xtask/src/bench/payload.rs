@@ -19,7 +19,7 @@ use crate::args::PayloadArgs;
 /// About how many bytes one generated tool adds to `tools/list`'s answer.
 const BYTES_PER_TOOL: usize = 330;
 
-const CLIENTS: [&str; 3] = ["ours (mcp-session)", "rmcp 3", "floor (raw pipes)"];
+const CLIENTS: [&str; 3] = ["ours (mcp-stack-session)", "rmcp 3", "floor (raw pipes)"];
 
 pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
     if args.sizes.is_empty() || args.sizes.iter().any(|&s| s == 0 || s > 8_000_000) {

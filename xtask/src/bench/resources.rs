@@ -5,8 +5,8 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mcp_session::{Session, SessionConfig};
-use mcp_transport::stdio::{StdioConfig, StdioTransport};
+use mcp_stack_session::{Session, SessionConfig};
+use mcp_stack_transport::stdio::{StdioConfig, StdioTransport};
 
 use super::stdio::build_testkit;
 use crate::args::ResourcesArgs;
@@ -92,7 +92,7 @@ pub(crate) fn run(args: ResourcesArgs) -> Result<(), String> {
         format!("read a {} KiB blob and decode", blob_bytes / 1024),
     ];
     for (label, [ours_t, rmcp_t]) in what.iter().zip(&times) {
-        for (c, (client, t)) in [("ours (mcp-session)", ours_t), ("rmcp 3", rmcp_t)]
+        for (c, (client, t)) in [("ours (mcp-stack-session)", ours_t), ("rmcp 3", rmcp_t)]
             .into_iter()
             .enumerate()
         {
@@ -159,7 +159,7 @@ async fn list_ours(s: &Session) -> Result<usize, String> {
 }
 
 async fn read_ours(s: &Session) -> Result<usize, String> {
-    use mcp_session::types::ResourceContents;
+    use mcp_stack_session::types::ResourceContents;
     let r = s
         .read_resource("test://blob/large")
         .await

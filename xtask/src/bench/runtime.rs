@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_config::{Fingerprint, Options, ResolvedConfig, ResolvedServer, parse_str, resolve};
-use mcp_jsonrpc::{Message, Response, to_raw};
-use mcp_runtime::{ConnectError, Connector, RuntimeManager, RuntimeOptions};
-use mcp_testkit::{InProcessConnector, ServerOptions};
-use mcp_transport::{BoxFuture, Received, Transport, memory};
+use mcp_stack_config::{Fingerprint, Options, ResolvedConfig, ResolvedServer, parse_str, resolve};
+use mcp_stack_jsonrpc::{Message, Response, to_raw};
+use mcp_stack_runtime::{ConnectError, Connector, RuntimeManager, RuntimeOptions};
+use mcp_stack_testkit::{InProcessConnector, ServerOptions};
+use mcp_stack_transport::{BoxFuture, Received, Transport, memory};
 use serde_json::json;
 
 use super::{heap, median};
@@ -72,7 +72,7 @@ async fn minimal_server(t: memory::MemoryTransport, tools: Tools, i: usize) {
     }
 }
 
-/// Each server is `mcp_testkit::serve` in-process over a duplex stream, with
+/// Each server is `mcp_stack_testkit::serve` in-process over a duplex stream, with
 /// the default options (the configs' `args` only make the servers differ).
 fn testkit() -> Arc<InProcessConnector> {
     Arc::new(InProcessConnector::with_options(ServerOptions::default()))
@@ -127,7 +127,7 @@ async fn bench(
     servers: usize,
 ) -> Result<(), String> {
     let cfg = config(servers)?;
-    let err = |e: mcp_runtime::RuntimeError| e.to_string();
+    let err = |e: mcp_stack_runtime::RuntimeError| e.to_string();
     heap::counting();
     println!(
         "bench runtime: {servers} servers per session (mcp-testkit in-process over duplex streams \
@@ -264,7 +264,7 @@ struct Warm {
 }
 
 async fn warm_path(cfg: &ResolvedConfig, n: usize, iters: usize) -> Result<Warm, String> {
-    let err = |e: mcp_runtime::RuntimeError| e.to_string();
+    let err = |e: mcp_stack_runtime::RuntimeError| e.to_string();
     let minimal = Minimal {
         tools: Tools::Same,
         next: AtomicUsize::new(0),
@@ -409,7 +409,7 @@ async fn idle_memory(
     tools: Tools,
     lapsed: bool,
 ) -> Result<IdleMemory, String> {
-    let err = |e: mcp_runtime::RuntimeError| e.to_string();
+    let err = |e: mcp_stack_runtime::RuntimeError| e.to_string();
     // The servers alone: the same tasks and pairs with no client session
     // (each answers nothing until asked, so this is their idle state).
     quiesce().await;

@@ -1,5 +1,5 @@
 //! `bench stdio`: `tools/call` round trips to a child-process server, with
-//! this stack (`mcp-session` over `mcp-transport`'s stdio transport), with the
+//! this stack (`mcp-stack-session` over `mcp-stack-transport`'s stdio transport), with the
 //! `rmcp` SDK's client, and with a raw floor (blocking pipe I/O and one
 //! `serde_json` parse per response), sequentially and with 8 calls in flight.
 //!
@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_session::ProtocolVersion;
-use mcp_transport::stdio::{StdioConfig, StdioTransport};
+use mcp_stack_session::ProtocolVersion;
+use mcp_stack_transport::stdio::{StdioConfig, StdioTransport};
 use serde_json::{Value, json};
 
 use super::clients::{Ours, Rmcp, TEXT};
@@ -123,7 +123,9 @@ pub(crate) fn run(args: StdioArgs) -> Result<(), String> {
         print_table(name, program, &results, &CLIENTS, &run.modes);
     }
     println!();
-    println!("  ours: mcp_session::Session::call_tool over mcp_transport::stdio::StdioTransport");
+    println!(
+        "  ours: mcp_stack_session::Session::call_tool over mcp_stack_transport::stdio::StdioTransport"
+    );
     println!("    (the tool's input schema is checked on every call, as in real use).");
     println!("  rmcp: rmcp::Peer::call_tool over rmcp::transport::TokioChildProcess.");
     println!("  floor: std::process pipes, one write_all per request, BufReader::read_line and");
@@ -207,7 +209,7 @@ pub(super) fn client_runtime(flavor: &str) -> Result<(tokio::runtime::Runtime, S
 }
 
 const CLIENTS: [&str; 5] = [
-    "ours (mcp-session)",
+    "ours (mcp-stack-session)",
     "rmcp 3",
     "floor (raw pipes)",
     "ts (TS SDK, node)",
@@ -385,7 +387,7 @@ pub(super) fn build_testkit() -> Result<String, String> {
             "--release",
             "--quiet",
             "--package",
-            "mcp-testkit",
+            "mcp-stack-testkit",
             "--bin",
             "mcp-testkit",
             "--message-format=json",

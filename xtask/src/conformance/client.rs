@@ -3,7 +3,7 @@
 //!
 //! It is an agent with nothing particular to do, built from the library:
 //! connect over HTTP (streamable HTTP, falling back to HTTP+SSE) with
-//! `mcp-session`, list the tools (every page), call each one with arguments
+//! `mcp-stack-session`, list the tools (every page), call each one with arguments
 //! drawn from its input schema (the `fill` module) while following its
 //! progress, list resources and prompts and read the first of each, answer elicitation with the requested schema's defaults
 //! ([`DefaultsElicitationHandler`]), list the server's skills (skills
@@ -39,8 +39,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use mcp_session::types::Implementation;
-use mcp_session::{
+use mcp_stack_session::types::Implementation;
+use mcp_stack_session::{
     CallOptions, DefaultsElicitationHandler, ServerNotification, Session, SessionConfig,
     SessionError, ToolCatalog,
 };

@@ -5,15 +5,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_auth::Secret;
-use mcp_auth::agent::FollowRedirect;
-use mcp_auth::client::{Grant, OAuthClient, OAuthConfig};
-use mcp_auth::store::MemoryStore;
-use mcp_transport::Transport;
-use mcp_transport::http::{HttpOptions, SseTransport, StreamableHttpTransport, WebClient, auto};
+use mcp_stack_auth::Secret;
+use mcp_stack_auth::agent::FollowRedirect;
+use mcp_stack_auth::client::{Grant, OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::MemoryStore;
+use mcp_stack_transport::Transport;
+use mcp_stack_transport::http::{
+    HttpOptions, SseTransport, StreamableHttpTransport, WebClient, auto,
+};
 use serde_json::Value;
 
-/// The build has the HTTP transports (mcp-transport's `http` feature).
+/// The build has the HTTP transports (mcp-stack-transport's `http` feature).
 pub(crate) const AVAILABLE: bool = true;
 
 /// Which HTTP transport to use.
@@ -53,7 +55,7 @@ pub(crate) fn authorizer(
     url: &str,
     scenario: &str,
     context: &Value,
-) -> Result<Arc<dyn mcp_transport::http::auth::Authorizer>, String> {
+) -> Result<Arc<dyn mcp_stack_transport::http::auth::Authorizer>, String> {
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
     let mut config = OAuthConfig::new(url)
         .client_name("mcp-client-rs-conformance")
@@ -110,7 +112,7 @@ pub(crate) async fn connect_authorized(
     url: &str,
     mode: Mode,
     name: &str,
-    authorizer: Arc<dyn mcp_transport::http::auth::Authorizer>,
+    authorizer: Arc<dyn mcp_stack_transport::http::auth::Authorizer>,
 ) -> Result<Arc<dyn Transport>, String> {
     connect_with(url, mode, options(name).authorizer(authorizer)).await
 }

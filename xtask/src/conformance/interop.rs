@@ -5,7 +5,7 @@
 //! serves no authorization server of its own: its protected resource
 //! metadata names the external issuer, and it accepts only the RS256 JWTs
 //! that issuer signed for it (checked against the issuer's JWKS: signature,
-//! `iss`, `exp`, `nbf`, `aud`; see `mcp_testkit::http::ExternalAuthorizationServer`).
+//! `iss`, `exp`, `nbf`, `aud`; see `mcp_stack_testkit::http::ExternalAuthorizationServer`).
 //!
 //! Rows, under `interop/oauth/`:
 //!
@@ -32,13 +32,15 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use hyper::HeaderMap;
-use mcp_auth::agent::FollowRedirect;
-use mcp_auth::client::{Grant, OAuthClient, OAuthConfig};
-use mcp_auth::store::MemoryStore;
-use mcp_session::types::Content;
-use mcp_session::{Session, SessionConfig};
-use mcp_testkit::http::{ExternalAuthorizationServer, HttpServer, HttpServerOptions, OAuthOptions};
-use mcp_transport::http::{HttpOptions, StreamableHttpTransport, WebClient};
+use mcp_stack_auth::agent::FollowRedirect;
+use mcp_stack_auth::client::{Grant, OAuthClient, OAuthConfig};
+use mcp_stack_auth::store::MemoryStore;
+use mcp_stack_session::types::Content;
+use mcp_stack_session::{Session, SessionConfig};
+use mcp_stack_testkit::http::{
+    ExternalAuthorizationServer, HttpServer, HttpServerOptions, OAuthOptions,
+};
+use mcp_stack_transport::http::{HttpOptions, StreamableHttpTransport, WebClient};
 use serde_json::{Value, json};
 
 use super::process::{self, Background};
@@ -116,7 +118,7 @@ async fn checks(tools: &Tools, logs: &Path) -> Vec<Row> {
         .arg(port.to_string())
         .env_clear()
         .envs(
-            mcp_transport::stdio::ENV_ALLOWLIST
+            mcp_stack_transport::stdio::ENV_ALLOWLIST
                 .iter()
                 .filter_map(|k| std::env::var(k).ok().map(|v| (*k, v))),
         );

@@ -229,7 +229,7 @@ mod sys {
     pub(super) const KILL: i32 = libc::SIGKILL;
 
     /// Sends `signal` to every process of group `pgid` (0 only checks).
-    pub(super) use mcp_transport::stdio::signal_group;
+    pub(super) use mcp_stack_transport::stdio::signal_group;
 }
 
 #[cfg(not(unix))]

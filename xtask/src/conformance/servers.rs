@@ -21,10 +21,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_session::types::Tool;
-use mcp_session::{CallOptions, DefaultsElicitationHandler, Session, SessionConfig, SessionError};
-use mcp_transport::Transport;
-use mcp_transport::stdio::{StdioConfig, StdioTransport};
+use mcp_stack_session::types::Tool;
+use mcp_stack_session::{
+    CallOptions, DefaultsElicitationHandler, Session, SessionConfig, SessionError,
+};
+use mcp_stack_transport::Transport;
+use mcp_stack_transport::stdio::{StdioConfig, StdioTransport};
 use serde_json::{Value, json};
 
 use super::fill;
@@ -145,7 +147,7 @@ fn node_http(
 }
 
 fn allowlisted_env() -> Vec<(String, String)> {
-    mcp_transport::stdio::ENV_ALLOWLIST
+    mcp_stack_transport::stdio::ENV_ALLOWLIST
         .iter()
         .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_string(), v)))
         .collect()
@@ -497,7 +499,7 @@ async fn check(target: Target, logs: &Path) -> Vec<Row> {
 /// Lists every resource and template and reads every resource (text and
 /// blob contents checked to be what they claim).
 async fn resources(session: &Session) -> Result<String, String> {
-    use mcp_session::types::ResourceContents;
+    use mcp_stack_session::types::ResourceContents;
     let listed = session
         .list_resources()
         .await
@@ -540,7 +542,7 @@ async fn resources(session: &Session) -> Result<String, String> {
 async fn prompts(session: &Session, given: &[(&str, Value)]) -> Result<String, String> {
     use std::collections::BTreeMap;
 
-    use mcp_session::types::CompletionReference;
+    use mcp_stack_session::types::CompletionReference;
     let listed = session
         .list_prompts()
         .await

@@ -64,7 +64,7 @@ impl ExternalAuthorizationServer {
     /// if given, `RS256`); it is an error when there is none.
     ///
     /// ```
-    /// use mcp_testkit::http::ExternalAuthorizationServer;
+    /// use mcp_stack_testkit::http::ExternalAuthorizationServer;
     /// let jwks = serde_json::json!({"keys": [{"kty": "EC", "crv": "P-256", "x": "", "y": ""}]});
     /// assert!(ExternalAuthorizationServer::new("http://127.0.0.1:9", &jwks).is_err());
     /// ```

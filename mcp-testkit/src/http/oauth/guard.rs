@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
-use mcp_jsonrpc::Message;
-use mcp_protocol::request::{self, Request as _};
+use mcp_stack_jsonrpc::Message;
+use mcp_stack_protocol::request::{self, Request as _};
 use serde_json::Value;
 
 use super::super::response::Body;

@@ -116,7 +116,7 @@ pub(crate) struct Preregistered {
 /// its `Debug` shows no client secrets.
 ///
 /// ```
-/// use mcp_testkit::http::{OAuthMisbehaviour, OAuthOptions};
+/// use mcp_stack_testkit::http::{OAuthMisbehaviour, OAuthOptions};
 ///
 /// let oauth = OAuthOptions::new()
 ///     .scopes(["mcp:read"])

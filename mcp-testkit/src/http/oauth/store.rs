@@ -118,7 +118,7 @@ impl fmt::Debug for Store {
 }
 
 /// A seed for the random strings: the standard library's random hash keys
-/// (as `mcp-transport`'s backoff jitter uses them), the time and the process.
+/// (as `mcp-stack-transport`'s backoff jitter uses them), the time and the process.
 fn seed() -> [u8; 32] {
     let mut h = Sha256::new();
     for i in 0u64..4 {

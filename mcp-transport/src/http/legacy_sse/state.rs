@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use hyper::Uri;
-use mcp_jsonrpc::Id;
+use mcp_stack_jsonrpc::Id;
 
 use crate::TransportError;
 use crate::backoff::{Pace, StreamPacing};

@@ -9,7 +9,7 @@ use http_body_util::BodyExt;
 use hyper::Method;
 use hyper::body::Incoming;
 use hyper::header::HeaderMap;
-use mcp_jsonrpc::{Id, Message, Oversized};
+use mcp_stack_jsonrpc::{Id, Message, Oversized};
 
 use super::super::client::{content_type, read_body, status_answer, status_error};
 use super::super::{HttpTrace, parse_gated, parsed_to_received, payload_to_received};
@@ -82,7 +82,7 @@ impl Inner {
                     Err(e) => return Ok(Answer::Failed(e)),
                 };
                 match parse_gated(&bytes, &self.batches, limit) {
-                    Ok(mcp_jsonrpc::Payload::Single(m))
+                    Ok(mcp_stack_jsonrpc::Payload::Single(m))
                         if matches!(m, Message::Response(_) | Message::Error(_))
                             && m.id() == Some(id) =>
                     {
@@ -369,12 +369,12 @@ impl Inner {
 /// since that body was its answer and no other will come.
 fn unusable_answer(
     what: &str,
-    reason: mcp_jsonrpc::MessageError,
+    reason: mcp_stack_jsonrpc::MessageError,
     bytes: &[u8],
 ) -> (InvalidFrame, TransportError) {
-    let frame = InvalidFrame::Malformed(mcp_jsonrpc::Malformed {
+    let frame = InvalidFrame::Malformed(mcp_stack_jsonrpc::Malformed {
         reason,
-        excerpt: mcp_jsonrpc::excerpt(bytes),
+        excerpt: mcp_stack_jsonrpc::excerpt(bytes),
         len: bytes.len(),
     });
     let error = TransportError::Http {
