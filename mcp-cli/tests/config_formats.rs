@@ -102,7 +102,7 @@ fn every_format_is_checked_shown_and_used() {
             &["fail", "read_file"],
         ),
         (
-            "windsurf/mcp_stack_config.json",
+            "windsurf/mcp_config.json",
             "Windsurf, format windsurf",
             &["get_env"],
         ),

@@ -27,9 +27,9 @@ use sha2::{Digest, Sha256};
 pub struct Fingerprint([u8; 32]);
 
 /// Where a fingerprint's MAC input starts: the scheme and its version.
-const FINGERPRINT_DOMAIN: &[u8] = b"mcp-stack-config fingerprint v2\0";
+const FINGERPRINT_DOMAIN: &[u8] = b"mcp-config fingerprint v2\0";
 /// Where a secret's MAC input starts, so no secret digest is ever a fingerprint.
-const SECRET_DOMAIN: &[u8] = b"mcp-stack-config secret v2\0";
+const SECRET_DOMAIN: &[u8] = b"mcp-config secret v2\0";
 
 impl Fingerprint {
     /// A placeholder, replaced before a resolved server is handed out.
@@ -154,7 +154,7 @@ pub struct KeyUnavailable(String);
 /// time, the process and thread, and where the stack, heap and code are.
 fn fallback_bytes() -> [u8; 32] {
     let mut h = Sha256::new();
-    h.update(b"mcp-stack-config fallback key\0");
+    h.update(b"mcp-config fallback key\0");
     if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
         h.update(t.as_nanos().to_le_bytes());
     }

@@ -75,7 +75,7 @@ pub const FOLDER_CANDIDATES: &[&str] = &[
     ".cursor/mcp.json",
     ".vscode/mcp.json",
     ".gemini/settings.json",
-    "mcp_stack_config.json",
+    "mcp_config.json",
     "opencode.json",
     "opencode.jsonc",
 ];
@@ -318,7 +318,7 @@ pub(crate) fn detect(doc: &Value, is_toml: bool, path: Option<&Path>) -> Option<
         .unwrap_or("");
     match file_name {
         ".mcp.json" | ".claude.json" => return Some(Format::ClaudeCode),
-        "mcp_stack_config.json" => return Some(Format::Windsurf),
+        "mcp_config.json" => return Some(Format::Windsurf),
         "settings.json" if parent == ".gemini" => return Some(Format::GeminiCli),
         _ => {}
     }

@@ -13,7 +13,7 @@
 //! | VS Code | `.vscode/mcp.json`, `settings.json` | `servers` / `mcp.servers` (`type: stdio\|http\|sse`), `inputs` |
 //! | Codex | `config.toml` | `[mcp_servers.NAME]` (`bearer_token_env_var`, `http_headers`, `enabled_tools`, …) |
 //! | Gemini CLI | `.gemini/settings.json` | `mcpServers` (`httpUrl`, `url` = SSE, `timeout`, `trust`, `includeTools`, `$VAR`) |
-//! | Windsurf | `mcp_stack_config.json` | `mcpServers` (`serverUrl`, `disabledTools`) |
+//! | Windsurf | `mcp_config.json` | `mcpServers` (`serverUrl`, `disabledTools`) |
 //! | Zed | `settings.json` | `context_servers` (`command` a string or `{path, args, env}`) |
 //! | OpenCode | `opencode.json(c)` | `mcp` or `mcp.servers` (`type: local\|remote`, command lists, `environment`, `{env:VAR}`) |
 //!

@@ -31,7 +31,7 @@ pub enum Format {
     ClaudeCode,
     /// Gemini CLI `settings.json`: `mcpServers` (`httpUrl`, `url` for SSE, `trust`, …).
     GeminiCli,
-    /// Windsurf `mcp_stack_config.json`: `mcpServers` (`serverUrl`).
+    /// Windsurf `mcp_config.json`: `mcpServers` (`serverUrl`).
     Windsurf,
     /// Zed `settings.json`: `context_servers`.
     Zed,
@@ -119,7 +119,7 @@ impl Format {
             Format::VsCode => &[".vscode/mcp.json", "mcp.json"],
             Format::ClaudeCode => &[".mcp.json", ".claude.json"],
             Format::GeminiCli => &[".gemini/settings.json", "settings.json"],
-            Format::Windsurf => &["mcp_stack_config.json"],
+            Format::Windsurf => &["mcp_config.json"],
             Format::Zed => &[".zed/settings.json", "settings.json"],
             Format::OpenCode => &[
                 "opencode.json",

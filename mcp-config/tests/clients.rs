@@ -90,7 +90,7 @@ fn every_fixture_is_detected_and_labelled_as_its_client() {
             "Gemini CLI",
         ),
         (
-            "windsurf/mcp_stack_config.json",
+            "windsurf/mcp_config.json",
             Format::Windsurf,
             "Windsurf",
         ),
@@ -343,7 +343,7 @@ fn gemini_cli_fields() {
 
 #[test]
 fn windsurf_server_url_and_disabled_tools() {
-    let loaded = load("windsurf/mcp_stack_config.json");
+    let loaded = load("windsurf/mcp_config.json");
     let r = mcp_stack_config::resolve(&loaded.config, &env).unwrap();
     assert_eq!(
         stdio(&r, "github").2["GITHUB_PERSONAL_ACCESS_TOKEN"],

@@ -27,7 +27,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The unkeyed secret digest: SHA-256 of a fixed prefix and the value.
 fn old_secret_digest(value: &str) -> String {
-    let mut input = b"mcp-stack-config secret v1\0".to_vec();
+    let mut input = b"mcp-config secret v1\0".to_vec();
     input.extend_from_slice(value.as_bytes());
     format!("sha256:{}", sha256_hex(&input))
 }

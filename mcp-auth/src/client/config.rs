@@ -103,7 +103,7 @@ impl OAuthConfig {
             private_key: None,
             client_metadata_url: None,
             scopes: None,
-            client_name: "mcp-stack-client".into(),
+            client_name: "mcp-client".into(),
             grant: Grant::AuthorizationCode,
             login_hint: "log in again".into(),
             dpop: true,
