@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Packages every publishable crate of the workspace (all members but xtask) the
-# way `cargo publish` would, without uploading: checks the manifests, the
-# metadata and the file lists, and writes the .crate files under
-# target/package/. Sibling path dependencies resolve through cargo's local
-# overlay of the crates being packaged, so nothing needs to be published first.
+# `cargo publish --dry-run` for every publishable crate of the workspace (all
+# members but xtask), in dependency order: cargo packs each crate as it would
+# upload it, then builds the packed crate from its .crate file against the
+# already-packed siblings (a local overlay of the crates being published), so
+# a manifest that only works inside the workspace, a file missing from the
+# package, or a sibling version that does not resolve fails here. Nothing is
+# uploaded. The .crate files are left under target/package/.
 #
-# `--no-verify`: verifying builds each unpacked crate again (a full dependency
-# build per crate on CI's two cores), and today it cannot pass: crates.io
-# already has unrelated crates named `mcp-stack-session` and `mcp-stack-cli`, and the
-# overlay only wins at an exact version, so `mcp-stack-session = "0.1.0"` resolves to
-# the other project's 0.1.x. Drop `--no-verify` once the crates have names of
-# their own.
+# The names are the free `mcp-stack-*` family (checked against the crates.io
+# index: see CONTRIBUTING.md, "Publishing"), so no sibling can resolve to
+# another project's crate of the same name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo package --workspace --exclude xtask --locked --no-verify
+cargo publish --workspace --exclude xtask --dry-run --locked
+ls -l target/package/*.crate | awk '{print $5, $9}'

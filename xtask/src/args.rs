@@ -44,6 +44,9 @@ pub(crate) enum Task {
     /// top-level modules (the vocabulary crate exempt), no library file over
     /// 900 lines.
     Layout,
+    /// Every publishable crate declares the one workspace `rust-version`, and
+    /// no dependency it builds (every feature on) needs a newer compiler.
+    Msrv,
     /// The client the conformance suite runs (not a task for people).
     #[command(hide = true)]
     ConformanceClient(ClientArgs),

@@ -13,6 +13,7 @@
 //! cargo xtask bench resources [--resources N] [--page-size N] [--blob-bytes N] [--rounds K]
 //! cargo xtask conformance [--only suite|draft|servers] [--timeout SECS]
 //! cargo xtask layout
+//! cargo xtask msrv
 //! cargo xtask soak [--short] [--sessions N] [--servers-per-session N] [--duration SECS]
 //!                  [--seed S] [--fault-rate P]
 //! ```
@@ -32,6 +33,7 @@ mod conformance;
 #[cfg_attr(not(feature = "peers"), allow(dead_code))]
 mod corpus;
 mod layout;
+mod msrv;
 mod soak;
 
 use std::process::ExitCode;
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Some(args::Task::Conformance(args)) => conformance::run(args),
         Some(args::Task::Soak(args)) => soak::run(args),
         Some(args::Task::Layout) => layout::run(),
+        Some(args::Task::Msrv) => msrv::run(),
         Some(args::Task::ConformanceClient(args)) => conformance::client::main(args),
         None => <args::Cli as clap::CommandFactory>::command()
             .print_help()
