@@ -183,6 +183,7 @@ use tokio::task::{AbortHandle, JoinSet};
 mod discover;
 mod discover_post;
 mod legacy_sse;
+#[cfg(feature = "oauth")]
 mod oauth;
 mod options;
 mod response;
@@ -191,6 +192,7 @@ mod sse;
 mod stats;
 mod streamable;
 
+#[cfg(feature = "oauth")]
 pub use oauth::{
     AuthServerMetadata, ExternalAuthorizationServer, OAuthMisbehaviour, OAuthOptions,
     ResourceMetadataAt,
@@ -224,10 +226,24 @@ struct Shared {
     stats: HttpStats,
     connections: Mutex<JoinSet<()>>,
     /// The OAuth side, when [`HttpServerOptions::oauth`] is set.
+    #[cfg(feature = "oauth")]
     oauth: Option<oauth::OAuth>,
     /// The resources every session and request instance shares: a change
     /// one makes is announced to the subscribers of the others.
     world: Arc<crate::resources::World>,
+}
+
+#[cfg(not(feature = "oauth"))]
+impl Shared {
+    /// Without the OAuth-protected mode no request lacks a scope.
+    fn insufficient_scope(
+        &self,
+        _headers: &hyper::HeaderMap,
+        _endpoint_path: &str,
+        _message: &mcp_stack_jsonrpc::Message,
+    ) -> Option<Response<Body>> {
+        None
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -263,6 +279,7 @@ impl Shared {
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return r;
         }
+        #[cfg(feature = "oauth")]
         let request = match self.oauth_route(request).await {
             Ok(answered) => return answered,
             Err(request) => request,
@@ -330,6 +347,7 @@ impl HttpServer {
     pub async fn bind(addr: SocketAddr, options: HttpServerOptions) -> io::Result<HttpServer> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        #[cfg(feature = "oauth")]
         let oauth = options
             .oauth
             .clone()
@@ -345,6 +363,7 @@ impl HttpServer {
             stats: HttpStats::default(),
             connections: Mutex::new(JoinSet::new()),
             world,
+            #[cfg(feature = "oauth")]
             oauth,
         });
         let accept_shared = Arc::clone(&shared);
@@ -383,14 +402,16 @@ impl HttpServer {
         &self.shared.stats
     }
 
-    /// With OAuth: the authorization server's issuer identifier
+    /// With OAuth (feature `oauth`): the authorization server's issuer identifier
     /// (`http://127.0.0.1:PORT` plus the issuer path).
+    #[cfg(feature = "oauth")]
     pub fn issuer(&self) -> Option<String> {
         self.shared.oauth.as_ref().map(|o| o.issuer().to_owned())
     }
 
     /// With OAuth: the protected resource metadata URL the 401 challenges
     /// of [`HttpServer::url`] name.
+    #[cfg(feature = "oauth")]
     pub fn resource_metadata_url(&self) -> Option<String> {
         let path = match self.shared.options.mode {
             HttpMode::LegacySse => "/sse",
@@ -405,6 +426,7 @@ impl HttpServer {
     /// With OAuth: revokes every access token, refresh token and unused
     /// authorization code. MCP requests then get 401 `invalid_token` and
     /// refreshes `invalid_grant`, as after a server-side logout.
+    #[cfg(feature = "oauth")]
     pub fn revoke_tokens(&self) {
         if let Some(o) = &self.shared.oauth {
             o.revoke_all();
@@ -413,6 +435,7 @@ impl HttpServer {
 
     /// With OAuth: moves the server's clock forward, so tokens (and codes)
     /// expire without anyone waiting.
+    #[cfg(feature = "oauth")]
     pub fn advance_clock(&self, by: std::time::Duration) {
         if let Some(o) = &self.shared.oauth {
             o.advance_clock(by);
@@ -422,6 +445,7 @@ impl HttpServer {
     /// With OAuth: an access token for [`HttpServer::url`] with `scopes`,
     /// issued without any flow (for a client configured with a static
     /// token). `None` without OAuth.
+    #[cfg(feature = "oauth")]
     pub fn mint_token<S: Into<String>>(
         &self,
         scopes: impl IntoIterator<Item = S>,

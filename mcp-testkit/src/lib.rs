@@ -297,10 +297,18 @@ async fn run_http(args: Vec<String>) -> ExitCode {
                 };
                 options.require_header = Some((k.trim().to_owned(), v.trim().to_owned()));
             }
+            #[cfg(feature = "oauth")]
             f if f == "--oauth" || f.starts_with("--oauth-") => {
                 if let Err(e) = oauth_flag(f, &mut options.oauth, || value(&mut it)) {
                     return fail(e);
                 }
+            }
+            #[cfg(not(feature = "oauth"))]
+            f if f == "--oauth" || f.starts_with("--oauth-") => {
+                return fail(format!(
+                    "{f}: this build has no OAuth mode (the testkit's `oauth` feature; \
+                     `mcp demo-server` leaves it out: run `mcp-testkit` for it)"
+                ));
             }
             _ => rest.push(arg),
         }
@@ -337,7 +345,7 @@ async fn run_http(args: Vec<String>) -> ExitCode {
 
 /// One `--oauth*` flag of `run_http`: each turns the OAuth mode on and
 /// changes one of its options.
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 fn oauth_flag(
     flag: &str,
     oauth: &mut Option<http::OAuthOptions>,
@@ -361,7 +369,7 @@ fn oauth_flag(
 }
 
 /// An `--oauth-*` flag with a value.
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 fn oauth_value(flag: &str, v: &str, o: http::OAuthOptions) -> Result<http::OAuthOptions, String> {
     use http::{AuthServerMetadata, OAuthMisbehaviour, ResourceMetadataAt};
     Ok(match flag {

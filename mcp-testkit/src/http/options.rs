@@ -1,6 +1,7 @@
 //! What an HTTP test server is asked to do: its transports, options and
 //! deliberate HTTP misbehaviours.
 
+#[cfg(feature = "oauth")]
 use super::OAuthOptions;
 use crate::options::ServerOptions;
 
@@ -131,6 +132,7 @@ pub struct HttpServerOptions {
     pub require_header: Option<(String, String)>,
     /// The OAuth-protected mode: bearer tokens on every MCP request, and an
     /// authorization server of its own (see the module's docs, "OAuth").
+    #[cfg(feature = "oauth")]
     pub oauth: Option<OAuthOptions>,
 }
 
@@ -148,6 +150,7 @@ impl Default for HttpServerOptions {
             slow_ms: 1000,
             drop_after: 2,
             require_header: None,
+            #[cfg(feature = "oauth")]
             oauth: None,
         }
     }
@@ -160,6 +163,7 @@ impl HttpServerOptions {
     }
 
     /// These options with the OAuth-protected mode.
+    #[cfg(feature = "oauth")]
     pub fn with_oauth(mut self, oauth: OAuthOptions) -> Self {
         self.oauth = Some(oauth);
         self
