@@ -161,6 +161,28 @@ impl fmt::Debug for StoreLock {
     }
 }
 
+impl StoreLock {
+    /// A lock held while `guard` lives (a mutex guard, a lock file, a
+    /// database transaction): what a [`TokenStore`] of an application's
+    /// own returns from [`lock`](TokenStore::lock).
+    ///
+    /// ```
+    /// use mcp_stack_auth::store::StoreLock;
+    ///
+    /// // Whatever keeps other writers out until it is dropped (an advisory
+    /// // lock on this file, an owned mutex guard, a transaction).
+    /// let file = std::fs::File::create(std::env::temp_dir().join("my-app-tokens.lock"))?;
+    /// let lock = StoreLock::new(file);
+    /// drop(lock); // released
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn new(guard: impl Send + Sync + 'static) -> StoreLock {
+        StoreLock {
+            _guard: Box::new(guard),
+        }
+    }
+}
+
 /// Keeps registrations and tokens. Blocking calls: they read and write
 /// small files; [`lock`](Self::lock) may wait for another process.
 pub trait TokenStore: Send + Sync + fmt::Debug {

@@ -501,7 +501,7 @@ async fn probe_features(session: &Session, report: &mut Report) {
                         .any(|a| a.required == Some(true))
                 });
                 if let Some(p) = free {
-                    match session.get_prompt(&p.name, Default::default()).await {
+                    match session.get_prompt(&p.name, ()).await {
                         Ok(got) => facts.push(format!(
                             "got {} ({} message(s))",
                             printable(&p.name),

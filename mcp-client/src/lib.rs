@@ -7,12 +7,81 @@
 //! tool's JSON Schema before anything is sent.
 //!
 //! ```no_run
+//! use mcp_stack_client::serde_json::json;
+//!
 //! # async fn demo() -> Result<(), mcp_stack_client::SessionError> {
-//! let session = mcp_stack_client::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]).await?;
-//! let result = session.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
+//! let session = mcp_stack_client::stdio("mcp", ["demo-server"]).await?;
+//! let result = session.call_tool("echo", json!({"text": "hi"})).await?;
 //! println!("{}", result.text());
 //! # Ok(()) }
 //! ```
+//!
+//! # Typed calls
+//!
+//! Arguments are anything serde serializes (a `json!` value, your own
+//! `#[derive(Serialize)]` struct); a result reads into your type with
+//! [`structured`](types::CallToolResult::structured) (the tool's
+//! `structuredContent`, already checked against its output schema) and
+//! turns a tool's failure (`isError: true`) into an `Err` with
+//! [`into_result`](types::CallToolResult::into_result). Both errors convert
+//! into [`SessionError`] with `?`. Prompts take typed arguments
+//! ([`Session::get_prompt`]), and a resource reads as text or JSON
+//! ([`ReadResourceResult::text`](types::ReadResourceResult::text),
+//! [`json`](types::ReadResourceResult::json)).
+//!
+//! This runs against the test server in-process (the `mcp demo-server` and
+//! `mcp-testkit` commands serve the same one):
+//!
+//! ```
+//! use mcp_stack_client::serde::{Deserialize, Serialize};
+//! use mcp_stack_client::serde_json::json;
+//! use mcp_stack_client::{ServerNotification, Session, SessionConfig, SessionError};
+//!
+//! #[derive(Serialize)]
+//! #[serde(crate = "mcp_stack_client::serde")]
+//! struct Add { a: f64, b: f64 }
+//!
+//! #[derive(Deserialize)]
+//! #[serde(crate = "mcp_stack_client::serde")]
+//! struct Sum { sum: f64 }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! # let (client, server) = tokio::io::duplex(1 << 16);
+//! # let (r, w) = tokio::io::split(server);
+//! # tokio::spawn(mcp_stack_testkit::serve(Default::default(), r, w));
+//! # let (r, w) = tokio::io::split(client);
+//! # let transport = mcp_stack_client::transport::stream::StreamTransport::new(r, w);
+//! let session = Session::connect(transport, SessionConfig::new()).await?;
+//!
+//! let sum: Sum = session.call_tool("add", Add { a: 2.0, b: 3.0 }).await?.into_result()?.structured()?;
+//! assert_eq!(sum.sum, 5.0);
+//!
+//! // A tool's failure is an `Err` carrying its text.
+//! let failed = session.call_tool("fail", json!({"message": "no such city"})).await?.into_result();
+//! assert_eq!(failed.unwrap_err().text(), "no such city");
+//!
+//! // Notifications as a stream: here, the resource list changing.
+//! let mut notifications = session.notifications();
+//! session.call_tool("add_resource", json!({})).await?;
+//! assert!(matches!(notifications.next().await, Some(ServerNotification::ResourcesListChanged)));
+//! # session.close().await;
+//! # Ok::<(), SessionError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # Streams
+//!
+//! [`Session::notifications`] gives every notification from the server
+//! (list changes, resource updates, progress, log messages) as a
+//! [`Stream`](futures_core::Stream) of [`ServerNotification`], beside the
+//! [`SessionConfig::on_notification`] callback; [`Session::listen`] gives a
+//! [`Subscription`] (resource updates, list changes) that is a stream too.
+//! Each holds at most 256 notifications and drops the oldest, counted, when
+//! you fall behind, and dropping one closes it (a subscription
+//! unsubscribes). Both have an inherent `next()`, so no stream crate is
+//! needed (a subscription's is `Result<Option<_>, SessionError>`:
+//! `while let Some(n) = subscription.next().await? { … }`); with one
+//! (`futures::StreamExt`) they combine like any stream.
 //!
 //! Every MCP revision is spoken (2024-11-05 through 2026-07-28) and you need
 //! not know which one a server speaks: the session probes with 2026-07-28's
@@ -20,6 +89,15 @@
 //! strict legacy stdio server again if it exits on the probe. Every request
 //! has a timeout; a server's garbage, crash or silence is a typed
 //! [`SessionError`], never a hang or a panic.
+//!
+//! # One dependency
+//!
+//! What the signatures here expose is re-exported: [`serde_json`] (for
+//! `json!` and `Value`), [`serde`] (to derive `Serialize`/`Deserialize` for
+//! arguments and results: add `#[serde(crate = "mcp_stack_client::serde")]`),
+//! [`futures_core`] (the `Stream` trait) and [`tokio`] (the runtime the
+//! session runs on: `#[mcp_stack_client::tokio::main(crate = "mcp_stack_client::tokio")]`,
+//! or depend on `tokio` yourself).
 //!
 //! # Features
 //!
@@ -29,6 +107,7 @@
 //! | `http` | no | `http()` and `connect_http()`: streamable HTTP and HTTP+SSE, on hyper and rustls |
 //! | `config` | no | `mcp_stack_client::config`: the config files users have (Claude Desktop, Cursor, VS Code, Codex, OpenClaw) |
 //! | `runtime` | no | `mcp_stack_client::runtime`: per agent session, one set of connections, reused while the config is unchanged |
+//! | `oauth` | no | `mcp_stack_client::auth` (with `http`): OAuth 2.1 for HTTP servers, the login flow with your own browser opener and token store |
 //!
 //! A build with the default features compiles neither hyper nor rustls.
 //!
@@ -43,17 +122,25 @@
 
 use std::sync::Arc;
 
+pub use futures_core;
 pub use mcp_stack_jsonrpc as jsonrpc;
 pub use mcp_stack_protocol as protocol;
+pub use mcp_stack_protocol::types::{DecodeError, ToolError};
 pub use mcp_stack_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, types};
 pub use mcp_stack_session::{
-    CallOptions, CatalogTool, ClientHandler, DefaultsElicitationHandler, Diagnostics,
-    NotificationListener, ProgressListener, SchemaProblem, ServerNotification, Session,
-    SessionConfig, SessionError, ToolCatalog, handlers, subscriptions,
+    CallOptions, CatalogTool, ClientHandler, ClientHandlers, DefaultsElicitationHandler,
+    Diagnostics, Elicitor, NotificationListener, Notifications, ProgressListener, RootsProvider,
+    Sampler, SchemaProblem, ServerNotification, Session, SessionConfig, SessionError, Subscription,
+    SubscriptionFilter, TaskHandle, TimeoutKind, ToolCatalog, handlers, subscriptions, tasks,
 };
 pub use mcp_stack_transport as transport;
 pub use mcp_stack_transport::stdio::StdioConfig;
+pub use serde;
+pub use serde_json;
+pub use tokio;
 
+#[cfg(feature = "oauth")]
+pub use mcp_stack_auth as auth;
 #[cfg(feature = "config")]
 pub use mcp_stack_config as config;
 #[cfg(feature = "runtime")]
@@ -72,6 +159,18 @@ use mcp_stack_transport::stdio::StdioTransport;
 /// small allowlist of this process's environment; closing the session (or
 /// dropping it) ends the whole group. See [`connect_stdio`] for the
 /// environment, the working directory and the session's settings.
+///
+/// ```no_run
+/// use mcp_stack_client::serde_json::json;
+///
+/// # async fn demo() -> Result<(), mcp_stack_client::SessionError> {
+/// // The demo server of the `mcp` command; any stdio MCP server will do.
+/// let session = mcp_stack_client::stdio("mcp", ["demo-server"]).await?;
+/// let echoed = session.call_tool("echo", json!({"text": "hi"})).await?.into_result()?;
+/// assert_eq!(echoed.text(), "hi");
+/// session.close().await;
+/// # Ok(()) }
+/// ```
 pub async fn stdio<I, S>(program: &str, args: I) -> Result<Session, SessionError>
 where
     I: IntoIterator<Item = S>,
@@ -119,6 +218,16 @@ pub async fn connect_stdio(
 ///
 /// TLS is verified (webpki roots); see [`connect_http`] for headers, extra
 /// CAs and timeouts.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), mcp_stack_client::SessionError> {
+/// // `mcp-testkit --http 127.0.0.1:8080` serves the test server there.
+/// let session = mcp_stack_client::http("http://127.0.0.1:8080/mcp").await?;
+/// for tool in session.list_tools().await?.iter() {
+///     println!("{}", tool.name);
+/// }
+/// # Ok(()) }
+/// ```
 #[cfg(feature = "http")]
 pub async fn http(url: &str) -> Result<Session, SessionError> {
     connect_http(url, HttpOptions::new(), SessionConfig::new()).await
@@ -148,3 +257,7 @@ pub async fn connect_http(
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ClientReadmeDoctests;

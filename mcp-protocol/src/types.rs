@@ -13,6 +13,7 @@ mod content;
 mod elicitation;
 mod resources;
 mod sampling;
+mod typed;
 
 pub use content::{BinaryContent, CallToolResult, Content, TaggedFields, TextContent};
 pub use elicitation::{ElicitRequestParams, ElicitResult, ElicitationCompleteParams};
@@ -24,6 +25,7 @@ pub use resources::{
     TextResourceContents,
 };
 pub use sampling::{CreateMessageParams, CreateMessageResult, SamplingMessage};
+pub use typed::{DecodeError, ToolError};
 
 /// Fields a type does not name, kept as they came.
 pub type Extra = Map<String, Value>;

@@ -51,6 +51,21 @@ pub(crate) enum CallAnswer {
     Task(StartedTask),
 }
 
+/// A call's arguments as JSON: whatever the caller gave, serialized once.
+/// A value serde cannot write as JSON is an error of the arguments.
+pub(crate) fn arguments_json(
+    tool: &str,
+    arguments: impl serde::Serialize,
+) -> Result<Value, SessionError> {
+    serde_json::to_value(arguments).map_err(|e| SessionError::InvalidArguments {
+        tool: tool.to_owned(),
+        problems: vec![crate::error::SchemaProblem {
+            path: String::new(),
+            message: format!("cannot be written as JSON: {e}"),
+        }],
+    })
+}
+
 /// `base` with the `Mcp-Param-*` headers of a call, for the transport.
 fn param_context(
     base: SendContext,

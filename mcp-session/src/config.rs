@@ -379,6 +379,10 @@ pub struct Diagnostics {
     /// Requests from the server refused because 32 were being answered.
     pub refused_server_requests: u64,
     /// Notifications dropped, oldest first, because the code they were for
-    /// (a call's progress listener, a subscription) fell 256 behind.
+    /// (a call's progress listener, a subscription, a notification
+    /// stream) fell 256 behind.
     pub dropped_notifications: u64,
+    /// Notification streams open now ([`Session::notifications`](crate::Session::notifications));
+    /// a dropped one is closed at once.
+    pub notification_streams: usize,
 }

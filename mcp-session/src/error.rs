@@ -255,6 +255,17 @@ pub enum SessionError {
     /// The session was closed by this client.
     #[error("the session is closed")]
     Closed,
+    /// A tool reported a failure (`isError: true`), made an error by
+    /// [`CallToolResult::into_result`](mcp_stack_protocol::types::CallToolResult::into_result)
+    /// and `?`: its text is in the [`ToolError`](mcp_stack_protocol::types::ToolError).
+    #[error(transparent)]
+    Tool(#[from] mcp_stack_protocol::types::ToolError),
+    /// A result did not read into the type asked for
+    /// ([`CallToolResult::structured`](mcp_stack_protocol::types::CallToolResult::structured),
+    /// [`ReadResourceResult::json`](mcp_stack_protocol::types::ReadResourceResult::json)),
+    /// through `?`.
+    #[error(transparent)]
+    Decode(#[from] mcp_stack_protocol::types::DecodeError),
 }
 
 /// Which timeout fired ([`SessionError::Timeout`]), so the user knows which

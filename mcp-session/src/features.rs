@@ -123,6 +123,59 @@ impl FeatureCaches {
     }
 }
 
+/// A prompt's arguments as MCP has them (strings), from whatever the caller
+/// serialized: an object whose strings stay, numbers and booleans become
+/// their JSON text and `null`s are left out; anything else is an error of
+/// the arguments, and nothing is sent.
+pub(crate) fn prompt_arguments(
+    prompt: &str,
+    arguments: impl serde::Serialize,
+) -> Result<BTreeMap<String, String>, SessionError> {
+    let invalid = |problems: String| SessionError::InvalidPromptArguments {
+        prompt: prompt.to_owned(),
+        problems,
+    };
+    let members = match serde_json::to_value(arguments) {
+        Ok(Value::Object(members)) => members,
+        Ok(Value::Null) => return Ok(BTreeMap::new()),
+        Ok(other) => {
+            return Err(invalid(format!(
+                "the arguments must be an object of strings, not {}",
+                json_kind(&other)
+            )));
+        }
+        Err(e) => return Err(invalid(format!("cannot be written as JSON: {e}"))),
+    };
+    let mut out = BTreeMap::new();
+    for (key, value) in members {
+        let text = match value {
+            Value::String(s) => s,
+            Value::Null => continue,
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            other => {
+                return Err(invalid(format!(
+                    "argument `{key}` is {}; prompt arguments are strings",
+                    json_kind(&other)
+                )));
+            }
+        };
+        out.insert(key, text);
+    }
+    Ok(out)
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Marks the cached resources, templates and prompts stale, as a
 /// `list_changed` would.
 pub(crate) fn mark_lists_stale(core: &Inner) {

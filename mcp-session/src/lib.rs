@@ -89,6 +89,7 @@ mod subscribers;
 mod calls;
 mod catalog;
 mod features;
+mod notifications;
 #[cfg(feature = "validation")]
 mod simple_schema;
 mod skills;
@@ -114,8 +115,10 @@ pub use config::{
 pub use error::{ListBudget, SchemaProblem, SessionError, TimeoutKind};
 pub use handlers::DefaultsElicitationHandler;
 pub use mcp_stack_protocol::{ProtocolMode, ProtocolPin, ProtocolVersion, UnknownVersion};
+pub use notifications::Notifications;
 pub use session::Session;
 pub use skill_problem::SkillProblem;
 pub use skills::{LoadedSkill, VerifiedFile};
+pub use subscriptions::{Subscription, SubscriptionFilter};
 pub use tasks::{TaskCall, TaskHandle};
 pub use tools::{CatalogTool, ToolCatalog};

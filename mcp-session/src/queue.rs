@@ -8,8 +8,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-use tokio::sync::Notify;
+use std::task::{Context, Poll, Waker};
 
 /// How many items a queue holds before it drops the oldest.
 pub(crate) const CAPACITY: usize = 256;
@@ -20,12 +19,16 @@ struct State<T> {
     items: VecDeque<(T, bool)>,
     sender_gone: bool,
     receiver_gone: bool,
+    /// The consumer waiting for an item, woken when one comes (or the
+    /// sender goes).
+    waker: Option<Waker>,
+    /// Items this queue dropped.
+    lost: u64,
 }
 
 #[derive(Debug)]
 struct Shared<T> {
     state: Mutex<State<T>>,
-    ready: Notify,
     capacity: usize,
     /// Counts every item dropped, session-wide.
     dropped: Arc<AtomicU64>,
@@ -52,8 +55,9 @@ pub(crate) fn bounded<T>(capacity: usize, dropped: Arc<AtomicU64>) -> (Sender<T>
             items: VecDeque::new(),
             sender_gone: false,
             receiver_gone: false,
+            waker: None,
+            lost: 0,
         }),
-        ready: Notify::new(),
         capacity: capacity.max(1),
         dropped,
     });
@@ -81,11 +85,13 @@ impl<T> Sender<T> {
             match state.items.iter().position(|(_, d)| *d) {
                 Some(oldest) => {
                     state.items.remove(oldest);
+                    state.lost += 1;
                     self.0.dropped.fetch_add(1, Ordering::Relaxed);
                 }
                 // Full of items that must stay: the new one is what goes,
                 // unless it must stay too.
                 None if droppable => {
+                    state.lost += 1;
                     self.0.dropped.fetch_add(1, Ordering::Relaxed);
                     return true;
                 }
@@ -93,16 +99,25 @@ impl<T> Sender<T> {
             }
         }
         state.items.push_back((item, droppable));
+        let waker = state.waker.take();
         drop(state);
-        self.0.ready.notify_one();
+        if let Some(w) = waker {
+            w.wake();
+        }
         true
     }
 }
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        self.0.lock().sender_gone = true;
-        self.0.ready.notify_one();
+        let waker = {
+            let mut state = self.0.lock();
+            state.sender_gone = true;
+            state.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 }
 
@@ -110,19 +125,30 @@ impl<T> Receiver<T> {
     /// The next item; `None` once the sender is gone and nothing is left.
     /// Cancel-safe: an item is taken only when this returns it.
     pub(crate) async fn recv(&mut self) -> Option<T> {
-        loop {
-            {
-                let mut state = self.0.lock();
-                if let Some((item, _)) = state.items.pop_front() {
-                    return Some(item);
-                }
-                if state.sender_gone {
-                    return None;
-                }
-            }
-            // `notify_one` keeps a permit when nobody waits: no wake-up is lost.
-            self.0.ready.notified().await;
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// The next item if one is queued, `Ready(None)` once the sender is
+    /// gone and nothing is left, else `Pending` with the waker kept (only
+    /// the last poller's: one consumer).
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let mut state = self.0.lock();
+        if let Some((item, _)) = state.items.pop_front() {
+            return Poll::Ready(Some(item));
         }
+        if state.sender_gone {
+            return Poll::Ready(None);
+        }
+        match &mut state.waker {
+            Some(w) => w.clone_from(cx.waker()),
+            None => state.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// How many items this queue dropped because its consumer fell behind.
+    pub(crate) fn lost(&self) -> u64 {
+        self.0.lock().lost
     }
 }
 
@@ -160,6 +186,7 @@ mod tests {
             assert!(tx.send(i));
         }
         assert_eq!(dropped.load(Ordering::Relaxed), 7);
+        assert_eq!(rx.lost(), 7);
         drop(tx);
         run(async {
             let mut got = Vec::new();

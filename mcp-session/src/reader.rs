@@ -550,6 +550,7 @@ pub(crate) fn on_notification(shared: &Shared, n: Notification) {
     if let Some(listener) = &shared.on_notification {
         listener(&event);
     }
+    shared.subscribers.broadcast(&event);
     if let Some(id) = &subscription {
         shared
             .subscribers

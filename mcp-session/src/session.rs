@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use mcp_stack_jsonrpc::RawJson;
 use mcp_stack_transport::{Transport, TransportError};
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -253,6 +254,31 @@ impl Session {
         subscriptions::listen(&self.inner.core, filter).await
     }
 
+    /// Every notification the server sends from now on, as a stream (see
+    /// [`Notifications`] for its bound and what happens when you fall
+    /// behind). Any number may be open; each gets every notification, as
+    /// does the [`on_notification`](SessionConfig::on_notification) callback.
+    /// Dropping the stream closes it.
+    ///
+    /// ```no_run
+    /// # async fn f(session: mcp_stack_session::Session) {
+    /// use mcp_stack_session::ServerNotification;
+    ///
+    /// let mut notifications = session.notifications();
+    /// while let Some(n) = notifications.next().await {
+    ///     match n {
+    ///         ServerNotification::ToolsListChanged => println!("the tools changed"),
+    ///         ServerNotification::ResourceUpdated(u) => println!("{} changed", u.uri),
+    ///         ServerNotification::Log(m) => println!("log: {}", m.data),
+    ///         _ => {}
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn notifications(&self) -> crate::Notifications {
+        crate::Notifications::open(self.core())
+    }
+
     /// The tool catalog: cached, fetched (every page) when missing or marked
     /// stale by `notifications/tools/list_changed`.
     ///
@@ -268,10 +294,30 @@ impl Session {
     }
 
     /// Calls a tool with the session's defaults.
+    ///
+    /// The arguments are anything serde serializes to a JSON object: a
+    /// `serde_json::json!` value, a `#[derive(Serialize)]` struct, a map.
+    /// The result's typed readers are
+    /// [`structured`](CallToolResult::structured) (the structured content
+    /// into your type) and [`into_result`](CallToolResult::into_result)
+    /// (`isError: true` as an `Err` with the tool's text); see
+    /// [`call_tool_with`](Self::call_tool_with) for what is checked.
+    ///
+    /// ```no_run
+    /// # async fn f(session: mcp_stack_session::Session) -> Result<(), mcp_stack_session::SessionError> {
+    /// #[derive(serde::Serialize)]
+    /// struct Add { a: f64, b: f64 }
+    /// #[derive(serde::Deserialize)]
+    /// struct Sum { sum: f64 }
+    ///
+    /// let sum: Sum = session.call_tool("add", Add { a: 2.0, b: 3.0 }).await?.into_result()?.structured()?;
+    /// assert_eq!(sum.sum, 5.0);
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
     ) -> Result<CallToolResult, SessionError> {
         self.call_tool_with(name, arguments, CallOptions::default())
             .await
@@ -288,12 +334,18 @@ impl Session {
     /// instead of the result: the call then polls it to its end and returns
     /// its result, within the call's timeout, which each change of the
     /// task's state extends (like progress) up to `max_total_timeout`.
+    ///
+    /// The arguments are serialized to JSON once, here (a `Value` is
+    /// copied); a value that serde cannot write as JSON (a map with
+    /// non-string keys, say) is [`SessionError::InvalidArguments`], and
+    /// nothing is sent.
     pub async fn call_tool_with(
         &self,
         name: &str,
-        arguments: Value,
+        arguments: impl Serialize,
         options: CallOptions,
     ) -> Result<CallToolResult, SessionError> {
+        let arguments = crate::calls::arguments_json(name, arguments)?;
         let start = Instant::now();
         let Parts { core, tools, .. } = &*self.inner;
         let timeout = options.timeout.unwrap_or(core.config.request_timeout);
@@ -324,6 +376,7 @@ impl Session {
             answering: shared.server_requests.len(),
             dropped_notifications: shared.dropped.load(Ordering::Relaxed),
             refused_server_requests: shared.server_requests.refused.load(Ordering::Relaxed),
+            notification_streams: shared.subscribers.taps_open(),
         }
     }
 
@@ -355,6 +408,9 @@ impl Session {
             }
             pending.close();
         }
+        drop(pending);
+        // The notification streams end now, whenever the reader notices.
+        core.shared.subscribers.end_taps();
     }
 }
 

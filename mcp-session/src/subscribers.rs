@@ -2,10 +2,11 @@
 //! owns. The reader hands each notification that names a subscription (and,
 //! before 2026-07-28, each untagged one a local subscription's filter asks
 //! for) to its queue here; the subscriptions feature (`subscriptions.rs`)
-//! opens and closes the entries.
+//! opens and closes the entries. The session's notification streams
+//! (`notifications.rs`) are taps here too: each gets every notification.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_stack_jsonrpc::Id;
@@ -29,7 +30,14 @@ pub(crate) enum SubscriptionEvent {
 /// server sends its notifications untagged) also keeps the filter its
 /// notifications are matched against.
 #[derive(Debug, Default)]
-pub(crate) struct Subscribers(Mutex<HashMap<Id, Entry>>);
+pub(crate) struct Subscribers {
+    entries: Mutex<HashMap<Id, Entry>>,
+    /// The notification streams, by key: each gets every notification.
+    taps: Mutex<Vec<(u64, queue::Sender<ServerNotification>)>>,
+    /// How many taps are open (read without the lock on every notification).
+    tap_count: AtomicUsize,
+    next_tap: AtomicU64,
+}
 
 #[derive(Debug)]
 pub(crate) struct Entry {
@@ -40,7 +48,55 @@ pub(crate) struct Entry {
 
 impl Subscribers {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Id, Entry>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn taps(&self) -> std::sync::MutexGuard<'_, Vec<(u64, queue::Sender<ServerNotification>)>> {
+        self.taps.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Opens a tap: every notification from now on is queued for it (the
+    /// oldest dropped and counted when it falls behind). The key closes it.
+    pub(crate) fn tap(
+        &self,
+        dropped: Arc<AtomicU64>,
+    ) -> (u64, queue::Receiver<ServerNotification>) {
+        let (tx, rx) = queue::bounded(queue::CAPACITY, dropped);
+        let key = self.next_tap.fetch_add(1, Ordering::Relaxed);
+        let mut taps = self.taps();
+        taps.push((key, tx));
+        self.tap_count.store(taps.len(), Ordering::Release);
+        (key, rx)
+    }
+
+    /// Closes a tap (its stream was dropped).
+    pub(crate) fn untap(&self, key: u64) {
+        let mut taps = self.taps();
+        taps.retain(|(k, _)| *k != key);
+        self.tap_count.store(taps.len(), Ordering::Release);
+    }
+
+    /// Ends every tap (the connection closed): their streams yield `None`.
+    pub(crate) fn end_taps(&self) {
+        let mut taps = self.taps();
+        taps.clear();
+        self.tap_count.store(0, Ordering::Release);
+    }
+
+    /// How many taps are open.
+    pub(crate) fn taps_open(&self) -> usize {
+        self.tap_count.load(Ordering::Acquire)
+    }
+
+    /// Hands a notification to every tap.
+    pub(crate) fn broadcast(&self, event: &ServerNotification) {
+        if self.taps_open() == 0 {
+            return;
+        }
+        let mut taps = self.taps();
+        // A tap whose stream is gone is forgotten here too.
+        taps.retain(|(_, tx)| tx.send(event.clone()));
+        self.tap_count.store(taps.len(), Ordering::Release);
     }
 
     /// Opens a local subscription: untagged notifications matching `filter`
@@ -64,7 +120,9 @@ impl Subscribers {
 
     /// Ends every local subscription (the connection closed) with the
     /// error `why` gives.
+    /// The taps end too (their streams yield `None`).
     pub(crate) fn end_local(&self, why: impl Fn() -> SessionError) {
+        self.end_taps();
         let mut map = self.map();
         let local: Vec<Id> = map
             .iter()

@@ -14,9 +14,21 @@
 //! tool catalog stale as always. Dropping or closing the subscription cancels
 //! the request (on HTTP by closing its stream, on stdio with
 //! `notifications/cancelled`).
+//!
+//! A [`Subscription`] is a [`Stream`] of `Result<ServerNotification,
+//! SessionError>` (and has an inherent [`next`](Subscription::next) for
+//! code without a stream crate): it ends (`None`) when the server ends it
+//! gracefully, after yielding the error once when it ends otherwise. Like
+//! [`Notifications`](crate::Notifications) it holds at most 256
+//! notifications and drops the oldest, counted
+//! ([`dropped`](Subscription::dropped)), when its consumer falls behind.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use futures_core::Stream;
 
 use mcp_stack_jsonrpc::Id;
 use tokio::task::JoinHandle;
@@ -98,6 +110,41 @@ impl Subscription {
     /// Cancels the subscription.
     pub fn close(self) {
         drop(self);
+    }
+
+    /// How many notifications this subscription dropped (oldest first)
+    /// because it fell 256 behind.
+    pub fn dropped(&self) -> u64 {
+        self.events.lost()
+    }
+}
+
+impl Stream for Subscription {
+    type Item = Result<ServerNotification, SessionError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        loop {
+            let event = match this.events.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(event) => event,
+            };
+            match event {
+                Some(SubscriptionEvent::Notification(n)) => return Poll::Ready(Some(Ok(n))),
+                Some(SubscriptionEvent::Acknowledged(_)) => continue,
+                Some(SubscriptionEvent::Ended(outcome)) => {
+                    this.ended = true;
+                    return Poll::Ready(outcome.err().map(Err));
+                }
+                None => {
+                    this.ended = true;
+                    return Poll::Ready(Some(Err(SessionError::Closed)));
+                }
+            }
+        }
     }
 }
 

@@ -189,7 +189,7 @@ async fn undeclared_features_fail_without_a_request() {
         s.list_resource_templates().await.map(|_| ()).unwrap_err(),
         s.subscribe_resource("test://a").await.unwrap_err(),
         s.list_prompts().await.map(|_| ()).unwrap_err(),
-        s.get_prompt("review", BTreeMap::new())
+        s.get_prompt("review", BTreeMap::<String, String>::new())
             .await
             .map(|_| ())
             .unwrap_err(),

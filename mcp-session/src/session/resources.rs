@@ -2,6 +2,8 @@
 //! handed to the list caches (`features.rs`) or the subscriptions feature.
 
 use std::collections::BTreeMap;
+
+use serde::Serialize;
 use std::sync::Arc;
 
 use mcp_stack_protocol::notification::{Notification, RootsListChanged};
@@ -66,11 +68,29 @@ impl Session {
     /// ones present, none undeclared): a mistake is
     /// [`SessionError::InvalidPromptArguments`] and nothing is sent. A
     /// prompt the list does not hold is sent as asked (the server decides).
+    ///
+    /// The arguments are anything serde writes as a JSON object whose
+    /// members are strings (MCP's prompt arguments are strings): a
+    /// `BTreeMap<String, String>`, a `#[derive(Serialize)]` struct, a
+    /// `json!` object. Numbers and booleans are sent as their JSON text, a
+    /// `null` member (an unset `Option`) is left out; a nested object or
+    /// array is [`SessionError::InvalidPromptArguments`]. No arguments: `()`.
+    ///
+    /// ```no_run
+    /// # async fn f(session: mcp_stack_session::Session) -> Result<(), mcp_stack_session::SessionError> {
+    /// #[derive(serde::Serialize)]
+    /// struct Review<'a> { code: &'a str, style: Option<&'a str> }
+    ///
+    /// let prompt = session.get_prompt("review", Review { code: "fn main() {}", style: None }).await?;
+    /// println!("{} messages", prompt.messages.len());
+    /// # Ok(()) }
+    /// ```
     pub async fn get_prompt(
         &self,
         name: &str,
-        arguments: BTreeMap<String, String>,
+        arguments: impl Serialize,
     ) -> Result<GetPromptResult, SessionError> {
+        let arguments = features::prompt_arguments(name, arguments)?;
         self.inner
             .lists()
             .get_prompt(self.core(), name, arguments)

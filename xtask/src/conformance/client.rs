@@ -270,7 +270,7 @@ async fn browse(session: &Session) {
             Ok(prompts) => {
                 if let Some(prompt) = prompts.first() {
                     // Required arguments get a placeholder value.
-                    let arguments = prompt
+                    let arguments: std::collections::BTreeMap<String, String> = prompt
                         .arguments
                         .iter()
                         .flatten()
