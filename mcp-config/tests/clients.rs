@@ -89,11 +89,7 @@ fn every_fixture_is_detected_and_labelled_as_its_client() {
             Format::GeminiCli,
             "Gemini CLI",
         ),
-        (
-            "windsurf/mcp_config.json",
-            Format::Windsurf,
-            "Windsurf",
-        ),
+        ("windsurf/mcp_config.json", Format::Windsurf, "Windsurf"),
         ("zed/settings.json", Format::Zed, "Zed"),
         ("opencode/opencode.jsonc", Format::OpenCode, "OpenCode"),
         (

@@ -26,8 +26,8 @@ use crate::connector::Connector;
 use crate::lease::{
     Counters, Offline, OfflineState, ServerConn, SessionRuntime, Slot, lock, same_handlers,
 };
-use crate::persist::Persist;
 use crate::options::RuntimeOptions;
+use crate::persist::Persist;
 
 /// Which handlers of server requests a (re)build gives its connections.
 #[derive(Clone, Copy)]
@@ -261,7 +261,11 @@ impl Builder<'_> {
             return None;
         }
         let record = persist.load(server)?;
-        Some(Arc::new(offline_of(server, &record, OfflineState::Connecting)))
+        Some(Arc::new(offline_of(
+            server,
+            &record,
+            OfflineState::Connecting,
+        )))
     }
 
     /// A server that failed to start, still listed from its persisted

@@ -19,21 +19,7 @@ use tokio::time::Instant;
 
 use crate::error::{EntryKind, describe_duration};
 use crate::naming;
-
-/// Whether a tool's server can take a call now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ToolStatus {
-    /// Its server is connected.
-    Ready,
-    /// Listed from the persisted catalog; its server is connecting in the
-    /// background, and a call waits for it.
-    Connecting,
-    /// Listed from the persisted catalog; its server failed to start (the
-    /// catalog's [`failures`](RuntimeCatalog::failures) say why). A call
-    /// fails at once.
-    Unavailable,
-}
+pub use crate::lists::ToolStatus;
 
 /// One tool as the agent sees it.
 #[derive(Debug, Clone)]

@@ -356,15 +356,13 @@ impl SessionRuntime {
             return Ok(Arc::clone(conn));
         }
         match self.offline.get(server) {
-            Some(offline) => {
-                offline
-                    .wait()
-                    .await
-                    .map_err(|reason| RuntimeError::Unavailable {
-                        server: server.to_owned(),
-                        reason,
-                    })
-            }
+            Some(offline) => offline
+                .wait()
+                .await
+                .map_err(|reason| RuntimeError::Unavailable {
+                    server: server.to_owned(),
+                    reason,
+                }),
             None => Err(RuntimeError::UnknownServer {
                 server: server.to_owned(),
                 connected: self.servers.keys().cloned().collect(),

@@ -183,11 +183,11 @@ pub use lease::{RuntimeLease, SessionRuntime};
 pub use manager::{PersistedCatalog, RuntimeManager};
 #[cfg(feature = "oauth")]
 pub use oauth::{LoginHint, StoredLogins, oauth_config};
-pub use persist::{CatalogCache, PinPolicy, PinReport, PinStatus};
 pub use options::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY_INITIAL,
     DEFAULT_RETRY_MAX, RuntimeOptions, RuntimeStats,
 };
+pub use persist::{CatalogCache, PinPolicy, PinReport, PinStatus};
 #[cfg(feature = "http")]
 pub use settings::{HttpSettings, http_proxy};
 pub use settings::{ServerSettings, TransportSettings, session_settings, stdio_config};

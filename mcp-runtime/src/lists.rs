@@ -15,6 +15,21 @@ use mcp_stack_session::protocol::request::{
 use mcp_stack_session::types::{Prompt, Resource, ResourceTemplate};
 use mcp_stack_session::{ServerNotification, Session, SessionError, ToolCatalog};
 
+/// Whether a tool's server can take a call now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolStatus {
+    /// Its server is connected.
+    Ready,
+    /// Listed from the persisted catalog; its server is connecting in the
+    /// background, and a call waits for it.
+    Connecting,
+    /// Listed from the persisted catalog; its server failed to start (the
+    /// catalog's [`failures`](crate::RuntimeCatalog::failures) say why). A call
+    /// fails at once.
+    Unavailable,
+}
+
 /// One list beside tools, as last fetched.
 #[derive(Debug)]
 pub(crate) struct Listed<T> {

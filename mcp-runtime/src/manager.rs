@@ -21,8 +21,8 @@ use crate::lease::{
     Counters, Offline, OfflineState, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard,
     leases_on, lock, same_handlers,
 };
-use crate::persist::Persist;
 use crate::options::{RuntimeOptions, RuntimeStats};
+use crate::persist::Persist;
 
 pub(crate) struct Entry {
     pub(crate) slot: Arc<Slot>,
@@ -351,7 +351,10 @@ impl RuntimeManager {
             age = age.max(record.age());
             fresh &= record.age() < record.fresh_for(persist.options.fresh_for);
             let lists = Arc::new(crate::lists::ServerLists::from_record(&record));
-            let protocol = record.protocol.parse().unwrap_or(ProtocolVersion::V2025_11_25);
+            let protocol = record
+                .protocol
+                .parse()
+                .unwrap_or(ProtocolVersion::V2025_11_25);
             let o = Offline::new(server.clone(), lists, protocol, OfflineState::Connecting);
             offline.insert(name.clone(), Arc::new(o));
         }

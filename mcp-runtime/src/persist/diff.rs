@@ -144,8 +144,10 @@ mod tests {
         let props: Map<String, Value> = (0..100)
             .map(|i| (format!("p{i}"), json!({"type": "string"})))
             .collect();
-        let old = definition(&json!({"name": "x", "inputSchema": {}}));
-        let new = definition(&json!({"name": "x", "inputSchema": {"properties": props, "d": "y".repeat(500)}}));
+        let old = definition(&json!({"name": "x", "inputSchema": {"properties": {}}}));
+        let new = definition(
+            &json!({"name": "x", "inputSchema": {"properties": props, "d": "y".repeat(500)}}),
+        );
         let lines = diff(&old, &new);
         assert_eq!(lines.len(), MAX_LINES + 1);
         assert!(lines.iter().all(|l| l.chars().count() < MAX_SHOWN + 60));

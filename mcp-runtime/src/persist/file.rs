@@ -242,7 +242,10 @@ mod tests {
             Some(&b"second"[..])
         );
         assert_eq!(read(&path, &key, Kind::Entry, 3).unwrap(), None);
-        assert_eq!(read(&dir.join("none"), &key, Kind::Entry, 100).unwrap(), None);
+        assert_eq!(
+            read(&dir.join("none"), &key, Kind::Entry, 100).unwrap(),
+            None
+        );
         let leftovers = fs::read_dir(&dir)
             .unwrap()
             .filter(|e| {

@@ -42,7 +42,9 @@ use mcp_stack_session::types::{InitializeResult, Prompt, Resource, ResourceTempl
 use serde::{Deserialize, Serialize};
 
 use self::file::{DirLock, Kind};
-pub use self::pins::{PinEvent, PinListener, PinPolicy, PinReport, PinStatus, PinnedTool, ServerPins};
+pub use self::pins::{
+    PinEvent, PinListener, PinPolicy, PinReport, PinStatus, PinnedTool, ServerPins,
+};
 
 /// The default freshness of a result whose server gave no `ttlMs`.
 pub const DEFAULT_FRESH_FOR: Duration = Duration::from_secs(600);
@@ -266,22 +268,31 @@ impl Persist {
     /// Opens (makes) the folder and its key.
     pub(crate) fn open(options: CatalogCache) -> io::Result<Arc<Persist>> {
         file::create_dir(&options.dir)?;
-        let key = crate::fingerprint_key::load_or_create_key(&options.dir)
-            .map_err(io::Error::other)?;
+        let key =
+            crate::fingerprint_key::load_or_create_key(&options.dir).map_err(io::Error::other)?;
         let key = *key.expose_bytes();
         let pins = pins::PinStore::new(options.dir.join("pins"), key);
         Ok(Arc::new(Persist { options, key, pins }))
     }
 
-    fn entry_path(&self, fingerprint: &Fingerprint, private: bool) -> PathBuf {
+    fn entry_path(&self, name: &str, fingerprint: &Fingerprint, private: bool) -> PathBuf {
         let scope = if private {
-            format!("private:{}", self.options.auth_context.as_deref().unwrap_or(""))
+            format!(
+                "private:{}",
+                self.options.auth_context.as_deref().unwrap_or("")
+            )
         } else {
             "public".to_owned()
         };
         let name = file::hmac(
             &self.key,
-            &[b"entry\0", fingerprint.as_bytes(), b"\0", scope.as_bytes()],
+            &[
+                b"entry\0",
+                name.as_bytes(),
+                b"\0",
+                fingerprint.as_bytes(),
+                scope.as_bytes(),
+            ],
         );
         let hex = base16ct::lower::encode_string(name.get(..16).unwrap_or_default());
         self.options.dir.join(format!("{hex}.{ENTRY_EXT}"))
@@ -293,8 +304,9 @@ impl Persist {
         let hex = server.fingerprint.to_hex();
         // A private file first (only this context's), then a public one.
         for private in [true, false] {
-            let path = self.entry_path(&server.fingerprint, private);
-            let body = match file::read(&path, &self.key, Kind::Entry, self.options.max_entry_bytes) {
+            let path = self.entry_path(&server.name, &server.fingerprint, private);
+            let body = match file::read(&path, &self.key, Kind::Entry, self.options.max_entry_bytes)
+            {
                 Ok(Some(b)) => b,
                 Ok(None) => continue,
                 Err(e) => {
@@ -306,7 +318,10 @@ impl Persist {
                 tracing::warn!(path = %path.display(), "persisted MCP catalog does not parse; ignored");
                 continue;
             };
-            if record.fingerprint != hex || record.private != private || record.server != server.name {
+            if record.fingerprint != hex
+                || record.private != private
+                || record.server != server.name
+            {
                 continue;
             }
             if record.age() > self.options.max_age {
@@ -336,9 +351,9 @@ impl Persist {
             );
             return;
         }
-        let path = self.entry_path(fingerprint, record.private);
+        let path = self.entry_path(&record.server, fingerprint, record.private);
         // The other scope's file of this fingerprint is now out of date.
-        let other = self.entry_path(fingerprint, !record.private);
+        let other = self.entry_path(&record.server, fingerprint, !record.private);
         if let Err(e) = file::write(&path, &self.key, Kind::Entry, &body) {
             tracing::warn!(path = %path.display(), "cannot persist MCP catalog: {e}");
             return;
@@ -394,6 +409,13 @@ fn evict_dir(dir: &Path, max_total: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// The lines that say how the tool definition `new` differs from `old`
+/// (as [`PinnedTool`] keeps them): `description: "a" → "b"`,
+/// `inputSchema.properties.x: added {…}`.
+pub fn definition_diff(old: &serde_json::Value, new: &serde_json::Value) -> Vec<String> {
+    diff::diff(old, new)
+}
+
 /// Removes every persisted entry of `dir` (pins are kept: see
 /// [`pins`]). For `mcp tools --refresh`'s callers and tests.
 pub fn clear_cache_dir(dir: &Path) -> io::Result<usize> {
@@ -404,4 +426,58 @@ pub fn clear_cache_dir(dir: &Path) -> io::Result<usize> {
         let _ = fs::remove_file(path);
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_stack_config::{FingerprintKey, Options, parse_str, resolve_with_key};
+
+    fn server(json: &str) -> ResolvedServer {
+        let loaded = parse_str(json, &Options::new()).unwrap();
+        let key = FingerprintKey::from_bytes([3; 32]);
+        let config = resolve_with_key(&loaded.config, &|_: &str| None, &key).unwrap();
+        config.servers.into_values().next().unwrap()
+    }
+
+    fn record(server: &ResolvedServer, private: bool) -> ServerRecord {
+        let info: InitializeResult = serde_json::from_value(serde_json::json!({
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "x", "version": "1"}
+        }))
+        .unwrap();
+        ServerRecord {
+            server: server.name.clone(),
+            fingerprint: server.fingerprint.to_hex(),
+            saved_at_ms: now_ms(),
+            ttl_ms: None,
+            private,
+            protocol: "2025-11-25".into(),
+            info,
+            tools: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn private_results_are_never_read_under_another_authorization_context() {
+        let dir = std::env::temp_dir().join(format!("mcp-persist-private-{}", std::process::id()));
+        let s = server(
+            r#"{"mcpServers": {"h": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer abcdefgh"}}}}"#,
+        );
+        assert!(authorized(&s));
+        let open = |ctx: Option<&str>| {
+            Persist::open(CatalogCache::in_dir(&dir).auth_context(ctx.map(str::to_owned))).unwrap()
+        };
+        open(Some("alice")).save(&s.fingerprint, &record(&s, true));
+        assert!(open(Some("alice")).load(&s).is_some());
+        assert!(open(Some("bob")).load(&s).is_none());
+        assert!(open(None).load(&s).is_none());
+        // A public record is shared by every context.
+        open(Some("alice")).save(&s.fingerprint, &record(&s, false));
+        assert!(open(Some("bob")).load(&s).is_some_and(|r| !r.private));
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

@@ -113,7 +113,11 @@ pub struct PinReport {
 
 impl fmt::Display for PinReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "tool `{}` of `{}` {}", self.tool, self.server, self.status)?;
+        write!(
+            f,
+            "tool `{}` of `{}` {}",
+            self.tool, self.server, self.status
+        )?;
         for line in &self.diff {
             write!(f, "\n  {line}")?;
         }
