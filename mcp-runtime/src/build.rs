@@ -534,7 +534,7 @@ pub(crate) fn assemble(
         .map(|s| match persist {
             Some(p) => {
                 let tools: Vec<_> = s.lists.tools.iter().collect();
-                let policy = p.options.policy_for(&s.server.name);
+                let policy = p.options.policy_for(s.server);
                 p.pins
                     .check(s.server, &tools, policy, p.options.on_pin_event.as_ref())
             }

@@ -18,8 +18,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::error::{EntryKind, describe_duration};
-use crate::naming;
 pub use crate::lists::ToolStatus;
+use crate::naming;
 
 /// One tool as the agent sees it.
 #[derive(Debug, Clone)]

@@ -591,3 +591,40 @@ async fn per_server_policy_and_off() {
     m.dispose_all().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_server_s_pinning_key_in_the_config_sets_its_policy() {
+    let dir = temp_dir("config-key");
+    let cache = CatalogCache::in_dir(&dir).pinning(PinPolicy::Warn);
+    let (m, lease) = run(cache.clone(), &config(ORIGINAL)).await;
+    drop(lease);
+    m.dispose_all().await;
+    let revised = config(
+        r#"{"mcpServers": {"a": {"command": "kit", "args": ["--revise-tools"], "pinning": "block"}}}"#,
+    );
+    let (m, lease) = run(cache, &revised).await;
+    assert!(
+        lease.catalog().get("a__echo").is_none(),
+        "the config's block wins over warn"
+    );
+    assert_eq!(
+        report(lease.catalog().pin_reports(), "echo").status,
+        PinStatus::Blocked
+    );
+    drop(lease);
+    m.dispose_all().await;
+    // Not part of the fingerprint; a wrong value is a config error.
+    let plain = config(r#"{"mcpServers": {"a": {"command": "kit"}}}"#);
+    let pinned = config(r#"{"mcpServers": {"a": {"command": "kit", "pinning": "off"}}}"#);
+    assert_eq!(plain.fingerprint, pinned.fingerprint);
+    let bad = parse_str(
+        r#"{"mcpServers": {"a": {"command": "kit", "pinning": "never"}}}"#,
+        &Options::new(),
+    );
+    let text = match bad {
+        Ok(loaded) => format!("{:?}", loaded.report.problems),
+        Err(e) => e.to_string(),
+    };
+    assert!(text.contains("must be block, warn or off"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

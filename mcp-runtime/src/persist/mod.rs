@@ -87,7 +87,9 @@ pub struct CatalogCache {
     /// What to do with a tool whose definition differs from its pin.
     /// Default [`PinPolicy::Warn`].
     pub pinning: PinPolicy,
-    /// Per server (by its name in the config), a policy other than `pinning`.
+    /// Per server (by its name in the config), a policy other than
+    /// `pinning`; wins over the server's `pinning` key in the config, which
+    /// wins over `pinning`.
     pub server_pinning: BTreeMap<String, PinPolicy>,
     /// Told of every pin event (a tool changed, added, removed) as it is
     /// first seen.
@@ -181,12 +183,18 @@ impl CatalogCache {
         self
     }
 
-    /// The policy for `server`.
-    pub(crate) fn policy_for(&self, server: &str) -> PinPolicy {
-        self.server_pinning
-            .get(server)
-            .copied()
-            .unwrap_or(self.pinning)
+    /// The policy for `server`: its entry in `server_pinning`, else its
+    /// config's `pinning` key, else `pinning`.
+    pub(crate) fn policy_for(&self, server: &ResolvedServer) -> PinPolicy {
+        if let Some(p) = self.server_pinning.get(&server.name) {
+            return *p;
+        }
+        match server.pinning {
+            Some(mcp_stack_config::ToolPinning::Block) => PinPolicy::Block,
+            Some(mcp_stack_config::ToolPinning::Off) => PinPolicy::Off,
+            Some(mcp_stack_config::ToolPinning::Warn) => PinPolicy::Warn,
+            _ => self.pinning,
+        }
     }
 }
 
@@ -410,15 +418,19 @@ fn evict_dir(dir: &Path, max_total: u64) -> io::Result<()> {
 }
 
 /// The lines that say how the tool definition `new` differs from `old`
-/// (as [`PinnedTool`] keeps them): `description: "a" → "b"`,
+/// (JSON text, as [`PinnedTool`] keeps them): `description: "a" → "b"`,
 /// `inputSchema.properties.x: added {…}`.
-pub fn definition_diff(old: &serde_json::Value, new: &serde_json::Value) -> Vec<String> {
-    diff::diff(old, new)
+pub fn definition_diff(old: &str, new: &str) -> Vec<String> {
+    let parse = |t: &str| serde_json::from_str(t).unwrap_or(serde_json::Value::Null);
+    diff::diff(&parse(old), &parse(new))
 }
 
 /// Removes every persisted entry of `dir` (pins are kept: see
-/// [`pins`]). For `mcp tools --refresh`'s callers and tests.
+/// [`pins`]); none when the folder does not exist. For benchmarks and tests.
 pub fn clear_cache_dir(dir: &Path) -> io::Result<usize> {
+    if !dir.exists() {
+        return Ok(0);
+    }
     let _lock = DirLock::take(dir, LOCK_NAME)?;
     let list = entries(dir)?;
     let n = list.len();

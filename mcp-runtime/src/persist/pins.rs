@@ -137,10 +137,11 @@ pub type PinListener = Arc<dyn Fn(&PinEvent) + Send + Sync>;
 pub struct PinnedTool {
     /// SHA-256 of the pinned definition.
     pub hash: String,
-    /// The pinned definition.
-    pub definition: Value,
+    /// The pinned definition, as canonical JSON text (kept as text: a
+    /// check of an unchanged list parses none of them).
+    pub definition: String,
     /// A different definition the server offered since, not approved.
-    pub offered: Option<Value>,
+    pub offered: Option<String>,
     /// Its hash.
     pub offered_hash: Option<String>,
     /// Whether the server listed it last time.
@@ -165,8 +166,13 @@ pub(crate) struct Checked {
     pub(crate) reports: Vec<PinReport>,
 }
 
-fn hash(definition: &Value) -> String {
-    base16ct::lower::encode_string(&Sha256::digest(definition.to_string().as_bytes()))
+fn hash(definition: &str) -> String {
+    base16ct::lower::encode_string(&Sha256::digest(definition.as_bytes()))
+}
+
+/// A pinned definition's text, parsed for a diff.
+fn parsed(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 /// What the server runs, for its pin key: the command, or the URL redacted.
@@ -244,7 +250,7 @@ impl PinStore {
                 let Ok(value) = serde_json::to_value(&***tool) else {
                     continue;
                 };
-                let def = diff::definition(&value);
+                let def = diff::definition(&value).to_string();
                 let h = hash(&def);
                 seen.insert(tool.name.clone());
                 match pins.tools.get_mut(&tool.name) {
@@ -280,7 +286,7 @@ impl PinStore {
                         }
                     }
                     Some(pin) => {
-                        let lines = diff::diff(&pin.definition, &def);
+                        let lines = diff::diff(&parsed(&pin.definition), &parsed(&def));
                         let status = if policy == PinPolicy::Block {
                             out.blocked.insert(tool.name.clone(), lines.clone());
                             PinStatus::Blocked

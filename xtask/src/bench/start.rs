@@ -57,14 +57,21 @@ fn manager(dir: &PathBuf) -> RuntimeManager {
 }
 
 /// Ours, cold: an empty cache, every server started before `acquire` returns.
-async fn ours_cold(cfg: &ResolvedConfig, dir: &PathBuf, tools: &mut usize) -> Result<Duration, String> {
+async fn ours_cold(
+    cfg: &ResolvedConfig,
+    dir: &PathBuf,
+    tools: &mut usize,
+) -> Result<Duration, String> {
     mcp_stack_runtime::persist::clear_cache_dir(dir).map_err(|e| e.to_string())?;
     let m = manager(dir);
     let started = Instant::now();
     let lease = m.acquire("bench", cfg).await.map_err(|e| e.to_string())?;
     let elapsed = started.elapsed();
     if !lease.catalog().failures().is_empty() {
-        return Err(format!("cold start failed: {:?}", lease.catalog().failures()));
+        return Err(format!(
+            "cold start failed: {:?}",
+            lease.catalog().failures()
+        ));
     }
     *tools = lease.catalog().len();
     drop(lease);
@@ -73,13 +80,22 @@ async fn ours_cold(cfg: &ResolvedConfig, dir: &PathBuf, tools: &mut usize) -> Re
 }
 
 /// Ours, from the persisted catalog: a new manager over the cache.
-async fn ours_cached(cfg: &ResolvedConfig, dir: &PathBuf, tools: usize) -> Result<Duration, String> {
+async fn ours_cached(
+    cfg: &ResolvedConfig,
+    dir: &PathBuf,
+    tools: usize,
+) -> Result<Duration, String> {
     let m = manager(dir);
     let started = Instant::now();
     let lease = m.acquire("bench", cfg).await.map_err(|e| e.to_string())?;
     let elapsed = started.elapsed();
     let catalog = lease.catalog();
-    if catalog.len() != tools || catalog.tools().iter().any(|t| t.status() != ToolStatus::Connecting) {
+    if catalog.len() != tools
+        || catalog
+            .tools()
+            .iter()
+            .any(|t| t.status() != ToolStatus::Connecting)
+    {
         return Err(format!(
             "the persisted catalog was not used: {} tools of {tools}",
             catalog.len()
@@ -194,11 +210,23 @@ async fn bench(args: &StartArgs, program: &str) -> Result<(), String> {
         args.delay_ms,
         tools,
         args.rounds,
-        if cfg!(debug_assertions) { " — DEBUG BUILD: the figures mean nothing" } else { "" }
+        if cfg!(debug_assertions) {
+            " — DEBUG BUILD: the figures mean nothing"
+        } else {
+            ""
+        }
     );
     let slowest = args.delay_ms as f64;
-    summary("ours, cold (servers started in parallel)", cold, Some((slowest + 100.0, "slowest + 100 ms")));
-    summary("ours, from the persisted catalog", cached, Some((5.0, "whatever the count")));
+    summary(
+        "ours, cold (servers started in parallel)",
+        cold,
+        Some((slowest + 100.0, "slowest + 100 ms")),
+    );
+    summary(
+        "ours, from the persisted catalog",
+        cached,
+        Some((5.0, "whatever the count")),
+    );
     summary("rmcp, one client per server, joined", joined, None);
     if !args.no_sequential {
         summary("rmcp, one client per server, in turn", sequential, None);
