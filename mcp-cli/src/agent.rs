@@ -49,7 +49,7 @@ enum Source {
     Live(RuntimeLease),
     /// The persisted catalog, fresh (`mcp tools` without `--refresh`):
     /// nothing is connected, so nothing can be called.
-    Persisted(PersistedCatalog),
+    Persisted(Box<PersistedCatalog>),
 }
 
 impl AdHocRuntime {
@@ -68,7 +68,7 @@ impl AdHocRuntime {
         {
             return Ok(AdHocRuntime {
                 manager,
-                source: Source::Persisted(persisted),
+                source: Source::Persisted(Box::new(persisted)),
             });
         }
         // Before anything starts: a signal disposes of it.

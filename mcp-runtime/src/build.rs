@@ -165,7 +165,7 @@ impl Builder<'_> {
                         let prior = old_failure
                             .filter(|f| f.fingerprint == server.fingerprint)
                             .map_or(0, |f| f.attempts);
-                        match self.from_persisted(server) {
+                        match self.offline_from_cache(server) {
                             Some(o) => {
                                 offline.insert(name.clone(), Arc::clone(&o));
                                 deferred.push(o);
@@ -255,7 +255,7 @@ impl Builder<'_> {
     /// A server to connect in the background, listed meanwhile from its
     /// persisted lists (when the cache has them and connects in the
     /// background).
-    fn from_persisted(&self, server: &ResolvedServer) -> Option<Arc<Offline>> {
+    fn offline_from_cache(&self, server: &ResolvedServer) -> Option<Arc<Offline>> {
         let persist = self.persist?;
         if !persist.options.background_connect {
             return None;
