@@ -551,7 +551,7 @@ struct Flags {
 }
 
 /// The flags of [`Flags`], as [`ArgsError`] names them.
-const FLAGS: [&str; 14] = [
+const FLAGS: [&str; 15] = [
     "--misbehave",
     "--page-size",
     "--workspace",
@@ -566,6 +566,7 @@ const FLAGS: [&str; 14] = [
     "--blob-bytes",
     "--extra-tools",
     "--startup-delay-ms",
+    "--revise-tools",
 ];
 
 /// Why a flag's value was refused: the `reason` of [`ArgsError::InvalidValue`].
