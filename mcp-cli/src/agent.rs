@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use mcp_stack_config::{ResolvedConfig, ResolvedServer};
 use mcp_stack_runtime::{
-    ConnectError, Connector, DefaultConnector, RuntimeCatalog, RuntimeError, RuntimeLease,
-    RuntimeManager, RuntimeOptions,
+    ConnectError, Connector, DefaultConnector, PersistedCatalog, RuntimeCatalog, RuntimeError,
+    RuntimeLease, RuntimeManager, RuntimeOptions,
 };
 use mcp_stack_session::CallOptions;
 use mcp_stack_session::types::{
@@ -24,7 +24,7 @@ use crate::errors::{CliError, usage_error};
 use crate::oauth;
 use crate::output::{Style, printable, printable_block};
 use crate::servers::{Failure, Listed, Listing, Resources, Servers, StderrTail};
-use crate::target::load_config;
+use crate::target::load_config_keyed;
 use crate::term::errln;
 use crate::trace::{TraceOptions, Traced};
 use crate::{ShowArgs, TargetArgs};
@@ -39,7 +39,17 @@ const AD_HOC_SESSION: &str = "ad-hoc";
 #[derive(Debug)]
 pub(crate) struct AdHocRuntime {
     manager: RuntimeManager,
-    lease: RuntimeLease,
+    source: Source,
+}
+
+/// Where the catalog comes from.
+#[derive(Debug)]
+enum Source {
+    /// The servers, connected.
+    Live(RuntimeLease),
+    /// The persisted catalog, fresh (`mcp tools` without `--refresh`):
+    /// nothing is connected, so nothing can be called.
+    Persisted(Box<PersistedCatalog>),
 }
 
 impl AdHocRuntime {
@@ -48,17 +58,44 @@ impl AdHocRuntime {
         config: &ResolvedConfig,
         connector: Arc<dyn Connector>,
     ) -> Result<Self, RuntimeError> {
-        let options = RuntimeOptions::default().idle_ttl(std::time::Duration::ZERO);
+        let mut options = RuntimeOptions::default().idle_ttl(std::time::Duration::ZERO);
+        if let Some(cache) = crate::cache::options() {
+            options = options.catalog_cache(cache);
+        }
         let manager = RuntimeManager::with_connector(options, connector);
+        if crate::cache::listing_may_be_cached()
+            && let Some(persisted) = manager.persisted_catalog(config).filter(|p| p.fresh)
+        {
+            return Ok(AdHocRuntime {
+                manager,
+                source: Source::Persisted(Box::new(persisted)),
+            });
+        }
         // Before anything starts: a signal disposes of it.
         crate::signals::track_runtime(&manager);
         let lease = manager.acquire(AD_HOC_SESSION, config).await?;
-        Ok(AdHocRuntime { manager, lease })
+        Ok(AdHocRuntime {
+            manager,
+            source: Source::Live(lease),
+        })
     }
 
     /// The tools under their namespaced names, and the servers that failed.
     fn catalog(&self) -> &RuntimeCatalog {
-        self.lease.catalog()
+        match &self.source {
+            Source::Live(lease) => lease.catalog(),
+            Source::Persisted(p) => &p.catalog,
+        }
+    }
+
+    /// The connected runtime (a persisted catalog has none).
+    fn live(&self) -> Result<&RuntimeLease, Failure> {
+        match &self.source {
+            Source::Live(lease) => Ok(lease),
+            Source::Persisted(_) => Err(Failure::new(
+                "the catalog was read from the cache: nothing is connected",
+            )),
+        }
     }
 }
 
@@ -98,7 +135,9 @@ pub(crate) async fn open(
     let Some(path) = &args.config else {
         return Err(usage_error("--config FILE is needed"));
     };
-    let config = load_config(path, args.server.as_deref()).map_err(|e| usage_error(&e))?;
+    let key = crate::cache::key();
+    let config = load_config_keyed(path, args.server.as_deref(), key.as_ref())
+        .map_err(|e| usage_error(&e))?;
     // Stored OAuth logins for HTTP servers; a missing one names the login.
     let mut inner = DefaultConnector::new();
     if let Ok(store) = mcp_stack_auth::store::FileStore::default_location() {
@@ -122,6 +161,13 @@ pub(crate) async fn open(
     let runtime = AdHocRuntime::open(&config, Arc::new(connector))
         .await
         .map_err(|e| CliError::new("start", e.to_string()).report(style))?;
+    if let Source::Persisted(p) = &runtime.source {
+        errln!(
+            "{} from the catalog cache, {} old (--refresh asks the servers)",
+            style.dim("·"),
+            crate::cache::describe_age(p.age)
+        );
+    }
     for s in runtime.catalog().connected() {
         errln!(
             "{} {}: protocol {} over {}",
@@ -137,9 +183,12 @@ pub(crate) async fn open(
     Ok(runtime)
 }
 
-/// The runtime's notes on its lists, for people.
+/// The runtime's notes on its lists, for people, and the tools whose
+/// definition is not the one pinned (changed, added, removed: see `mcp pins`).
 fn notes(catalog: &RuntimeCatalog) -> Vec<String> {
-    catalog.notes().iter().map(|n| format!("{n:?}")).collect()
+    let notes = catalog.notes().iter().map(|n| format!("{n:?}"));
+    let pins = catalog.pin_reports().iter().map(|r| r.to_string());
+    notes.chain(pins).collect()
 }
 
 impl Servers for AdHocRuntime {
@@ -230,7 +279,7 @@ impl Servers for AdHocRuntime {
                     "--task runs a tool on one server: use --stdio, --url or the demo",
                 ));
             }
-            self.lease
+            self.live()?
                 .call_tool_with(name, arguments, options)
                 .await
                 .map_err(|e| {
@@ -250,7 +299,7 @@ impl Servers for AdHocRuntime {
         name_or_uri: &'a str,
     ) -> BoxFuture<'a, Result<ReadResourceResult, Failure>> {
         Box::pin(async move {
-            self.lease
+            self.live()?
                 .read_resource(name_or_uri)
                 .await
                 .map_err(|e| Failure::new(e.to_string()))
@@ -263,7 +312,7 @@ impl Servers for AdHocRuntime {
         arguments: BTreeMap<String, String>,
     ) -> BoxFuture<'a, Result<GetPromptResult, Failure>> {
         Box::pin(async move {
-            self.lease
+            self.live()?
                 .get_prompt(name, arguments)
                 .await
                 .map_err(|e| Failure::new(e.to_string()))
@@ -272,8 +321,8 @@ impl Servers for AdHocRuntime {
 
     fn close(self: Box<Self>) -> BoxFuture<'static, StderrTail> {
         Box::pin(async move {
-            let AdHocRuntime { manager, lease } = *self;
-            drop(lease);
+            let AdHocRuntime { manager, source } = *self;
+            drop(source);
             manager.dispose_all().await;
             Vec::new()
         })

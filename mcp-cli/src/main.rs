@@ -23,6 +23,7 @@ use clap::{Args, Parser, Subcommand};
 mod agent;
 mod arguments;
 mod auth;
+mod cache;
 mod commands;
 mod config;
 mod diagnosis;
@@ -69,6 +70,10 @@ enum Command {
     /// List a server's tools (with --config: every server's, under the
     /// SERVER__TOOL names an agent sees).
     Tools(ToolsArgs),
+    /// The pinned tool definitions of `--config` servers: list them, approve
+    /// a changed one, or forget a server's.
+    #[command(subcommand)]
+    Pins(cache::PinsCommand),
     /// Call one tool (with --config: by its SERVER__TOOL name).
     Call(CallArgs),
     /// List a server's resources and resource templates (with --config: one
@@ -241,6 +246,14 @@ struct ToolsArgs {
     target: TargetArgs,
     #[command(flatten)]
     show: ShowArgs,
+    /// With --config: ask the servers, even when the catalog cache is fresh.
+    #[arg(long)]
+    refresh: bool,
+    /// What to do with a tool whose definition changed since it was pinned:
+    /// block (withheld until `mcp pins approve`), warn (the default: used and
+    /// marked) or off.
+    #[arg(long, value_name = "POLICY", value_parser = cache::parse_policy)]
+    pinning: Option<mcp_stack_runtime::PinPolicy>,
 }
 
 #[derive(Debug, Args)]
@@ -373,7 +386,12 @@ fn run_cli() -> ExitCode {
             style,
             probe::SampleCall::from_args(a.call, a.args),
         )),
-        Command::Tools(a) => run_async(commands::tools(a.target, a.show, style)),
+        Command::Tools(a) => {
+            cache::set_pinning(a.pinning);
+            cache::allow_cached_listing(a.refresh);
+            run_async(commands::tools(a.target, a.show, style))
+        }
+        Command::Pins(c) => cache::pins(c, style),
         Command::Call(a) => run_async(commands::call(a, style)),
         Command::Listen(a) => run_async(features::listen(a, style)),
         Command::Resources(a) => run_async(commands::resources(a.target, a.show, style)),
@@ -402,6 +420,8 @@ impl Command {
         let (name, json) = match self {
             Command::Probe(a) => ("probe", a.show.json),
             Command::Tools(a) => ("tools", a.show.json),
+            Command::Pins(cache::PinsCommand::List { json }) => ("pins", *json),
+            Command::Pins(_) => ("pins", false),
             Command::Call(a) => ("call", a.show.json),
             Command::Resources(a) => ("resources", a.show.json),
             Command::Read(a) => ("read", a.show.json),

@@ -219,6 +219,16 @@ pub(crate) fn load_config(
     path: &std::path::Path,
     server: Option<&str>,
 ) -> Result<mcp_stack_config::ResolvedConfig, String> {
+    load_config_keyed(path, server, None)
+}
+
+/// [`load_config`], fingerprints keyed by `key` when given (the catalog
+/// cache's, so they hold across runs).
+pub(crate) fn load_config_keyed(
+    path: &std::path::Path,
+    server: Option<&str>,
+    key: Option<&mcp_stack_config::FingerprintKey>,
+) -> Result<mcp_stack_config::ResolvedConfig, String> {
     let mut options = mcp_stack_config::Options::new();
     if let Some(name) = server {
         options = options.server(name);
@@ -237,6 +247,9 @@ pub(crate) fn load_config(
     let mut how = mcp_stack_config::Resolve::new(&env).inputs(&inputs);
     if let Some(name) = server {
         how = how.only(name);
+    }
+    if let Some(key) = key {
+        how = how.key(key);
     }
     let resolved = how.run(&loaded.config).map_err(config_error)?;
     for server in resolved.servers.values() {

@@ -116,7 +116,7 @@ pub use mcp_stack_protocol::secret::Secret;
 pub use model::{
     AgentDefaults, DeclaredTransport, Format, HttpKind, InputKind, InputSpec, McpConfig,
     OAuthSettings, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
-    TransportConfig, UnknownFormatName, pin_spelling, redact_url,
+    ToolPinning, TransportConfig, UnknownFormatName, pin_spelling, redact_url,
 };
 pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, Resolve, process_env, resolve, resolve_with_key};

@@ -237,6 +237,35 @@ pub struct ServerConfig {
     /// Gemini CLI's `trust` (its confirmations skipped). This client asks
     /// for no confirmation, so it changes nothing here; kept to be shown.
     pub trust: Option<bool>,
+    /// `pinning` (this client): what to do when one of the server's tool
+    /// definitions differs from the one pinned (`block`, `warn` or `off`).
+    pub pinning: Option<ToolPinning>,
+}
+
+/// A server's `pinning` key: what the runtime does with a tool whose
+/// definition differs from the one pinned when it was first seen. Not part
+/// of the fingerprint (it changes nothing of the connection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolPinning {
+    /// Use the new definition; say what changed.
+    Warn,
+    /// Withhold the changed tool until it is approved.
+    Block,
+    /// Keep and compare no pins.
+    Off,
+}
+
+impl ToolPinning {
+    /// `warn`, `block` or `off`.
+    pub fn parse(s: &str) -> Option<ToolPinning> {
+        match s {
+            "warn" => Some(ToolPinning::Warn),
+            "block" => Some(ToolPinning::Block),
+            "off" => Some(ToolPinning::Off),
+            _ => None,
+        }
+    }
 }
 
 /// What kind of value a VS Code input asks for.
@@ -455,6 +484,8 @@ pub struct ResolvedServer {
     pub protocol_version: Option<ProtocolPin>,
     /// Gemini CLI's `trust`, as written (no effect here: nothing is confirmed).
     pub trust: Option<bool>,
+    /// The server's `pinning` policy, if the config sets one.
+    pub pinning: Option<ToolPinning>,
     /// OAuth settings, `${VAR}` expanded (HTTP servers only).
     pub oauth: Option<OAuthSettings>,
     /// Fingerprint of everything above except the name.

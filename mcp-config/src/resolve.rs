@@ -493,6 +493,7 @@ impl Resolver<'_> {
             },
             protocol_version: s.protocol_version,
             trust: s.trust,
+            pinning: s.pinning,
             oauth: None,
             fingerprint: Fingerprint::UNSET,
         };

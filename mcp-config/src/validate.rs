@@ -179,6 +179,7 @@ enum Field {
     /// wait for the server's tools (its handshake).
     Timeout,
     Trust,
+    Pinning,
     /// Read and left alone: `description` (Gemini CLI), `source` and
     /// `settings` (Zed).
     Ignored,
@@ -209,6 +210,7 @@ impl Field {
             Field::OAuth => "the OAuth settings",
             Field::Proxy => "the proxy",
             Field::Trust => "trust",
+            Field::Pinning => "the pinning policy",
             Field::Ignored => "",
         }
     }
@@ -262,6 +264,7 @@ const KEYS: &[(&str, Field)] = &[
     ("environment", Field::Env),
     ("timeout", Field::Timeout),
     ("trust", Field::Trust),
+    ("pinning", Field::Pinning),
     ("disabledTools", Field::Exclude),
     ("description", Field::Ignored),
     ("source", Field::Ignored),
@@ -712,6 +715,14 @@ pub(crate) fn record(
             }
             Field::Timeout => s.request_timeout = ck.duration(path, v, Unit::Millis),
             Field::Trust => s.trust = ck.boolean(path, v),
+            Field::Pinning => {
+                if let Some(text) = ck.string(path.clone(), v) {
+                    s.pinning = crate::model::ToolPinning::parse(text);
+                    if s.pinning.is_none() {
+                        ck.error(path, "must be block, warn or off");
+                    }
+                }
+            }
             Field::Ignored => {}
             Field::RequestSec => s.request_timeout = ck.duration(path, v, Unit::Secs),
             Field::HandshakeMs => s.handshake_timeout = ck.duration(path, v, Unit::Millis),

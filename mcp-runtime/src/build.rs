@@ -16,15 +16,18 @@ use mcp_stack_transport::BoxFuture;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::catalog::{RuntimeCatalog, ServerEntries, ServerFailure, StartupStep};
+use crate::catalog::{RuntimeCatalog, ServerEntries, ServerFailure, StartupStep, ToolStatus};
 use crate::error::describe_duration;
 use crate::lists::{ChangeFlags, ServerLists, Which};
 use crate::plan::{Had, Step, plan};
 use crate::settings::session_settings;
 
 use crate::connector::Connector;
-use crate::lease::{Counters, ServerConn, SessionRuntime, Slot, lock, same_handlers};
+use crate::lease::{
+    Counters, Offline, OfflineState, ServerConn, SessionRuntime, Slot, lock, same_handlers,
+};
 use crate::options::RuntimeOptions;
+use crate::persist::Persist;
 
 /// Which handlers of server requests a (re)build gives its connections.
 #[derive(Clone, Copy)]
@@ -65,6 +68,17 @@ pub(crate) struct Builder<'a> {
     /// Told when a server says a list changed (weak: a connection does
     /// not keep its manager alive).
     pub(crate) refresh: Weak<dyn Refresh>,
+    /// The persisted catalog and pins, when the runtime keeps them.
+    pub(crate) persist: Option<&'a Arc<Persist>>,
+}
+
+/// What a build gives: the runtime, the old connections it replaces, and
+/// the servers to connect in the background (listed from the persisted
+/// catalog meanwhile).
+pub(crate) struct Built {
+    pub(crate) runtime: SessionRuntime,
+    pub(crate) replaced: Vec<Arc<ServerConn>>,
+    pub(crate) deferred: Vec<Arc<Offline>>,
 }
 
 /// Refreshes a session's catalog in the background (the manager does:
@@ -86,7 +100,7 @@ impl Builder<'_> {
         old: Option<&SessionRuntime>,
         config: &ResolvedConfig,
         handlers: Handlers<'_>,
-    ) -> (SessionRuntime, Vec<Arc<ServerConn>>) {
+    ) -> Built {
         let handlers = match handlers {
             Handlers::Keep => old.and_then(|o| o.handlers.clone()),
             Handlers::Use(h) => Some(Arc::clone(h)),
@@ -107,6 +121,9 @@ impl Builder<'_> {
             for (name, conn) in &old.servers {
                 had.insert(name.clone(), Had::Connected(conn.server.fingerprint));
             }
+            for (name, o) in old.offline.iter().filter(|(_, o)| !o.is_failed()) {
+                had.insert(name.clone(), Had::Connected(o.server.fingerprint));
+            }
             for f in old.catalog.failures() {
                 had.insert(f.server.clone(), Had::Failed(f.fingerprint, f.retry_at));
             }
@@ -119,23 +136,42 @@ impl Builder<'_> {
         let plan = plan(&had, &want, now);
 
         let mut servers = BTreeMap::new();
+        let mut offline = BTreeMap::new();
+        let mut deferred = Vec::new();
         let mut failures = Vec::new();
         let mut to_start = Vec::new();
         for (name, step) in &plan.steps {
             let old_conn = old.and_then(|o| o.servers.get(name));
+            let old_offline = old.and_then(|o| o.offline.get(name));
             let old_failure =
                 old.and_then(|o| o.catalog.failures().iter().find(|f| &f.server == name));
             match (step, old_conn, old_failure) {
                 (Step::Keep, Some(conn), _) => {
                     servers.insert(name.clone(), Arc::clone(conn));
                 }
-                (Step::KeepFailure, _, Some(f)) => failures.push(f.clone()),
+                (Step::Keep, None, _) if old_offline.is_some() => {
+                    if let Some(o) = old_offline {
+                        offline.insert(name.clone(), Arc::clone(o));
+                    }
+                }
+                (Step::KeepFailure, _, Some(f)) => {
+                    failures.push(f.clone());
+                    if let Some(o) = old_offline {
+                        offline.insert(name.clone(), Arc::clone(o));
+                    }
+                }
                 _ => {
                     if let Some(server) = config.servers.get(name) {
                         let prior = old_failure
                             .filter(|f| f.fingerprint == server.fingerprint)
                             .map_or(0, |f| f.attempts);
-                        to_start.push((server, prior));
+                        match self.offline_from_cache(server) {
+                            Some(o) => {
+                                offline.insert(name.clone(), Arc::clone(&o));
+                                deferred.push(o);
+                            }
+                            None => to_start.push((server, prior)),
+                        }
                     }
                 }
             }
@@ -172,6 +208,9 @@ impl Builder<'_> {
                     };
                     self.counters.failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(session = %slot.id, "MCP {failure}");
+                    if let Some(o) = self.persisted_failure(server, &failure) {
+                        offline.insert(server.name.clone(), o);
+                    }
                     failures.push(failure);
                 }
             }
@@ -195,17 +234,50 @@ impl Builder<'_> {
         self.counters.builds.fetch_add(1, Ordering::Relaxed);
 
         let retry_at = failures.iter().map(|f| f.retry_at).min();
-        let catalog = Arc::new(assemble(&servers, failures));
+        let catalog = Arc::new(assemble(&servers, &offline, failures, self.persist));
         let runtime = SessionRuntime {
             last_used: AtomicU64::new(0),
             slot: Arc::clone(slot),
             fingerprint: config.fingerprint,
             servers,
+            offline,
             catalog,
             retry_at,
             handlers,
         };
-        (runtime, replaced)
+        Built {
+            runtime,
+            replaced,
+            deferred,
+        }
+    }
+
+    /// A server to connect in the background, listed meanwhile from its
+    /// persisted lists (when the cache has them and connects in the
+    /// background).
+    fn offline_from_cache(&self, server: &ResolvedServer) -> Option<Arc<Offline>> {
+        let persist = self.persist?;
+        if !persist.options.background_connect {
+            return None;
+        }
+        let record = persist.load(server)?;
+        Some(Arc::new(offline_of(
+            server,
+            &record,
+            OfflineState::Connecting,
+        )))
+    }
+
+    /// A server that failed to start, still listed from its persisted
+    /// lists (marked unavailable), when the cache has them.
+    fn persisted_failure(
+        &self,
+        server: &ResolvedServer,
+        failure: &ServerFailure,
+    ) -> Option<Arc<Offline>> {
+        let record = self.persist?.load(server)?;
+        let state = OfflineState::Failed(failure.to_string());
+        Some(Arc::new(offline_of(server, &record, state)))
     }
 
     /// Opens a server's transport (starts its process), within its handshake timeout.
@@ -338,6 +410,9 @@ impl Builder<'_> {
             }
         };
         let lists = ServerLists::fetch(&session, tools, None, None, Which::ALL).await;
+        if let Some(persist) = self.persist {
+            persist.save(&server.fingerprint, &lists.to_record(server, &session));
+        }
         let counters = Arc::clone(self.counters);
         counters.connections.fetch_add(1, Ordering::Relaxed);
         counters.connects.fetch_add(1, Ordering::Relaxed);
@@ -394,28 +469,110 @@ pub(crate) async fn teardown(conn: Arc<ServerConn>, drain: Duration, why: &'stat
     tracing::debug!(server = %conn.server.name, why, "closed MCP server");
 }
 
-/// The catalog of these connections (their lists as last fetched).
+/// An offline server from its persisted record.
+fn offline_of(
+    server: &ResolvedServer,
+    record: &crate::persist::ServerRecord,
+    state: OfflineState,
+) -> Offline {
+    let protocol = record
+        .protocol
+        .parse()
+        .unwrap_or(ProtocolVersion::V2025_11_25);
+    let lists = Arc::new(ServerLists::from_record(record));
+    Offline::new(server.clone(), lists, protocol, state)
+}
+
+/// One server's part of the catalog: who, its lists, how it is reached.
+struct Source<'a> {
+    server: &'a ResolvedServer,
+    lists: Arc<ServerLists>,
+    protocol: ProtocolVersion,
+    transport: mcp_stack_transport::TransportKind,
+    status: ToolStatus,
+}
+
+/// The catalog of these connections (their lists as last fetched) and of
+/// the servers listed from the persisted catalog, each server's tools
+/// compared with their pins first (withheld when blocked, marked when
+/// changed).
 pub(crate) fn assemble(
     servers: &BTreeMap<String, Arc<ServerConn>>,
+    offline: &BTreeMap<String, Arc<Offline>>,
     failures: Vec<ServerFailure>,
+    persist: Option<&Arc<Persist>>,
 ) -> RuntimeCatalog {
-    let lists: Vec<(&Arc<ServerConn>, Arc<ServerLists>)> =
-        servers.values().map(|c| (c, c.lists())).collect();
-    let entries: Vec<ServerEntries<'_>> = lists
-        .iter()
-        .map(|(c, l)| ServerEntries {
-            server: &c.server.name,
-            filter: &c.server.tools,
-            tools: l.tools.iter().collect(),
-            resources: &l.resources.items,
-            templates: &l.templates.items,
-            prompts: &l.prompts.items,
-            diagnostics: &l.notes,
+    let mut sources: Vec<Source<'_>> = servers
+        .values()
+        .map(|c| Source {
+            server: &c.server,
+            lists: c.lists(),
             protocol: c.session.protocol_version(),
             transport: c.session.transport().kind(),
+            status: ToolStatus::Ready,
         })
         .collect();
-    RuntimeCatalog::build(&entries, failures)
+    sources.extend(offline.values().map(|o| Source {
+        server: &o.server,
+        lists: Arc::clone(&o.lists),
+        protocol: o.protocol,
+        transport: match o.server.transport {
+            mcp_stack_config::TransportConfig::Stdio { .. } => {
+                mcp_stack_transport::TransportKind::Stdio
+            }
+            _ => mcp_stack_transport::TransportKind::StreamableHttp,
+        },
+        status: if o.is_failed() {
+            ToolStatus::Unavailable
+        } else {
+            ToolStatus::Connecting
+        },
+    }));
+    let mut reports = Vec::new();
+    let checked: Vec<crate::persist::pins::Checked> = sources
+        .iter()
+        .map(|s| match persist {
+            Some(p) => {
+                let tools: Vec<_> = s.lists.tools.iter().collect();
+                let policy = p.options.policy_for(s.server);
+                p.pins
+                    .check(s.server, &tools, policy, p.options.on_pin_event.as_ref())
+            }
+            None => Default::default(),
+        })
+        .collect();
+    let entries: Vec<ServerEntries<'_>> = sources
+        .iter()
+        .zip(&checked)
+        .map(|(s, c)| {
+            reports.extend(c.reports.iter().cloned());
+            let changed = c
+                .reports
+                .iter()
+                .filter(|r| r.status == crate::persist::PinStatus::Changed)
+                .map(|r| (r.tool.clone(), r.diff.clone()))
+                .collect();
+            ServerEntries {
+                server: &s.server.name,
+                filter: &s.server.tools,
+                tools: s
+                    .lists
+                    .tools
+                    .iter()
+                    .filter(|t| !c.blocked.contains_key(&t.name))
+                    .collect(),
+                resources: &s.lists.resources.items,
+                templates: &s.lists.templates.items,
+                prompts: &s.lists.prompts.items,
+                diagnostics: &s.lists.notes,
+                protocol: s.protocol,
+                transport: s.transport,
+                status: s.status,
+                changed,
+            }
+        })
+        .collect();
+    RuntimeCatalog::build(&entries, failures).with_pin_reports(reports)
 }
 
 /// The notification listener of one connection: the application's (from

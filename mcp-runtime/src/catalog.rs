@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::error::{EntryKind, describe_duration};
+pub use crate::lists::ToolStatus;
 use crate::naming;
 
 /// One tool as the agent sees it.
@@ -26,6 +27,9 @@ pub struct RuntimeTool {
     name: String,
     server: String,
     tool: Arc<Tool>,
+    status: ToolStatus,
+    /// How its definition differs from the one pinned (not approved yet).
+    changed: Option<Arc<[String]>>,
 }
 
 impl RuntimeTool {
@@ -62,6 +66,17 @@ impl RuntimeTool {
     /// Behaviour hints (`readOnlyHint`, `destructiveHint` …).
     pub fn annotations(&self) -> Option<&ToolAnnotations> {
         self.tool.annotations.as_ref()
+    }
+
+    /// Whether its server can take a call now.
+    pub fn status(&self) -> ToolStatus {
+        self.status
+    }
+
+    /// When its definition differs from the one pinned and is used anyway
+    /// (pinning policy `warn`), the fields that changed.
+    pub fn definition_changed(&self) -> Option<&[String]> {
+        self.changed.as_deref()
     }
 }
 
@@ -279,6 +294,7 @@ pub struct RuntimeCatalog {
     failures: Vec<ServerFailure>,
     notes: Vec<ServerNote>,
     connected: Vec<ConnectedServer>,
+    pin_reports: Vec<crate::persist::PinReport>,
 }
 
 /// What the catalog is built from, per connected server.
@@ -292,6 +308,10 @@ pub(crate) struct ServerEntries<'a> {
     pub(crate) diagnostics: &'a [String],
     pub(crate) protocol: ProtocolVersion,
     pub(crate) transport: TransportKind,
+    /// Ready when connected; else listed from the persisted catalog.
+    pub(crate) status: ToolStatus,
+    /// Tools whose definition differs from their pin, with the diff.
+    pub(crate) changed: BTreeMap<String, Vec<String>>,
 }
 
 /// One entry to name: its name on the server, what tells it apart from
@@ -377,6 +397,7 @@ impl RuntimeCatalog {
         let mut notes = Vec::new();
         let mut connected: Vec<ConnectedServer> = servers
             .iter()
+            .filter(|s| s.status == ToolStatus::Ready)
             .map(|s| ConnectedServer {
                 server: s.server.to_owned(),
                 protocol: s.protocol,
@@ -404,9 +425,24 @@ impl RuntimeCatalog {
                 .collect(),
             &mut notes,
         );
+        let extras: HashMap<&str, &ServerEntries<'_>> =
+            servers.iter().map(|s| (s.server, s)).collect();
         let tools: Vec<RuntimeTool> = tools
             .into_iter()
-            .map(|(name, server, tool)| RuntimeTool { name, server, tool })
+            .map(|(name, server, tool)| {
+                let entries = extras.get(server.as_str());
+                let status = entries.map_or(ToolStatus::Ready, |e| e.status);
+                let changed = entries
+                    .and_then(|e| e.changed.get(&tool.name))
+                    .map(|d| Arc::from(d.as_slice()));
+                RuntimeTool {
+                    name,
+                    server,
+                    tool,
+                    status,
+                    changed,
+                }
+            })
             .collect();
         let resources = name_kind(
             EntryKind::Resource,
@@ -491,7 +527,21 @@ impl RuntimeCatalog {
             failures,
             notes,
             connected,
+            pin_reports: Vec::new(),
         }
+    }
+
+    /// The catalog with these pin reports.
+    pub(crate) fn with_pin_reports(mut self, reports: Vec<crate::persist::PinReport>) -> Self {
+        self.pin_reports = reports;
+        self
+    }
+
+    /// Tools whose definition is not the one pinned (changed, and
+    /// withheld under policy `block`), and tools that came or went in the
+    /// last comparison with the pins.
+    pub fn pin_reports(&self) -> &[crate::persist::PinReport] {
+        &self.pin_reports
     }
 
     /// The servers connected, by name, with the protocol revision and
@@ -641,6 +691,8 @@ mod tests {
                 diagnostics: &[],
                 protocol: ProtocolVersion::V2026_07_28,
                 transport: TransportKind::StreamableHttp,
+                status: ToolStatus::Ready,
+                changed: BTreeMap::new(),
             },
             ServerEntries {
                 server: "alpha",
@@ -652,6 +704,8 @@ mod tests {
                 diagnostics: &["no tools capability".to_owned()],
                 protocol: ProtocolVersion::V2025_11_25,
                 transport: TransportKind::Stdio,
+                status: ToolStatus::Ready,
+                changed: BTreeMap::new(),
             },
         ];
         let c = RuntimeCatalog::build(&servers, Vec::new());
@@ -701,6 +755,8 @@ mod tests {
             diagnostics: &[],
             protocol: ProtocolVersion::V2025_11_25,
             transport: TransportKind::Stdio,
+            status: ToolStatus::Ready,
+            changed: BTreeMap::new(),
         }
     }
 

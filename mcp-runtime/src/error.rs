@@ -93,6 +93,18 @@ pub enum RuntimeError {
         /// The connected servers.
         connected: Vec<String>,
     },
+    /// The server's tools were listed from the persisted catalog, and its
+    /// connection failed.
+    #[error(
+        "server `{server}` is unavailable: {reason} (its tools were listed from the persisted \
+         catalog; the catalog's failures say more, and a later acquire retries it)"
+    )]
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Why its connection failed.
+        reason: String,
+    },
     /// The call reached the server's session and failed there.
     #[error("{server}: {source}")]
     Call {

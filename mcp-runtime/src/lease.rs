@@ -113,6 +113,64 @@ impl Drop for ServerConn {
     }
 }
 
+/// A server listed from the persisted catalog, not connected (yet): its
+/// connection is being made in the background, or failed.
+pub(crate) struct Offline {
+    pub(crate) server: ResolvedServer,
+    /// Its lists as persisted.
+    pub(crate) lists: Arc<ServerLists>,
+    pub(crate) protocol: mcp_stack_session::ProtocolVersion,
+    state: tokio::sync::watch::Sender<OfflineState>,
+}
+
+/// Where a background connection is.
+#[derive(Clone)]
+pub(crate) enum OfflineState {
+    Connecting,
+    Ready(Arc<ServerConn>),
+    Failed(String),
+}
+
+impl Offline {
+    pub(crate) fn new(
+        server: ResolvedServer,
+        lists: Arc<ServerLists>,
+        protocol: mcp_stack_session::ProtocolVersion,
+        state: OfflineState,
+    ) -> Self {
+        Offline {
+            server,
+            lists,
+            protocol,
+            state: tokio::sync::watch::Sender::new(state),
+        }
+    }
+
+    pub(crate) fn is_failed(&self) -> bool {
+        matches!(*self.state.borrow(), OfflineState::Failed(_))
+    }
+
+    pub(crate) fn settle(&self, state: OfflineState) {
+        self.state.send_replace(state);
+    }
+
+    /// Waits for the background connection: the connection, or why it
+    /// failed.
+    pub(crate) async fn wait(&self) -> Result<Arc<ServerConn>, String> {
+        let mut rx = self.state.subscribe();
+        loop {
+            match &*rx.borrow_and_update() {
+                OfflineState::Ready(conn) => return Ok(Arc::clone(conn)),
+                OfflineState::Failed(why) => return Err(why.clone()),
+                OfflineState::Connecting => {}
+            }
+            if rx.changed().await.is_err() {
+                return Err("the background connection was abandoned".to_owned());
+            }
+        }
+    }
+}
+
 /// Counts a call in flight on a connection and in the manager.
 pub(crate) struct CallGuard<'a> {
     pub(crate) conn: &'a ServerConn,
@@ -151,6 +209,9 @@ pub struct SessionRuntime {
     pub(crate) slot: Arc<Slot>,
     pub(crate) fingerprint: Fingerprint,
     pub(crate) servers: BTreeMap<String, Arc<ServerConn>>,
+    /// Servers listed from the persisted catalog, connecting in the
+    /// background or failed.
+    pub(crate) offline: BTreeMap<String, Arc<Offline>>,
     pub(crate) catalog: Arc<RuntimeCatalog>,
     /// The earliest retry of a failed server, if any failed.
     pub(crate) retry_at: Option<Instant>,
@@ -257,8 +318,11 @@ impl SessionRuntime {
             failed: self.failed_servers(),
         };
         let tool = self.catalog.get(name).ok_or_else(unknown)?;
-        let conn = self.servers.get(tool.server()).ok_or_else(unknown)?;
-        let _in_flight = CallGuard::new(conn);
+        if !self.servers.contains_key(tool.server()) && !self.offline.contains_key(tool.server()) {
+            return Err(unknown());
+        }
+        let conn = self.conn(tool.server()).await?;
+        let _in_flight = CallGuard::new(&conn);
         conn.session
             .call_tool_with(tool.tool_name(), arguments, options)
             .await
@@ -285,15 +349,25 @@ impl SessionRuntime {
         }
     }
 
-    /// The connection of a server the catalog names (it is always there:
-    /// the catalog is built from the connections).
-    fn conn(&self, server: &str) -> Result<&Arc<ServerConn>, RuntimeError> {
-        self.servers
-            .get(server)
-            .ok_or_else(|| RuntimeError::UnknownServer {
+    /// The connection of a server the catalog names: connected, or
+    /// waited for when it connects in the background.
+    async fn conn(&self, server: &str) -> Result<Arc<ServerConn>, RuntimeError> {
+        if let Some(conn) = self.servers.get(server) {
+            return Ok(Arc::clone(conn));
+        }
+        match self.offline.get(server) {
+            Some(offline) => offline
+                .wait()
+                .await
+                .map_err(|reason| RuntimeError::Unavailable {
+                    server: server.to_owned(),
+                    reason,
+                }),
+            None => Err(RuntimeError::UnknownServer {
                 server: server.to_owned(),
                 connected: self.servers.keys().cloned().collect(),
-            })
+            }),
+        }
     }
 
     /// Which server and URI `name_or_uri` means: a namespaced resource name
@@ -338,8 +412,8 @@ impl SessionRuntime {
         server: &str,
         uri: &str,
     ) -> Result<ReadResourceResult, RuntimeError> {
-        let conn = self.conn(server)?;
-        let _in_flight = CallGuard::new(conn);
+        let conn = self.conn(server).await?;
+        let _in_flight = CallGuard::new(&conn);
         conn.session
             .read_resource(uri)
             .await
@@ -360,8 +434,8 @@ impl SessionRuntime {
             .catalog
             .prompt(name)
             .ok_or_else(|| self.unknown(EntryKind::Prompt, name))?;
-        let conn = self.conn(prompt.server())?;
-        let _in_flight = CallGuard::new(conn);
+        let conn = self.conn(prompt.server()).await?;
+        let _in_flight = CallGuard::new(&conn);
         conn.session
             .get_prompt(prompt.prompt_name(), arguments)
             .await
@@ -423,8 +497,8 @@ impl SessionRuntime {
         value: &str,
         context: BTreeMap<String, String>,
     ) -> Result<Completion, RuntimeError> {
-        let conn = self.conn(server)?;
-        let _in_flight = CallGuard::new(conn);
+        let conn = self.conn(server).await?;
+        let _in_flight = CallGuard::new(&conn);
         conn.session
             .complete(reference, argument, value, context)
             .await

@@ -164,13 +164,14 @@ pub mod naming;
 #[cfg(feature = "oauth")]
 mod oauth;
 mod options;
+pub mod persist;
 mod plan;
 mod reaper;
 mod settings;
 
 pub use catalog::{
     ConnectedServer, RuntimeCatalog, RuntimePrompt, RuntimeResource, RuntimeResourceTemplate,
-    RuntimeTool, ServerFailure, ServerNote, StartupStep,
+    RuntimeTool, ServerFailure, ServerNote, StartupStep, ToolStatus,
 };
 pub use clock::IdleClock;
 #[cfg(feature = "http")]
@@ -179,13 +180,14 @@ pub use connector::{Connector, DefaultConnector};
 pub use error::{ConnectError, EntryKind, RuntimeError};
 pub use fingerprint_key::{KEY_FILE_NAME, KeyFileError, load_or_create_key};
 pub use lease::{RuntimeLease, SessionRuntime};
-pub use manager::RuntimeManager;
+pub use manager::{PersistedCatalog, RuntimeManager};
 #[cfg(feature = "oauth")]
 pub use oauth::{LoginHint, StoredLogins, oauth_config};
 pub use options::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_IDLE_TTL, DEFAULT_MAX_SESSIONS, DEFAULT_RETRY_INITIAL,
     DEFAULT_RETRY_MAX, RuntimeOptions, RuntimeStats,
 };
+pub use persist::{CatalogCache, PinPolicy, PinReport, PinStatus};
 #[cfg(feature = "http")]
 pub use settings::{HttpSettings, http_proxy};
 pub use settings::{ServerSettings, TransportSettings, session_settings, stdio_config};

@@ -15,6 +15,21 @@ use mcp_stack_session::protocol::request::{
 use mcp_stack_session::types::{Prompt, Resource, ResourceTemplate};
 use mcp_stack_session::{ServerNotification, Session, SessionError, ToolCatalog};
 
+/// Whether a tool's server can take a call now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolStatus {
+    /// Its server is connected.
+    Ready,
+    /// Listed from the persisted catalog; its server is connecting in the
+    /// background, and a call waits for it.
+    Connecting,
+    /// Listed from the persisted catalog; its server failed to start (the
+    /// catalog's [`failures`](crate::RuntimeCatalog::failures) say why). A call
+    /// fails at once.
+    Unavailable,
+}
+
 /// One list beside tools, as last fetched.
 #[derive(Debug)]
 pub(crate) struct Listed<T> {
@@ -213,6 +228,53 @@ impl ServerLists {
             templates,
             prompts,
             notes,
+        }
+    }
+
+    /// The lists a persisted record holds (nothing fetched: no session yet).
+    pub(crate) fn from_record(record: &crate::persist::ServerRecord) -> ServerLists {
+        fn listed<T: Clone>(items: &[T]) -> Listed<T> {
+            let source = Arc::new(items.to_vec());
+            Listed {
+                items: source.iter().cloned().map(Arc::new).collect(),
+                source: Some(source),
+                error: None,
+            }
+        }
+        let tools = Arc::new(ToolCatalog::new(record.tools.clone(), Vec::new()));
+        ServerLists {
+            notes: tools.diagnostics().to_vec(),
+            tools,
+            tools_error: None,
+            resources: listed(&record.resources),
+            templates: listed(&record.templates),
+            prompts: listed(&record.prompts),
+        }
+    }
+
+    /// A record of these lists, to persist.
+    pub(crate) fn to_record(
+        &self,
+        server: &mcp_stack_config::ResolvedServer,
+        session: &Session,
+    ) -> crate::persist::ServerRecord {
+        let info = session.server().clone();
+        let hints = crate::persist::ServerRecord::hints_of(&info);
+        fn own<T: Clone>(items: &[Arc<T>]) -> Vec<T> {
+            items.iter().map(|i| (**i).clone()).collect()
+        }
+        crate::persist::ServerRecord {
+            server: server.name.clone(),
+            fingerprint: server.fingerprint.to_hex(),
+            saved_at_ms: crate::persist::now_ms(),
+            ttl_ms: hints.map(|h| u64::try_from(h.ttl.as_millis()).unwrap_or(u64::MAX)),
+            private: hints.is_some_and(|h| h.private) || crate::persist::authorized(server),
+            protocol: session.protocol_version().as_str().to_owned(),
+            info,
+            tools: self.tools.iter().map(|t| (**t).clone()).collect(),
+            resources: own(&self.resources.items),
+            templates: own(&self.templates.items),
+            prompts: own(&self.prompts.items),
         }
     }
 

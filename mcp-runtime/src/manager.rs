@@ -16,12 +16,13 @@ use crate::connector::{Connector, DefaultConnector};
 use crate::error::RuntimeError;
 use crate::expiry::ExpiryQueue;
 
-use crate::build::{Builder, Handlers, Refresh, assemble, teardown};
+use crate::build::{Builder, Built, Handlers, Refresh, assemble, teardown};
 use crate::lease::{
-    Counters, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard, leases_on, lock,
-    same_handlers,
+    Counters, Offline, OfflineState, RuntimeLease, ServerConn, SessionRuntime, Slot, SlotGuard,
+    leases_on, lock, same_handlers,
 };
 use crate::options::{RuntimeOptions, RuntimeStats};
+use crate::persist::Persist;
 
 pub(crate) struct Entry {
     pub(crate) slot: Arc<Slot>,
@@ -142,6 +143,9 @@ pub(crate) struct Inner {
     /// What the `auto` probe found per server (by fingerprint), so later
     /// connections skip it; forgotten when a connection with it fails.
     pub(crate) eras: Mutex<HashMap<Fingerprint, ProtocolVersion>>,
+    /// The persisted catalog and pins (`RuntimeOptions::catalog_cache`),
+    /// when its folder could be opened.
+    pub(crate) persist: Option<Arc<Persist>>,
 }
 
 impl Drop for Inner {
@@ -159,6 +163,20 @@ impl Refresh for Inner {
                 .await;
         })
     }
+}
+
+/// A catalog read from the persisted cache alone
+/// ([`RuntimeManager::persisted_catalog`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct PersistedCatalog {
+    /// The catalog (its tools marked [`Connecting`](crate::ToolStatus::Connecting):
+    /// nothing is connected).
+    pub catalog: crate::catalog::RuntimeCatalog,
+    /// The age of the oldest server's lists.
+    pub age: std::time::Duration,
+    /// Whether every server's lists are still fresh.
+    pub fresh: bool,
 }
 
 /// Registers, reuses and reclaims the MCP connections of agent sessions.
@@ -192,6 +210,17 @@ impl RuntimeManager {
     /// A manager that opens transports with `connector`.
     pub fn with_connector(options: RuntimeOptions, connector: Arc<dyn Connector>) -> Self {
         let clock = Stamp::new(options.idle_clock);
+        let persist = options.catalog_cache.clone().and_then(|cache| {
+            let dir = cache.dir.clone();
+            Persist::open(cache)
+                .map_err(|e| {
+                    tracing::warn!(
+                        dir = %dir.display(),
+                        "cannot open the persisted MCP catalog; going on without it: {e}"
+                    );
+                })
+                .ok()
+        });
         RuntimeManager {
             inner: Arc::new(Inner {
                 options,
@@ -203,6 +232,7 @@ impl RuntimeManager {
                 reaper: Mutex::new(None),
                 teardowns: Mutex::new(JoinSet::new()),
                 eras: Mutex::new(HashMap::new()),
+                persist,
             }),
         }
     }
@@ -303,6 +333,42 @@ impl RuntimeManager {
             Some(slot) => self.refresh_slot(&slot, true).await,
             None => false,
         }
+    }
+
+    /// The catalog of `config` as persisted, without starting anything:
+    /// `None` unless the manager keeps a catalog cache and it holds every
+    /// server of `config` (under its fingerprint). Says how old the oldest
+    /// server's lists are and whether they are all still fresh (the
+    /// server's `ttlMs`, else [`CatalogCache::fresh_for`](crate::CatalogCache::fresh_for)).
+    /// Tools are compared with their pins, as in a connected catalog.
+    pub fn persisted_catalog(&self, config: &ResolvedConfig) -> Option<PersistedCatalog> {
+        let persist = self.inner.persist.as_ref()?;
+        let mut offline = std::collections::BTreeMap::new();
+        let mut age = std::time::Duration::ZERO;
+        let mut fresh = true;
+        for (name, server) in &config.servers {
+            let record = persist.load(server)?;
+            age = age.max(record.age());
+            fresh &= record.age() < record.fresh_for(persist.options.fresh_for);
+            let lists = Arc::new(crate::lists::ServerLists::from_record(&record));
+            let protocol = record
+                .protocol
+                .parse()
+                .unwrap_or(ProtocolVersion::V2025_11_25);
+            let o = Offline::new(server.clone(), lists, protocol, OfflineState::Connecting);
+            offline.insert(name.clone(), Arc::new(o));
+        }
+        let catalog = assemble(
+            &std::collections::BTreeMap::new(),
+            &offline,
+            Vec::new(),
+            Some(persist),
+        );
+        Some(PersistedCatalog {
+            catalog,
+            age,
+            fresh,
+        })
     }
 
     /// The warm path: one lock, one hash lookup, one fingerprint comparison
@@ -428,11 +494,23 @@ impl RuntimeManager {
                 _ => entry.current().cloned(),
             }
         };
-        let (runtime, replaced) = self
+        let Built {
+            runtime,
+            replaced,
+            deferred,
+        } = self
             .builder()
             .build(&slot, old.as_deref(), config, handlers)
             .await;
         let runtime = Arc::new(runtime);
+        if !deferred.is_empty() {
+            // Waits for this build's lock, then connects them.
+            tokio::spawn(self.clone().connect_deferred(
+                Arc::clone(&slot),
+                deferred,
+                runtime.handlers.clone(),
+            ));
+        }
         let installed = {
             let mut state = lock(&self.inner.state);
             match state
@@ -539,12 +617,26 @@ impl RuntimeManager {
         if !changed.contains(&true) {
             return false;
         }
-        let catalog = assemble(&current.servers, current.catalog.failures().to_vec());
+        if let Some(persist) = &self.inner.persist {
+            for (conn, _) in current.servers.values().zip(&changed).filter(|(_, c)| **c) {
+                persist.save(
+                    &conn.server.fingerprint,
+                    &conn.lists().to_record(&conn.server, &conn.session),
+                );
+            }
+        }
+        let catalog = assemble(
+            &current.servers,
+            &current.offline,
+            current.catalog.failures().to_vec(),
+            self.inner.persist.as_ref(),
+        );
         let runtime = Arc::new(SessionRuntime {
             last_used: AtomicU64::new(0),
             slot: Arc::clone(slot),
             fingerprint: current.fingerprint,
             servers: current.servers.clone(),
+            offline: current.offline.clone(),
             catalog: Arc::new(catalog),
             retry_at: current.retry_at,
             handlers: current.handlers.clone(),
@@ -586,7 +678,95 @@ impl RuntimeManager {
             counters: &self.inner.counters,
             eras: &self.inner.eras,
             refresh,
+            persist: self.inner.persist.as_ref(),
         }
+    }
+
+    /// Connects the servers a build listed from the persisted catalog (all
+    /// at once, under the session's build lock, as a build does), then
+    /// installs a runtime where they are connected (or failed, their
+    /// persisted tools kept and marked unavailable); its catalog is the
+    /// servers' fresh lists, as after a `list_changed`. Callers waiting on
+    /// one of them are woken as soon as it is settled.
+    async fn connect_deferred(
+        self,
+        slot: Arc<Slot>,
+        deferred: Vec<Arc<Offline>>,
+        handlers: Option<Arc<dyn ClientHandler>>,
+    ) {
+        let _building = slot.build.lock().await;
+        let builder = self.builder();
+        let started = futures_util::future::join_all(deferred.iter().map(|o| async {
+            let result = builder.start(&slot, &o.server, handlers.as_ref()).await;
+            match &result {
+                Ok(conn) => o.settle(OfflineState::Ready(Arc::clone(conn))),
+                Err(f) => o.settle(OfflineState::Failed(f.message.clone())),
+            }
+            result
+        }))
+        .await;
+        let mut state = lock(&self.inner.state);
+        let current = state
+            .sessions
+            .get_mut(&slot.id)
+            .filter(|e| e.slot.generation == slot.generation)
+            .and_then(|e| e.current().cloned().map(|c| (e, c)));
+        let Some((entry, current)) = current else {
+            // Disposed of meanwhile: close what connected.
+            let conns = started.into_iter().filter_map(Result::ok).collect();
+            self.spawn_teardowns(conns, "session disposed during start");
+            return;
+        };
+        let mut servers = current.servers.clone();
+        let mut offline = current.offline.clone();
+        let mut failures = current.catalog.failures().to_vec();
+        let mut orphans = Vec::new();
+        for (o, result) in deferred.iter().zip(started) {
+            let name = &o.server.name;
+            let ours = offline.get(name).is_some_and(|x| Arc::ptr_eq(x, o));
+            match result {
+                Ok(conn) if ours => {
+                    offline.remove(name);
+                    servers.insert(name.clone(), conn);
+                }
+                Ok(conn) => orphans.push(conn),
+                Err(f) if ours => {
+                    let attempts = 1;
+                    let retry_after = self.inner.options.backoff(attempts, name);
+                    let failure = crate::catalog::ServerFailure {
+                        server: name.clone(),
+                        step: f.step,
+                        message: f.message,
+                        stderr_tail: f.stderr_tail,
+                        attempts,
+                        retry_after,
+                        retry_at: Instant::now() + retry_after,
+                        fingerprint: o.server.fingerprint,
+                    };
+                    self.inner.counters.failed.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(session = %slot.id, "MCP {failure}");
+                    failures.retain(|x| &x.server != name);
+                    failures.push(failure);
+                }
+                Err(_) => {}
+            }
+        }
+        let catalog = assemble(&servers, &offline, failures, self.inner.persist.as_ref());
+        let retry_at = catalog.failures().iter().map(|f| f.retry_at).min();
+        let runtime = Arc::new(SessionRuntime {
+            last_used: AtomicU64::new(0),
+            slot: Arc::clone(&slot),
+            fingerprint: current.fingerprint,
+            servers,
+            offline,
+            catalog: Arc::new(catalog),
+            retry_at,
+            handlers: current.handlers.clone(),
+        });
+        entry.install(runtime);
+        self.spawn_teardowns(orphans, "replaced while connecting");
+        drop(state);
+        tracing::debug!(session = %slot.id, "MCP servers connected in the background");
     }
 
     pub(crate) async fn close_all(&self, conns: Vec<Arc<ServerConn>>, why: &'static str) {

@@ -5,6 +5,7 @@ use std::time::Duration;
 use mcp_stack_session::SessionConfig;
 
 use crate::clock::IdleClock;
+use crate::persist::CatalogCache;
 
 /// The default idle TTL: 10 minutes.
 pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(600);
@@ -47,6 +48,9 @@ pub struct RuntimeOptions {
     /// the notification listener is called, and the runtime then watches
     /// for `list_changed`.
     pub session_defaults: SessionConfig,
+    /// The persisted catalog and the tool pins (`None`, the default: no
+    /// files; see [`CatalogCache`]).
+    pub catalog_cache: Option<CatalogCache>,
 }
 
 impl Default for RuntimeOptions {
@@ -59,6 +63,7 @@ impl Default for RuntimeOptions {
             retry_initial: DEFAULT_RETRY_INITIAL,
             retry_max: DEFAULT_RETRY_MAX,
             session_defaults: SessionConfig::default(),
+            catalog_cache: None,
         }
     }
 }
@@ -92,6 +97,13 @@ impl RuntimeOptions {
     pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.retry_initial = initial;
         self.retry_max = max;
+        self
+    }
+
+    /// Persists the catalog and pins tool definitions in `cache` (see
+    /// [`CatalogCache`]).
+    pub fn catalog_cache(mut self, cache: CatalogCache) -> Self {
+        self.catalog_cache = Some(cache);
         self
     }
 

@@ -288,6 +288,15 @@ pub struct ServerOptions {
     /// (`--extra-tools N`), for benchmarks of large catalogs; listed only
     /// (calling one is an unknown tool).
     pub extra_tools: usize,
+    /// Wait this long before reading the first message
+    /// (`--startup-delay-ms N`): a server slow to start, for benchmarks of
+    /// start-up time.
+    pub startup_delay_ms: u64,
+    /// List the second revision of the tool definitions (`--revise-tools`):
+    /// `echo`'s description edited, `add`'s input schema widened (an
+    /// optional `c`), a tool `added_tool` listed (listed only) and `fail`
+    /// gone: a server whose tools changed between runs.
+    pub revise_tools: bool,
 }
 
 /// Which protocol revisions the server speaks.
@@ -333,6 +342,8 @@ impl Default for ServerOptions {
             resource_count: DEFAULT_RESOURCE_COUNT,
             blob_bytes: DEFAULT_BLOB_BYTES,
             extra_tools: 0,
+            startup_delay_ms: 0,
+            revise_tools: false,
         }
     }
 }
@@ -386,6 +397,9 @@ Options:
   --blob-bytes N          size of the test://blob/large resource in bytes (default 1024)
   --extra-tools N         list N generated tools extra_1..N after the real ones (listed only;
                           for benchmarks of large catalogs; default 0)
+  --startup-delay-ms N    wait N ms before reading the first message (a slow start; default 0)
+  --revise-tools          list revised tools: echo's description edited, add's schema widened,
+                          added_tool listed, fail gone (a server whose tools changed)
   -h, --help              show this help and exit
 
 HTTP (instead of stdio; serves until interrupted, printing the URL to stderr):
@@ -524,10 +538,20 @@ struct Flags {
         default_value_t = 0,
     )]
     extra_tools: usize,
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        value_parser = number::<u64>,
+        default_value_t = 0,
+    )]
+    startup_delay_ms: u64,
+    #[arg(long)]
+    revise_tools: bool,
 }
 
 /// The flags of [`Flags`], as [`ArgsError`] names them.
-const FLAGS: [&str; 13] = [
+const FLAGS: [&str; 15] = [
     "--misbehave",
     "--page-size",
     "--workspace",
@@ -541,6 +565,8 @@ const FLAGS: [&str; 13] = [
     "--resource-count",
     "--blob-bytes",
     "--extra-tools",
+    "--startup-delay-ms",
+    "--revise-tools",
 ];
 
 /// Why a flag's value was refused: the `reason` of [`ArgsError::InvalidValue`].
@@ -649,6 +675,8 @@ impl ServerOptions {
             resource_count: flags.resource_count,
             blob_bytes: flags.blob_bytes,
             extra_tools: flags.extra_tools,
+            startup_delay_ms: flags.startup_delay_ms,
+            revise_tools: flags.revise_tools,
         })
     }
 
@@ -706,6 +734,15 @@ impl ServerOptions {
         }
         if self.extra_tools != 0 {
             args.extend(["--extra-tools".to_owned(), self.extra_tools.to_string()]);
+        }
+        if self.startup_delay_ms != 0 {
+            args.extend([
+                "--startup-delay-ms".to_owned(),
+                self.startup_delay_ms.to_string(),
+            ]);
+        }
+        if self.revise_tools {
+            args.push("--revise-tools".to_owned());
         }
         args
     }

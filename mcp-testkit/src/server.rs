@@ -121,6 +121,10 @@ where
     W: AsyncWrite + Unpin,
 {
     misbehave::on_start(&options, host)?;
+    if options.startup_delay_ms > 0 {
+        // A server slow to start: nothing is read before it is ready.
+        tokio::time::sleep(std::time::Duration::from_millis(options.startup_delay_ms)).await;
+    }
     // Keeping a handler registered replaces the default action: SIGTERM no longer ends us.
     #[cfg(unix)]
     let _sigterm = misbehave::ignore_sigterm(&options, host)?;

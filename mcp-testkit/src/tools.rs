@@ -147,13 +147,23 @@ pub(crate) static DISCOVER_DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
 /// generated ones ([`crate::ServerOptions::extra_tools`]). Built once per
 /// era and count and shared, so that a benchmark of a large catalog does
 /// not time the server building it.
+#[cfg(test)]
 pub(crate) fn listed(discover: bool, extra: usize) -> Arc<[Tool]> {
-    type Built = Vec<((bool, usize), Arc<[Tool]>)>;
+    listed_revision(discover, extra, false)
+}
+
+/// [`listed`], or with `revised` the second revision of the definitions
+/// ([`crate::ServerOptions::revise_tools`]).
+pub(crate) fn listed_revision(discover: bool, extra: usize, revised: bool) -> Arc<[Tool]> {
+    type Built = Vec<((bool, usize, bool), Arc<[Tool]>)>;
     static BUILT: Mutex<Built> = Mutex::new(Vec::new());
     let mut built = BUILT
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, all)) = built.iter().find(|(key, _)| *key == (discover, extra)) {
+    if let Some((_, all)) = built
+        .iter()
+        .find(|(key, _)| *key == (discover, extra, revised))
+    {
         return Arc::clone(all);
     }
     let base: &[Tool] = if discover {
@@ -177,8 +187,43 @@ pub(crate) fn listed(discover: bool, extra: usize) -> Arc<[Tool]> {
             )
         }))
         .collect();
-    built.push(((discover, extra), Arc::clone(&all)));
+    let all = if revised { revise(&all) } else { all };
+    built.push(((discover, extra, revised), Arc::clone(&all)));
     all
+}
+
+/// The second revision: `echo`'s description edited, `add`'s input schema
+/// widened, `added_tool` added, `fail` removed.
+fn revise(tools: &[Tool]) -> Arc<[Tool]> {
+    let mut out: Vec<Tool> = tools
+        .iter()
+        .filter(|t| t.name != "fail")
+        .cloned()
+        .map(|mut t| {
+            if t.name == "echo" {
+                t.description = Some("Returns the given text unchanged (revised).".to_owned());
+            }
+            if t.name == "add"
+                && let Some(props) = t
+                    .input_schema
+                    .get_mut("properties")
+                    .and_then(|p| p.as_object_mut())
+            {
+                props.insert(
+                    "c".to_owned(),
+                    json!({"type": "number", "description": "An optional third addend."}),
+                );
+            }
+            t
+        })
+        .collect();
+    out.push(tool(
+        "added_tool",
+        "Added tool",
+        "A tool the revised definitions add; listed only.",
+        json!({"type": "object", "properties": {}}),
+    ));
+    out.into()
 }
 
 /// The `tools/list` entries a legacy client sees, in order ([`TOOL_NAMES`]).

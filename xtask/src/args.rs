@@ -83,6 +83,34 @@ pub(crate) enum Bench {
     /// Listing many resources across pages and reading a large blob over
     /// stdio: this stack and rmcp's client.
     Resources(ResourcesArgs),
+    /// An agent's start with 10 stdio servers that each take 300 ms to
+    /// start: time to catalog cold and from the persisted catalog, beside
+    /// rmcp (one client per server, in turn and joined).
+    Start(StartArgs),
+}
+
+/// `bench start`.
+#[derive(Debug, Args)]
+pub(crate) struct StartArgs {
+    /// Stdio servers in the config.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub(crate) servers: usize,
+    /// How long each server takes to start, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    pub(crate) delay_ms: u64,
+    /// Rounds of every variant.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub(crate) rounds: usize,
+    /// The mcp-testkit binary to run (default: built in release mode).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) server: Option<String>,
+    /// Skip rmcp's sequential variant (N × the delay per round).
+    #[arg(long)]
+    pub(crate) no_sequential: bool,
+    /// Run in this (debug) build to check that the benchmark works; its
+    /// figures mean nothing.
+    #[arg(long)]
+    pub(crate) debug_check: bool,
 }
 
 /// `bench codec`.

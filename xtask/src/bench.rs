@@ -27,6 +27,8 @@ mod rounds;
 #[cfg(feature = "peers")]
 mod runtime;
 #[cfg(feature = "peers")]
+mod start;
+#[cfg(feature = "peers")]
 mod stdio;
 #[cfg(feature = "peers")]
 mod ts;
@@ -40,10 +42,11 @@ use crate::args::Bench;
 /// Runs `bench <what> [options]`.
 #[cfg(feature = "peers")]
 pub(crate) fn run(what: Bench) -> Result<(), String> {
-    if cfg!(debug_assertions) {
+    if cfg!(debug_assertions) && !matches!(&what, Bench::Start(a) if a.debug_check) {
         return rerun_optimized();
     }
     match what {
+        Bench::Start(args) => start::run(args),
         Bench::Catalog(args) => catalog::run(args),
         Bench::Codec(args) => codec::run(args),
         Bench::Payload(args) => payload::run(args),

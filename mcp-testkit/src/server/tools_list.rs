@@ -133,7 +133,11 @@ impl Server {
         }
         let all = super::hostile::tools(
             self.options(),
-            tools::listed(discover, self.options().extra_tools),
+            tools::listed_revision(
+                discover,
+                self.options().extra_tools,
+                self.options().revise_tools,
+            ),
         );
         let (range, next_cursor) = page(
             params.cursor.as_deref(),

@@ -1,0 +1,495 @@
+//! The persisted catalog: what each server offered, kept in files of the
+//! user's cache folder so that a new process starts from it, and the
+//! pinned tool definitions beside it ([`pins`]).
+//!
+//! One file per server and config fingerprint (and, for results a server
+//! marks `cacheScope: "private"` or fetches under an authorization, per
+//! authorization context: such a file is never read under another
+//! context): the `initialize` or `server/discover` result and the tools,
+//! resources, resource templates and prompts lists. Its format and its
+//! safety (atomic writes, an authenticated versioned envelope, bounded
+//! reads) are [`file`]'s.
+//!
+//! Freshness: a result is fresh for the server's `ttlMs` (2026-07-28's
+//! caching hint, taken from its `server/discover` result); a server that
+//! gives none (every older revision) is taken as fresh for
+//! [`CatalogCache::fresh_for`] (10 minutes by default), then as stale:
+//! still handed out at once by the runtime while the server is connected
+//! in the background (the spec allows serving stale data while
+//! re-fetching), but `mcp tools` goes to the server. A file older than
+//! [`CatalogCache::max_age`] (7 days) is not used at all.
+//!
+//! Size: a file over [`CatalogCache::max_entry_bytes`] is not written (nor
+//! read); after each write, when the folder's entries exceed
+//! [`CatalogCache::max_total_bytes`], the least recently written are
+//! removed, under the folder's lock file. Pins live in their own files and
+//! are never evicted.
+
+pub(crate) mod diff;
+pub(crate) mod file;
+pub mod pins;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mcp_stack_config::{Fingerprint, ResolvedServer, TransportConfig};
+use mcp_stack_session::protocol::results::CacheHints;
+use mcp_stack_session::types::{InitializeResult, Prompt, Resource, ResourceTemplate, Tool};
+use serde::{Deserialize, Serialize};
+
+use self::file::{DirLock, Kind};
+pub use self::pins::{
+    PinEvent, PinListener, PinPolicy, PinReport, PinStatus, PinnedTool, ServerPins,
+};
+
+/// The default freshness of a result whose server gave no `ttlMs`.
+pub const DEFAULT_FRESH_FOR: Duration = Duration::from_secs(600);
+/// The default age past which a persisted file is not used.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The default bound on one server's file.
+pub const DEFAULT_MAX_ENTRY_BYTES: u64 = 8 << 20;
+/// The default bound on all the entries of a cache folder.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 64 << 20;
+/// The folder under the user's cache folder.
+pub const CACHE_DIR_NAME: &str = "mcp-stack";
+
+const LOCK_NAME: &str = "entries.lock";
+const ENTRY_EXT: &str = "entry";
+
+/// Where the catalog persists, how long its results are trusted, and how
+/// changed tool definitions are handled. Give it to
+/// [`RuntimeOptions::catalog_cache`](crate::RuntimeOptions::catalog_cache).
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct CatalogCache {
+    /// The folder (made 0700 if missing).
+    pub dir: PathBuf,
+    /// Freshness of a result without a `ttlMs` hint. Default 10 minutes.
+    pub fresh_for: Duration,
+    /// Files older than this are not used. Default 7 days.
+    pub max_age: Duration,
+    /// The bound on one server's file. Default 8 MiB.
+    pub max_entry_bytes: u64,
+    /// The bound on the folder's entries (pins not counted). Default 64 MiB.
+    pub max_total_bytes: u64,
+    /// The authorization context private results are kept under (an
+    /// identity, a token's subject…); `None` is one context of its own.
+    pub auth_context: Option<String>,
+    /// Hand out the persisted catalog at once and connect in the
+    /// background (`acquire`). Default on; off, servers are started before
+    /// `acquire` returns, as without a cache, and the cache is only
+    /// written (and read back for servers that fail to start).
+    pub background_connect: bool,
+    /// What to do with a tool whose definition differs from its pin.
+    /// Default [`PinPolicy::Warn`].
+    pub pinning: PinPolicy,
+    /// Per server (by its name in the config), a policy other than
+    /// `pinning`; wins over the server's `pinning` key in the config, which
+    /// wins over `pinning`.
+    pub server_pinning: BTreeMap<String, PinPolicy>,
+    /// Told of every pin event (a tool changed, added, removed) as it is
+    /// first seen.
+    pub on_pin_event: Option<PinListener>,
+}
+
+impl std::fmt::Debug for CatalogCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CatalogCache")
+            .field("dir", &self.dir)
+            .field("fresh_for", &self.fresh_for)
+            .field("max_age", &self.max_age)
+            .field("max_entry_bytes", &self.max_entry_bytes)
+            .field("max_total_bytes", &self.max_total_bytes)
+            .field("auth_context", &self.auth_context.as_ref().map(|_| "<set>"))
+            .field("background_connect", &self.background_connect)
+            .field("pinning", &self.pinning)
+            .field("server_pinning", &self.server_pinning)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CatalogCache {
+    /// A cache in `dir`, with the defaults.
+    pub fn in_dir(dir: impl Into<PathBuf>) -> Self {
+        CatalogCache {
+            dir: dir.into(),
+            fresh_for: DEFAULT_FRESH_FOR,
+            max_age: DEFAULT_MAX_AGE,
+            max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
+            auth_context: None,
+            background_connect: true,
+            pinning: PinPolicy::Warn,
+            server_pinning: BTreeMap::new(),
+            on_pin_event: None,
+        }
+    }
+
+    /// The user's cache folder: `$XDG_CACHE_HOME/mcp-stack`, else
+    /// `~/.cache/mcp-stack`; `None` when neither variable is set.
+    pub fn user_dir() -> Option<PathBuf> {
+        let non_empty = |v: std::ffi::OsString| (!v.is_empty()).then_some(v);
+        if let Some(x) = std::env::var_os("XDG_CACHE_HOME").and_then(non_empty) {
+            return Some(PathBuf::from(x).join(CACHE_DIR_NAME));
+        }
+        let home = std::env::var_os("HOME").and_then(non_empty)?;
+        Some(PathBuf::from(home).join(".cache").join(CACHE_DIR_NAME))
+    }
+
+    /// Sets the authorization context private results are kept under.
+    pub fn auth_context(mut self, context: Option<String>) -> Self {
+        self.auth_context = context;
+        self
+    }
+
+    /// Sets the freshness of results without a `ttlMs` hint.
+    pub fn fresh_for(mut self, fresh_for: Duration) -> Self {
+        self.fresh_for = fresh_for;
+        self
+    }
+
+    /// Sets the size bounds: one file, and the folder's entries in all.
+    pub fn max_bytes(mut self, entry: u64, total: u64) -> Self {
+        self.max_entry_bytes = entry;
+        self.max_total_bytes = total;
+        self
+    }
+
+    /// Turns background connecting on or off.
+    pub fn background_connect(mut self, on: bool) -> Self {
+        self.background_connect = on;
+        self
+    }
+
+    /// Sets the pinning policy of every server without its own.
+    pub fn pinning(mut self, policy: PinPolicy) -> Self {
+        self.pinning = policy;
+        self
+    }
+
+    /// Sets one server's pinning policy.
+    pub fn server_pinning(mut self, server: impl Into<String>, policy: PinPolicy) -> Self {
+        self.server_pinning.insert(server.into(), policy);
+        self
+    }
+
+    /// Sets the listener of pin events.
+    pub fn on_pin_event(mut self, listener: PinListener) -> Self {
+        self.on_pin_event = Some(listener);
+        self
+    }
+
+    /// The policy for `server`: its entry in `server_pinning`, else its
+    /// config's `pinning` key, else `pinning`.
+    pub(crate) fn policy_for(&self, server: &ResolvedServer) -> PinPolicy {
+        if let Some(p) = self.server_pinning.get(&server.name) {
+            return *p;
+        }
+        match server.pinning {
+            Some(mcp_stack_config::ToolPinning::Block) => PinPolicy::Block,
+            Some(mcp_stack_config::ToolPinning::Off) => PinPolicy::Off,
+            Some(mcp_stack_config::ToolPinning::Warn) => PinPolicy::Warn,
+            _ => self.pinning,
+        }
+    }
+}
+
+/// One server's lists as persisted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ServerRecord {
+    pub(crate) server: String,
+    pub(crate) fingerprint: String,
+    /// When it was fetched, in milliseconds since the Unix epoch.
+    pub(crate) saved_at_ms: u64,
+    /// The server's `ttlMs`, if it gave one.
+    pub(crate) ttl_ms: Option<u64>,
+    pub(crate) private: bool,
+    pub(crate) protocol: String,
+    pub(crate) info: InitializeResult,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+    pub(crate) prompts: Vec<Prompt>,
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl ServerRecord {
+    /// How long ago it was fetched.
+    pub(crate) fn age(&self) -> Duration {
+        Duration::from_millis(now_ms().saturating_sub(self.saved_at_ms))
+    }
+
+    /// How long it is fresh for: the server's TTL, else the heuristic.
+    pub(crate) fn fresh_for(&self, heuristic: Duration) -> Duration {
+        self.ttl_ms.map_or(heuristic, Duration::from_millis)
+    }
+
+    /// The hints of an `initialize` or `server/discover` result.
+    pub(crate) fn hints_of(info: &InitializeResult) -> Option<CacheHints> {
+        let value = serde_json::to_value(info).ok()?;
+        let has_ttl = value.get("ttlMs").is_some();
+        let hints = CacheHints::of(&value);
+        (has_ttl || hints.private).then_some(hints)
+    }
+}
+
+/// Whether a server's results are fetched under an authorization (an
+/// OAuth block, or a configured `Authorization` header): then they are kept
+/// per authorization context even without a `private` hint.
+pub(crate) fn authorized(server: &ResolvedServer) -> bool {
+    if server.oauth.is_some() {
+        return true;
+    }
+    match &server.transport {
+        TransportConfig::Http { headers, .. } => headers
+            .keys()
+            .any(|k| k.eq_ignore_ascii_case("authorization")),
+        _ => false,
+    }
+}
+
+/// An open cache folder.
+pub(crate) struct Persist {
+    pub(crate) options: CatalogCache,
+    key: [u8; 32],
+    pub(crate) pins: pins::PinStore,
+}
+
+impl std::fmt::Debug for Persist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Persist")
+            .field("dir", &self.options.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Persist {
+    /// Opens (makes) the folder and its key.
+    pub(crate) fn open(options: CatalogCache) -> io::Result<Arc<Persist>> {
+        file::create_dir(&options.dir)?;
+        let key =
+            crate::fingerprint_key::load_or_create_key(&options.dir).map_err(io::Error::other)?;
+        let key = *key.expose_bytes();
+        let pins = pins::PinStore::new(options.dir.join("pins"), key);
+        Ok(Arc::new(Persist { options, key, pins }))
+    }
+
+    fn entry_path(&self, name: &str, fingerprint: &Fingerprint, private: bool) -> PathBuf {
+        let scope = if private {
+            format!(
+                "private:{}",
+                self.options.auth_context.as_deref().unwrap_or("")
+            )
+        } else {
+            "public".to_owned()
+        };
+        let name = file::hmac(
+            &self.key,
+            &[
+                b"entry\0",
+                name.as_bytes(),
+                b"\0",
+                fingerprint.as_bytes(),
+                scope.as_bytes(),
+            ],
+        );
+        let hex = base16ct::lower::encode_string(name.get(..16).unwrap_or_default());
+        self.options.dir.join(format!("{hex}.{ENTRY_EXT}"))
+    }
+
+    /// The persisted lists of `server` under its fingerprint (and this
+    /// cache's authorization context), if any usable are kept.
+    pub(crate) fn load(&self, server: &ResolvedServer) -> Option<ServerRecord> {
+        let hex = server.fingerprint.to_hex();
+        // A private file first (only this context's), then a public one.
+        for private in [true, false] {
+            let path = self.entry_path(&server.name, &server.fingerprint, private);
+            let body = match file::read(&path, &self.key, Kind::Entry, self.options.max_entry_bytes)
+            {
+                Ok(Some(b)) => b,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::debug!(path = %path.display(), "cannot read persisted MCP catalog: {e}");
+                    continue;
+                }
+            };
+            let Ok(record) = serde_json::from_slice::<ServerRecord>(&body) else {
+                tracing::warn!(path = %path.display(), "persisted MCP catalog does not parse; ignored");
+                continue;
+            };
+            if record.fingerprint != hex
+                || record.private != private
+                || record.server != server.name
+            {
+                continue;
+            }
+            if record.age() > self.options.max_age {
+                continue;
+            }
+            return Some(record);
+        }
+        None
+    }
+
+    /// Persists `record` (atomically), then evicts the oldest entries over
+    /// the folder's bound.
+    pub(crate) fn save(&self, fingerprint: &Fingerprint, record: &ServerRecord) {
+        let body = match serde_json::to_vec(record) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::debug!(server = %record.server, "cannot encode MCP catalog: {e}");
+                return;
+            }
+        };
+        if body.len() as u64 > self.options.max_entry_bytes {
+            tracing::info!(
+                server = %record.server,
+                bytes = body.len(),
+                limit = self.options.max_entry_bytes,
+                "MCP catalog too large to persist"
+            );
+            return;
+        }
+        let path = self.entry_path(&record.server, fingerprint, record.private);
+        // The other scope's file of this fingerprint is now out of date.
+        let other = self.entry_path(&record.server, fingerprint, !record.private);
+        if let Err(e) = file::write(&path, &self.key, Kind::Entry, &body) {
+            tracing::warn!(path = %path.display(), "cannot persist MCP catalog: {e}");
+            return;
+        }
+        if !record.private {
+            let _ = fs::remove_file(other);
+        }
+        if let Err(e) = self.evict() {
+            tracing::debug!(dir = %self.options.dir.display(), "cache eviction failed: {e}");
+        }
+    }
+
+    /// Removes the least recently written entries while the folder's
+    /// entries are over the bound (under the folder's lock).
+    pub(crate) fn evict(&self) -> io::Result<()> {
+        evict_dir(&self.options.dir, self.options.max_total_bytes)
+    }
+}
+
+/// Entries of `dir` (name, size, modified), oldest first.
+fn entries(dir: &Path) -> io::Result<Vec<(PathBuf, u64, SystemTime)>> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        let path = e.path();
+        if path.extension().and_then(|x| x.to_str()) != Some(ENTRY_EXT) {
+            continue;
+        }
+        let meta = e.metadata()?;
+        if meta.is_file() {
+            out.push((path, meta.len(), meta.modified().unwrap_or(UNIX_EPOCH)));
+        }
+    }
+    out.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
+    Ok(out)
+}
+
+fn evict_dir(dir: &Path, max_total: u64) -> io::Result<()> {
+    let _lock = DirLock::take(dir, LOCK_NAME)?;
+    let list = entries(dir)?;
+    let mut total: u64 = list.iter().map(|e| e.1).sum();
+    for (path, size, _) in list {
+        if total <= max_total {
+            break;
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => total = total.saturating_sub(size),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => total = total.saturating_sub(size),
+            Err(e) => return Err(e),
+        }
+        tracing::debug!(path = %path.display(), "evicted persisted MCP catalog");
+    }
+    Ok(())
+}
+
+/// The lines that say how the tool definition `new` differs from `old`
+/// (JSON text, as [`PinnedTool`] keeps them): `description: "a" → "b"`,
+/// `inputSchema.properties.x: added {…}`.
+pub fn definition_diff(old: &str, new: &str) -> Vec<String> {
+    let parse = |t: &str| serde_json::from_str(t).unwrap_or(serde_json::Value::Null);
+    diff::diff(&parse(old), &parse(new))
+}
+
+/// Removes every persisted entry of `dir` (pins are kept: see
+/// [`pins`]); none when the folder does not exist. For benchmarks and tests.
+pub fn clear_cache_dir(dir: &Path) -> io::Result<usize> {
+    if !dir.exists() {
+        return Ok(0);
+    }
+    let _lock = DirLock::take(dir, LOCK_NAME)?;
+    let list = entries(dir)?;
+    let n = list.len();
+    for (path, ..) in list {
+        let _ = fs::remove_file(path);
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_stack_config::{FingerprintKey, Options, parse_str, resolve_with_key};
+
+    fn server(json: &str) -> ResolvedServer {
+        let loaded = parse_str(json, &Options::new()).unwrap();
+        let key = FingerprintKey::from_bytes([3; 32]);
+        let config = resolve_with_key(&loaded.config, &|_: &str| None, &key).unwrap();
+        config.servers.into_values().next().unwrap()
+    }
+
+    fn record(server: &ResolvedServer, private: bool) -> ServerRecord {
+        let info: InitializeResult = serde_json::from_value(serde_json::json!({
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "x", "version": "1"}
+        }))
+        .unwrap();
+        ServerRecord {
+            server: server.name.clone(),
+            fingerprint: server.fingerprint.to_hex(),
+            saved_at_ms: now_ms(),
+            ttl_ms: None,
+            private,
+            protocol: "2025-11-25".into(),
+            info,
+            tools: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn private_results_are_never_read_under_another_authorization_context() {
+        let dir = std::env::temp_dir().join(format!("mcp-persist-private-{}", std::process::id()));
+        let s = server(
+            r#"{"mcpServers": {"h": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer abcdefgh"}}}}"#,
+        );
+        assert!(authorized(&s));
+        let open = |ctx: Option<&str>| {
+            Persist::open(CatalogCache::in_dir(&dir).auth_context(ctx.map(str::to_owned))).unwrap()
+        };
+        open(Some("alice")).save(&s.fingerprint, &record(&s, true));
+        assert!(open(Some("alice")).load(&s).is_some());
+        assert!(open(Some("bob")).load(&s).is_none());
+        assert!(open(None).load(&s).is_none());
+        // A public record is shared by every context.
+        open(Some("alice")).save(&s.fingerprint, &record(&s, false));
+        assert!(open(Some("bob")).load(&s).is_some_and(|r| !r.private));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

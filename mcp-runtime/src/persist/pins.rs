@@ -1,0 +1,435 @@
+//! Pinned tool definitions: trust on first use, then every change reported.
+//!
+//! The first time a server's tools are seen, each tool's definition (name,
+//! title, description, input and output schemas, annotations) is pinned by
+//! its SHA-256 (the definition kept beside it, for the diff). A later list
+//! is compared with the pins: a changed definition is reported with the
+//! fields that changed and handled by the [`PinPolicy`]; a tool that
+//! appears is pinned and reported; one that disappears is reported. A
+//! changed definition stays reported until approved ([`approve`]), which
+//! pins it.
+//!
+//! Pins are keyed per server by its name and what it runs (the command, or
+//! the URL without its query and user info), not by the config fingerprint:
+//! an edited argument or environment value keeps the pins, another program
+//! under the same name gets its own. They live in `pins/` of the cache
+//! folder, one authenticated file per server (see [`super::file`]), and are
+//! never evicted. Every read-modify-write holds the folder's `pins.lock`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mcp_stack_config::{ResolvedServer, TransportConfig, redact_url};
+use mcp_stack_session::types::Tool;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::diff;
+use super::file::{self, DirLock, Kind};
+
+const LOCK_NAME: &str = "pins.lock";
+const PIN_EXT: &str = "pins";
+/// A pin file holds definitions: bounded like an entry.
+const MAX_PIN_BYTES: u64 = 16 << 20;
+
+/// What to do with a tool whose definition differs from its pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PinPolicy {
+    /// The new definition is used; a diagnostic and an event say what
+    /// changed. The default.
+    #[default]
+    Warn,
+    /// The changed tool is neither offered nor callable until approved.
+    Block,
+    /// No pins are kept or compared.
+    Off,
+}
+
+impl PinPolicy {
+    /// The policy named `block`, `warn` or `off`.
+    pub fn parse(s: &str) -> Option<PinPolicy> {
+        match s {
+            "warn" => Some(PinPolicy::Warn),
+            "block" => Some(PinPolicy::Block),
+            "off" => Some(PinPolicy::Off),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for PinPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PinPolicy::Warn => "warn",
+            PinPolicy::Block => "block",
+            PinPolicy::Off => "off",
+        })
+    }
+}
+
+/// What became of a pinned tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PinStatus {
+    /// Its definition differs from the pin; offered (policy `warn`).
+    Changed,
+    /// Its definition differs from the pin; withheld (policy `block`).
+    Blocked,
+    /// It appeared (and is now pinned).
+    Added,
+    /// It disappeared.
+    Removed,
+}
+
+impl fmt::Display for PinStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PinStatus::Changed => "changed",
+            PinStatus::Blocked => "changed, blocked until approved",
+            PinStatus::Added => "added",
+            PinStatus::Removed => "removed",
+        })
+    }
+}
+
+/// A tool whose definition is not the one pinned, or that came or went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PinReport {
+    /// The server's name in the config.
+    pub server: String,
+    /// The tool's own name on the server.
+    pub tool: String,
+    /// What became of it.
+    pub status: PinStatus,
+    /// The fields that changed (`description: "a" → "b"`, `inputSchema.properties.x: added …`).
+    pub diff: Vec<String>,
+}
+
+impl fmt::Display for PinReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tool `{}` of `{}` {}",
+            self.tool, self.server, self.status
+        )?;
+        for line in &self.diff {
+            write!(f, "\n  {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A pin event, as first seen (a change is told once, not on every list).
+pub type PinEvent = PinReport;
+
+/// A listener of pin events.
+pub type PinListener = Arc<dyn Fn(&PinEvent) + Send + Sync>;
+
+/// One pinned tool.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[non_exhaustive]
+pub struct PinnedTool {
+    /// SHA-256 of the pinned definition.
+    pub hash: String,
+    /// The pinned definition, as canonical JSON text (kept as text: a
+    /// check of an unchanged list parses none of them).
+    pub definition: String,
+    /// A different definition the server offered since, not approved.
+    pub offered: Option<String>,
+    /// Its hash.
+    pub offered_hash: Option<String>,
+    /// Whether the server listed it last time.
+    pub present: bool,
+}
+
+/// One server's pins.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct PinFile {
+    pub(crate) server: String,
+    pub(crate) target: String,
+    pub(crate) tools: BTreeMap<String, PinnedTool>,
+}
+
+/// What comparing a list with the pins gave.
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    /// Tools withheld (policy `block`).
+    pub(crate) blocked: BTreeMap<String, Vec<String>>,
+    /// Every report that holds now (changed, blocked) and what came and
+    /// went in this comparison.
+    pub(crate) reports: Vec<PinReport>,
+}
+
+fn hash(definition: &str) -> String {
+    base16ct::lower::encode_string(&Sha256::digest(definition.as_bytes()))
+}
+
+/// A pinned definition's text, parsed for a diff.
+fn parsed(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
+/// What the server runs, for its pin key: the command, or the URL redacted.
+fn target(server: &ResolvedServer) -> String {
+    match &server.transport {
+        TransportConfig::Stdio { command, .. } => format!("stdio:{command}"),
+        TransportConfig::Http { url, .. } => {
+            let shown = redact_url(url);
+            let without_query = shown.split('?').next().unwrap_or_default().to_owned();
+            format!("http:{without_query}")
+        }
+        #[allow(unreachable_patterns)]
+        _ => "other".to_owned(),
+    }
+}
+
+/// The pins folder.
+pub(crate) struct PinStore {
+    dir: PathBuf,
+    key: [u8; 32],
+}
+
+impl PinStore {
+    pub(crate) fn new(dir: PathBuf, key: [u8; 32]) -> Self {
+        PinStore { dir, key }
+    }
+
+    fn path(&self, server: &str, target: &str) -> PathBuf {
+        let name = file::hmac(
+            &self.key,
+            &[b"pins\0", server.as_bytes(), b"\0", target.as_bytes()],
+        );
+        let hex = base16ct::lower::encode_string(name.get(..16).unwrap_or_default());
+        self.dir.join(format!("{hex}.{PIN_EXT}"))
+    }
+
+    fn read(&self, path: &Path) -> Option<PinFile> {
+        let body = file::read(path, &self.key, Kind::Pins, MAX_PIN_BYTES).ok()??;
+        serde_json::from_slice(&body).ok()
+    }
+
+    fn write(&self, path: &Path, pins: &PinFile) -> io::Result<()> {
+        let body = serde_json::to_vec(pins).map_err(io::Error::other)?;
+        file::write(path, &self.key, Kind::Pins, &body)
+    }
+
+    /// Compares `tools` with the server's pins under `policy`, pinning what
+    /// is new, and tells `listener` what it sees for the first time.
+    pub(crate) fn check(
+        &self,
+        server: &ResolvedServer,
+        tools: &[&Arc<Tool>],
+        policy: PinPolicy,
+        listener: Option<&PinListener>,
+    ) -> Checked {
+        let mut out = Checked::default();
+        if policy == PinPolicy::Off {
+            return out;
+        }
+        let result = (|| -> io::Result<()> {
+            file::create_dir(&self.dir)?;
+            let _lock = DirLock::take(&self.dir, LOCK_NAME)?;
+            let target = target(server);
+            let path = self.path(&server.name, &target);
+            let mut pins = self.read(&path).unwrap_or_else(|| PinFile {
+                server: server.name.clone(),
+                target: target.clone(),
+                tools: BTreeMap::new(),
+            });
+            let first = pins.tools.is_empty();
+            let mut dirty = false;
+            let mut events = Vec::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for tool in tools {
+                let Ok(value) = serde_json::to_value(&***tool) else {
+                    continue;
+                };
+                let def = diff::definition(&value).to_string();
+                let h = hash(&def);
+                seen.insert(tool.name.clone());
+                match pins.tools.get_mut(&tool.name) {
+                    None => {
+                        pins.tools.insert(
+                            tool.name.clone(),
+                            PinnedTool {
+                                hash: h,
+                                definition: def,
+                                offered: None,
+                                offered_hash: None,
+                                present: true,
+                            },
+                        );
+                        dirty = true;
+                        if !first {
+                            let report = PinReport {
+                                server: server.name.clone(),
+                                tool: tool.name.clone(),
+                                status: PinStatus::Added,
+                                diff: Vec::new(),
+                            };
+                            events.push(report.clone());
+                            out.reports.push(report);
+                        }
+                    }
+                    Some(pin) if pin.hash == h => {
+                        if !pin.present || pin.offered.is_some() {
+                            pin.present = true;
+                            pin.offered = None;
+                            pin.offered_hash = None;
+                            dirty = true;
+                        }
+                    }
+                    Some(pin) => {
+                        let lines = diff::diff(&parsed(&pin.definition), &parsed(&def));
+                        let status = if policy == PinPolicy::Block {
+                            out.blocked.insert(tool.name.clone(), lines.clone());
+                            PinStatus::Blocked
+                        } else {
+                            PinStatus::Changed
+                        };
+                        let report = PinReport {
+                            server: server.name.clone(),
+                            tool: tool.name.clone(),
+                            status,
+                            diff: lines,
+                        };
+                        if pin.offered_hash.as_deref() != Some(h.as_str()) || !pin.present {
+                            pin.offered = Some(def);
+                            pin.offered_hash = Some(h);
+                            pin.present = true;
+                            dirty = true;
+                            events.push(report.clone());
+                        }
+                        out.reports.push(report);
+                    }
+                }
+            }
+            for (name, pin) in &mut pins.tools {
+                if pin.present && !seen.contains(name) {
+                    pin.present = false;
+                    dirty = true;
+                    let report = PinReport {
+                        server: server.name.clone(),
+                        tool: name.clone(),
+                        status: PinStatus::Removed,
+                        diff: Vec::new(),
+                    };
+                    events.push(report.clone());
+                    out.reports.push(report);
+                }
+            }
+            if dirty {
+                self.write(&path, &pins)?;
+            }
+            drop(_lock);
+            for e in &events {
+                tracing::warn!(server = %e.server, tool = %e.tool, status = %e.status, diff = ?e.diff, "MCP tool definition {}", e.status);
+                if let Some(l) = listener {
+                    l(e);
+                }
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            tracing::warn!(server = %server.name, dir = %self.dir.display(), "cannot read or write MCP tool pins: {e}");
+        }
+        out
+    }
+}
+
+/// One server's pins, as [`list`] shows them.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerPins {
+    /// The server's name.
+    pub server: String,
+    /// What it runs (the command, or the URL without query).
+    pub target: String,
+    /// Its pinned tools by name.
+    pub tools: BTreeMap<String, PinnedTool>,
+}
+
+fn pin_store(cache_dir: &Path) -> io::Result<PinStore> {
+    let key = crate::fingerprint_key::load_or_create_key(cache_dir).map_err(io::Error::other)?;
+    Ok(PinStore::new(cache_dir.join("pins"), *key.expose_bytes()))
+}
+
+fn each_file(store: &PinStore) -> io::Result<Vec<(PathBuf, PinFile)>> {
+    let mut out = Vec::new();
+    let read = match std::fs::read_dir(&store.dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for e in read {
+        let path = e?.path();
+        if path.extension().and_then(|x| x.to_str()) != Some(PIN_EXT) {
+            continue;
+        }
+        if let Some(f) = store.read(&path) {
+            out.push((path, f));
+        }
+    }
+    out.sort_by(|a, b| (&a.1.server, &a.1.target).cmp(&(&b.1.server, &b.1.target)));
+    Ok(out)
+}
+
+/// Every server's pins in the cache folder `cache_dir`.
+pub fn list(cache_dir: &Path) -> io::Result<Vec<ServerPins>> {
+    let store = pin_store(cache_dir)?;
+    Ok(each_file(&store)?
+        .into_iter()
+        .map(|(_, f)| ServerPins {
+            server: f.server,
+            target: f.target,
+            tools: f.tools,
+        })
+        .collect())
+}
+
+/// Approves the definition `server` now offers for `tool` (it becomes the
+/// pin). Whether there was one to approve.
+pub fn approve(cache_dir: &Path, server: &str, tool: &str) -> io::Result<bool> {
+    let store = pin_store(cache_dir)?;
+    file::create_dir(&store.dir)?;
+    let _lock = DirLock::take(&store.dir, LOCK_NAME)?;
+    let mut any = false;
+    for (path, mut f) in each_file(&store)? {
+        if f.server != server {
+            continue;
+        }
+        let Some(pin) = f.tools.get_mut(tool) else {
+            continue;
+        };
+        let (Some(def), Some(h)) = (pin.offered.take(), pin.offered_hash.take()) else {
+            continue;
+        };
+        pin.definition = def;
+        pin.hash = h;
+        store.write(&path, &f)?;
+        any = true;
+    }
+    Ok(any)
+}
+
+/// Forgets the pins of `server` (every server's with `None`): the next
+/// list is pinned as first seen. How many servers' pins were removed.
+pub fn reset(cache_dir: &Path, server: Option<&str>) -> io::Result<usize> {
+    let store = pin_store(cache_dir)?;
+    file::create_dir(&store.dir)?;
+    let _lock = DirLock::take(&store.dir, LOCK_NAME)?;
+    let mut n = 0;
+    for (path, f) in each_file(&store)? {
+        if server.is_none_or(|s| s == f.server) {
+            std::fs::remove_file(path)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
