@@ -5,7 +5,7 @@
 # already-packed siblings (a local overlay of the crates being published), so
 # a manifest that only works inside the workspace, a file missing from the
 # package, or a sibling version that does not resolve fails here. Nothing is
-# uploaded. The .crate files are left under target/package/.
+# uploaded.
 #
 # The names are the free `mcp-stack-*` family (checked against the crates.io
 # index: see CONTRIBUTING.md, "Publishing"), so no sibling can resolve to
@@ -14,4 +14,3 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo publish --workspace --exclude xtask --dry-run --locked
-ls -l target/package/*.crate | awk '{print $5, $9}'
