@@ -23,6 +23,11 @@ use sha2::{Digest, Sha256};
 
 use crate::Secret;
 
+#[cfg(feature = "keyring")]
+mod keychain;
+#[cfg(feature = "keyring")]
+pub use keychain::KeyringStore;
+
 /// A client registration: how this client is known to one authorization server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -148,6 +153,16 @@ pub enum StoreError {
     /// No folder to keep tokens in.
     #[error("no folder for the token store: set MCP_AUTH_DIR, XDG_CONFIG_HOME or HOME")]
     NoHome,
+    /// The OS credential store (feature `keyring`) failed or refused.
+    #[error(
+        "OS keychain, item {item}: {message}; unlock the keychain, or keep tokens in files instead"
+    )]
+    Keychain {
+        /// The item (service/account, and the server it is for).
+        item: String,
+        /// What went wrong (never a secret).
+        message: String,
+    },
 }
 
 /// Held while a refresh runs; dropping it releases the lock.

@@ -140,13 +140,13 @@ pub(crate) async fn open(
         .map_err(|e| usage_error(&e))?;
     // Stored OAuth logins for HTTP servers; a missing one names the login.
     let mut inner = DefaultConnector::new();
-    if let Ok(store) = mcp_stack_auth::store::FileStore::default_location() {
+    if let Ok(store) = oauth::runtime_store(&config) {
         let config_path = path.clone();
         let hint: mcp_stack_runtime::LoginHint = Arc::new(move |server: &ResolvedServer| {
             oauth::login_hint("", Some((&config_path, &server.name)))
         });
         // Every token sent is scrubbed from what is printed.
-        let logins = mcp_stack_runtime::StoredLogins::new(Arc::new(store), hint);
+        let logins = mcp_stack_runtime::StoredLogins::new(store, hint);
         inner = inner.with_authorizers(Arc::new(oauth::ScrubbedSource::new(Arc::new(logins))));
     }
     let connector = TracingConnector {

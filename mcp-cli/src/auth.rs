@@ -17,7 +17,7 @@ use mcp_stack_config::OAuthSettings;
 use mcp_stack_transport::http::HttpOptions;
 
 use crate::errors::CliError;
-use crate::oauth::{login_hint, oauth_config, store};
+use crate::oauth::{login_hint, oauth_config, store, store_for};
 use crate::output::{Style, printable};
 use crate::term::{self, errln, outln};
 use serde_json::{Value, json};
@@ -221,8 +221,13 @@ async fn login_inner(args: &LoginArgs, style: Style) -> Result<StoredAuth, Strin
         .timeout(Duration::from_secs(args.timeout));
     let config = oauth_config(&server.url, &settings, &server.hint);
     let options = HttpOptions::new().proxy(server.proxy.clone());
-    let client = OAuthClient::new(config, &options, store()?, Some(Arc::new(agent)))
-        .map_err(|e| e.to_string())?;
+    let client = OAuthClient::new(
+        config,
+        &options,
+        store_for(Some(&server.settings))?,
+        Some(Arc::new(agent)),
+    )
+    .map_err(|e| e.to_string())?;
     client.login().await.map_err(|e| e.to_string())
 }
 
@@ -232,7 +237,9 @@ pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
         let server = server_of(args)?;
         let key = mcp_stack_auth::canonical::canonical_resource(&server.url)
             .map_err(|e| e.to_string())?;
-        store()?.remove(&key, None).map_err(|e| e.to_string())
+        store_for(Some(&server.settings))?
+            .remove(&key, None)
+            .map_err(|e| e.to_string())
     })();
     match result {
         Ok(n) if args.json => {

@@ -58,6 +58,10 @@ struct Cli {
     /// inputs not given are asked on a terminal.
     #[arg(long = "input", value_name = "ID=VALUE", global = true)]
     input: Vec<String>,
+    /// Where OAuth logins are kept: `file` (the default) or `keyring` (the
+    /// OS credential store). Else a server's `tokenStore`, else MCP_TOKEN_STORE.
+    #[arg(long, value_name = "STORE", global = true, value_parser = oauth::parse_store_kind)]
+    token_store: Option<mcp_stack_config::TokenStoreKind>,
     #[command(subcommand)]
     command: Command,
 }
@@ -379,6 +383,7 @@ fn run_cli() -> ExitCode {
     if let Err(e) = inputs::give(&cli.input) {
         return errors::finish(errors::usage_error(&e.to_string()));
     }
+    oauth::choose_store(cli.token_store);
     let code = match cli.command {
         Command::Probe(a) => run_async(probe::probe(
             a.target,

@@ -5,11 +5,11 @@
 //! run (`auth`).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
-use mcp_stack_auth::store::{FileStore, TokenStore};
-use mcp_stack_config::{OAuthSettings, ResolvedServer};
+use mcp_stack_auth::store::{FileStore, StoreError, StoreLock, StoredAuth, TokenStore};
+use mcp_stack_config::{OAuthSettings, ResolvedServer, TokenStoreKind};
 use mcp_stack_runtime::HttpSettings;
 use mcp_stack_transport::http::HttpError;
 use mcp_stack_transport::http::auth::{
@@ -40,11 +40,166 @@ pub(crate) fn oauth_config(url: &str, settings: &OAuthSettings, hint: &str) -> O
         .login_hint(hint)
 }
 
-/// The token store in the user's folder.
+/// `--token-store`, when given: it wins over the config and the environment.
+static CHOSEN: OnceLock<TokenStoreKind> = OnceLock::new();
+
+/// Records `--token-store` (once, at start).
+pub(crate) fn choose_store(kind: Option<TokenStoreKind>) {
+    if let Some(kind) = kind {
+        let _ = CHOSEN.set(kind);
+    }
+}
+
+/// `--token-store`'s values.
+pub(crate) fn parse_store_kind(s: &str) -> Result<TokenStoreKind, String> {
+    s.parse()
+}
+
+/// Which store keeps a server's tokens: `--token-store`, else the server's
+/// `tokenStore` in the config, else `MCP_TOKEN_STORE`, else the file store.
+/// The keychain is never the default: tokens a file store holds would seem
+/// gone, and a locked keychain can stop a command to ask for a password.
+pub(crate) fn store_kind(settings: Option<&OAuthSettings>) -> Result<TokenStoreKind, String> {
+    if let Some(kind) = CHOSEN.get() {
+        return Ok(*kind);
+    }
+    if let Some(kind) = settings.and_then(|s| s.token_store) {
+        return Ok(kind);
+    }
+    match std::env::var("MCP_TOKEN_STORE") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map_err(|e| format!("MCP_TOKEN_STORE: {e}")),
+        _ => Ok(TokenStoreKind::File),
+    }
+}
+
+/// The token store of the program's choice (see [`store_kind`]).
 pub(crate) fn store() -> Result<Arc<dyn TokenStore>, String> {
-    FileStore::default_location()
-        .map(|s| Arc::new(s) as Arc<dyn TokenStore>)
-        .map_err(|e| e.to_string())
+    store_for(None)
+}
+
+/// The token store of a server with these OAuth settings.
+pub(crate) fn store_for(settings: Option<&OAuthSettings>) -> Result<Arc<dyn TokenStore>, String> {
+    let files = FileStore::default_location().map_err(|e| e.to_string())?;
+    match store_kind(settings)? {
+        TokenStoreKind::Keyring => keyring_store(files),
+        _ => Ok(Arc::new(files)),
+    }
+}
+
+/// The store the runtime's logins use for a config's servers: each
+/// server's own choice ([`store_kind`]), by the canonical URI its tokens
+/// are kept under.
+pub(crate) fn runtime_store(
+    config: &mcp_stack_config::ResolvedConfig,
+) -> Result<Arc<dyn TokenStore>, String> {
+    let default_kind = store_kind(None)?;
+    let default = store_for(None)?;
+    let mut routed = Routed {
+        default: default.clone(),
+        by_server: Vec::new(),
+        others: Vec::new(),
+    };
+    for server in config.servers.values() {
+        let (Some(settings), mcp_stack_config::TransportConfig::Http { url, .. }) =
+            (&server.oauth, &server.transport)
+        else {
+            continue;
+        };
+        let kind = store_kind(Some(settings))?;
+        let Ok(key) = mcp_stack_auth::canonical::canonical_resource(url) else {
+            continue;
+        };
+        if kind == default_kind {
+            continue;
+        }
+        let store = match routed.others.iter().find(|(k, _)| *k == kind) {
+            Some((_, store)) => store.clone(),
+            None => {
+                let store = store_for(Some(settings))?;
+                routed.others.push((kind, store.clone()));
+                store
+            }
+        };
+        routed.by_server.push((key, store));
+    }
+    if routed.by_server.is_empty() {
+        return Ok(default);
+    }
+    Ok(Arc::new(routed))
+}
+
+/// Servers whose config chose another store than the program's.
+#[derive(Debug)]
+struct Routed {
+    default: Arc<dyn TokenStore>,
+    /// By canonical URI.
+    by_server: Vec<(String, Arc<dyn TokenStore>)>,
+    /// The other stores, one per kind.
+    others: Vec<(TokenStoreKind, Arc<dyn TokenStore>)>,
+}
+
+impl Routed {
+    fn pick(&self, server: &str) -> &dyn TokenStore {
+        self.by_server
+            .iter()
+            .find(|(key, _)| key == server)
+            .map_or(&*self.default, |(_, store)| &**store)
+    }
+}
+
+impl TokenStore for Routed {
+    fn load(&self, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
+        self.pick(server).load(server)
+    }
+
+    fn save(&self, entry: &StoredAuth) -> Result<(), StoreError> {
+        self.pick(&entry.server).save(entry)
+    }
+
+    fn remove(&self, server: &str, issuer: Option<&str>) -> Result<usize, StoreError> {
+        self.pick(server).remove(server, issuer)
+    }
+
+    fn list(&self) -> Result<Vec<StoredAuth>, StoreError> {
+        let mut all = self.default.list()?;
+        for (_, store) in &self.others {
+            for e in store.list()? {
+                if !all
+                    .iter()
+                    .any(|a| a.server == e.server && a.issuer == e.issuer)
+                {
+                    all.push(e);
+                }
+            }
+        }
+        Ok(all)
+    }
+
+    fn lock(&self, server: &str) -> Result<StoreLock, StoreError> {
+        self.pick(server).lock(server)
+    }
+}
+
+/// The OS credential store, its locks (and the tokens kept before) in the
+/// file store's folder; `MCP_KEYRING_SERVICE` names the service its items
+/// are kept under (default `mcp-stack`).
+#[cfg(feature = "keyring")]
+fn keyring_store(files: FileStore) -> Result<Arc<dyn TokenStore>, String> {
+    let mut store = mcp_stack_auth::store::KeyringStore::new(files);
+    if let Ok(service) = std::env::var("MCP_KEYRING_SERVICE")
+        && !service.trim().is_empty()
+    {
+        store = store.service(service.trim());
+    }
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "keyring"))]
+fn keyring_store(_files: FileStore) -> Result<Arc<dyn TokenStore>, String> {
+    Err("this mcp was built without the keyring feature: use --token-store file".into())
 }
 
 /// The authorizer an HTTP target carries (no browser: a needed login is an
@@ -54,7 +209,13 @@ pub(crate) fn authorizer(http: &HttpSettings, hint: &str) -> Option<Arc<dyn Auth
     if !http.wants_oauth() {
         return None;
     }
-    let store = store().ok()?;
+    let store = match store_for(Some(&http.oauth)) {
+        Ok(store) => store,
+        Err(e) => {
+            tracing::debug!(error = %e, "no token store");
+            return None;
+        }
+    };
     let config = oauth_config(&http.url, &http.oauth, hint);
     match OAuthClient::new(config, &http.options, store, None) {
         Ok(client) => Some(Arc::new(Scrubbed(Arc::new(client)))),

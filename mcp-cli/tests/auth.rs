@@ -218,3 +218,133 @@ fn login_status_tools_and_logout_against_an_oauth_server() {
     assert!(!out.status.success(), "{t}");
     assert!(t.contains(&format!("mcp login --url {url}")), "{t}");
 }
+
+/// `mcp` with this store folder and a keychain service of the test's own.
+fn mcp_keyring(auth: &AuthDir, service: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+    Command::new(MCP)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("MCP_AUTH_DIR", &auth.0)
+        .env("MCP_KEYRING_SERVICE", service)
+        .env_remove("MCP_TOKEN_STORE")
+        .env_remove("MCP_BROWSER")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run mcp")
+}
+
+#[test]
+#[ignore = "needs a Secret Service: .ci/keyring-tests.sh"]
+fn keyring_login_in_one_process_is_found_by_the_next() {
+    assert!(have_curl(), "mcp login's --browser-command uses curl");
+    let kit = Kit::start(OAuthOptions::new());
+    let url = kit.server.url();
+    let auth = AuthDir::new("keyring");
+    let service = format!("mcp-stack-cli-test-{}", std::process::id());
+    std::fs::create_dir_all(&auth.0).unwrap();
+    let config = auth.0.join("servers.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {"kit": {"url": url, "oauth": {"tokenStore": "keyring"}}}})
+            .to_string(),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+
+    // Logged in through the config, whose server keeps its tokens in the keychain.
+    let out = mcp_keyring(
+        &auth,
+        &service,
+        &[],
+        &[
+            "login",
+            "--config",
+            config,
+            "--server",
+            "kit",
+            "--browser-command",
+            "curl -s -o /dev/null -L",
+            "--timeout",
+            "20",
+        ],
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("logged in"), "{t}");
+    assert!(
+        auth.server_files().is_empty(),
+        "no token file: the keychain has it"
+    );
+
+    // Another process finds it: by the environment, by the flag, by the config.
+    let refused = kit.count(|o| &o.unauthorized);
+    let out = mcp_keyring(
+        &auth,
+        &service,
+        &[("MCP_TOKEN_STORE", "keyring")],
+        &["tools", "--url", &url],
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("echo"), "{t}");
+    let out = mcp_keyring(&auth, &service, &[], &["tools", "--config", config]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("echo"), "{t}");
+    assert_eq!(
+        kit.count(|o| &o.unauthorized),
+        refused,
+        "no request was refused"
+    );
+    assert_eq!(kit.count(|o| &o.authorizations), 1, "no new authorization");
+    // The file store (the default) has no login for it.
+    let out = mcp_keyring(&auth, &service, &[], &["tools", "--url", &url]);
+    assert!(!out.status.success(), "{}", text(&out));
+
+    let out = mcp_keyring(
+        &auth,
+        &service,
+        &[],
+        &["auth", "status", "--token-store", "keyring"],
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains(&url) && t.contains("refresh token: yes"), "{t}");
+
+    let out = mcp_keyring(
+        &auth,
+        &service,
+        &[],
+        &["logout", "--config", config, "--server", "kit"],
+    );
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("removed 1 stored login"), "{t}");
+    let out = mcp_keyring(
+        &auth,
+        &service,
+        &[],
+        &["auth", "status", "--token-store", "keyring"],
+    );
+    assert!(text(&out).contains("no stored logins"), "{}", text(&out));
+    let out = mcp_keyring(&auth, &service, &[], &["tools", "--config", config]);
+    assert!(!out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn an_unknown_token_store_is_a_usage_error() {
+    let auth = AuthDir::new("unknown-store");
+    let out = auth.mcp(&["auth", "status", "--token-store", "vault"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("`keyring` or `file`"), "{t}");
+    let out = Command::new(MCP)
+        .args(["auth", "status"])
+        .env("MCP_AUTH_DIR", &auth.0)
+        .env("MCP_TOKEN_STORE", "vault")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("MCP_TOKEN_STORE"), "{t}");
+}

@@ -115,8 +115,8 @@ pub use mcp_stack_protocol::ProtocolPin;
 pub use mcp_stack_protocol::secret::Secret;
 pub use model::{
     AgentDefaults, DeclaredTransport, Format, HttpKind, InputKind, InputSpec, McpConfig,
-    OAuthSettings, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig, ToolFilter,
-    ToolPinning, TransportConfig, UnknownFormatName, pin_spelling, redact_url,
+    OAuthSettings, ProxySetting, ResolvedConfig, ResolvedServer, ServerConfig, TokenStoreKind,
+    ToolFilter, ToolPinning, TransportConfig, UnknownFormatName, pin_spelling, redact_url,
 };
 pub use report::{Problem, Report, Severity};
 pub use resolve::{EnvLookup, Resolve, process_env, resolve, resolve_with_key};

@@ -318,6 +318,45 @@ pub struct OAuthSettings {
     /// `clientMetadataUrl`: an HTTPS URL of this client's metadata document,
     /// used as its client id where the authorization server supports that.
     pub client_metadata_url: Option<String>,
+    /// `tokenStore`: where this server's tokens are kept (else the
+    /// program's default).
+    pub token_store: Option<TokenStoreKind>,
+}
+
+/// Where OAuth tokens are kept (`tokenStore`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TokenStoreKind {
+    /// `"file"`: a file per server in the user's config folder.
+    File,
+    /// `"keyring"`: the OS credential store (macOS Keychain, Windows
+    /// Credential Manager, Secret Service).
+    Keyring,
+}
+
+impl TokenStoreKind {
+    /// The spelling in a config (and on the command line).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenStoreKind::File => "file",
+            TokenStoreKind::Keyring => "keyring",
+        }
+    }
+}
+
+impl std::str::FromStr for TokenStoreKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "file" => Ok(TokenStoreKind::File),
+            "keyring" => Ok(TokenStoreKind::Keyring),
+            _ => Err(format!(
+                "unknown token store `{}`: `keyring` or `file`",
+                s.escape_debug()
+            )),
+        }
+    }
 }
 
 impl OAuthSettings {

@@ -16,6 +16,7 @@ enum OAuthKey {
     Scopes,
     CallbackPort,
     ClientMetadataUrl,
+    TokenStore,
     Discovered,
 }
 
@@ -33,6 +34,8 @@ const OAUTH_KEYS: &[(&str, OAuthKey)] = &[
     ("callback_port", OAuthKey::CallbackPort),
     ("clientMetadataUrl", OAuthKey::ClientMetadataUrl),
     ("client_metadata_url", OAuthKey::ClientMetadataUrl),
+    ("tokenStore", OAuthKey::TokenStore),
+    ("token_store", OAuthKey::TokenStore),
     // Gemini CLI's explicit endpoints: this client discovers them.
     ("authorizationUrl", OAuthKey::Discovered),
     ("tokenUrl", OAuthKey::Discovered),
@@ -80,6 +83,11 @@ pub(super) fn oauth_settings(ck: &mut Ck, path: &str, v: &Value) -> Option<OAuth
                     }
                 }
             }
+            OAuthKey::TokenStore => match v.as_str().map(str::parse) {
+                Some(Ok(kind)) => o.token_store = Some(kind),
+                Some(Err(message)) => ck.error(p, message),
+                None => ck.wrong_type(p, "`keyring` or `file`", v),
+            },
             OAuthKey::Discovered => ck.warn(
                 p,
                 "is not used: this client discovers the endpoints from the server's metadata",
@@ -112,6 +120,24 @@ mod tests {
         assert!(o.is_enabled());
         assert_eq!(o.callback_port, Some(8123));
         assert_eq!(o.scopes.unwrap(), ["a", "b"]);
+        assert_eq!(o.token_store, None);
+        let (s, problems) = record(
+            &json!({"url": "https://x.example/mcp", "oauth": {"tokenStore": "keyring"}}),
+            "s",
+            None,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(
+            s.unwrap().oauth.unwrap().token_store,
+            Some(crate::model::TokenStoreKind::Keyring)
+        );
+        let (_, problems) = record(
+            &json!({"url": "https://x.example/mcp", "oauth": {"tokenStore": "vault"}}),
+            "s",
+            None,
+        );
+        let text = format!("{problems:?}");
+        assert!(text.contains("`keyring` or `file`"), "{text}");
         // Cursor's `auth` object, a scope string.
         let (s, problems) = record(
             &json!({"url": "https://x.example/mcp", "auth": {
