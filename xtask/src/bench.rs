@@ -29,6 +29,8 @@ mod runtime;
 #[cfg(feature = "peers")]
 mod stdio;
 #[cfg(feature = "peers")]
+mod token_store;
+#[cfg(feature = "peers")]
 mod ts;
 
 use std::process::Command;
