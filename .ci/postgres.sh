@@ -48,7 +48,7 @@ stop() {
 }
 trap stop EXIT
 
-echo "== PostgreSQL $("$bin/postgres" --version | awk '{print $NF}') on 127.0.0.1:$port ($base)"
+echo "== PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port ($base)"
 as_db "$bin/initdb" -D "$base/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
 if ! as_db "$bin/pg_ctl" -D "$base/data" -l "$base/server.log" -w -t 60 \
   -o "-h 127.0.0.1 -p $port -k $base -c fsync=off -c max_connections=200" start >/dev/null; then

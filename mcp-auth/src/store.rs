@@ -1,7 +1,7 @@
 //! Where registrations and tokens are kept: the [`TokenStore`] trait, a
 //! [`FileStore`] in the user's config folder (the default), a
 //! [`MemoryStore`] for tests and embedding applications and, with the
-//! `postgres` feature, a [`PostgresStore`] that many replicas share.
+//! `postgres` feature, a `PostgresStore` that many replicas share.
 //!
 //! Entries are keyed by an *identity* (the platform's user or tenant id; the
 //! empty string for the single user of a machine), the MCP server (its
