@@ -32,7 +32,7 @@ use crate::registration::{
     DynamicRegistrationRequest, RegisteredClient, Registration, choose_registration,
 };
 use crate::scope::{initial_scopes, step_up_scopes};
-use crate::store::{StoredAuth, StoredClient, StoredTokens, TokenStore, entry_for};
+use crate::store::{LoginKey, StoredAuth, StoredClient, StoredTokens, TokenStore, entry_for};
 use crate::token::{
     ClientAuthMethod, ClientCredentials, TokenRequest, TokenResponse, Tokens, choose_client_auth,
 };
@@ -95,6 +95,9 @@ struct Current {
     dpop: Option<Arc<DpopKey>>,
     access: Option<Secret>,
     nonce: Option<String>,
+    /// The token in use is not yet in the store (its write failed): the
+    /// next request writes it first.
+    unsaved: bool,
 }
 
 /// What the flow knows (under its lock).
@@ -105,6 +108,12 @@ struct Flow {
     entry: Option<StoredAuth>,
     /// The generation a refresh was already tried for.
     refreshed_for: Option<u64>,
+    /// Whether the store was read (on first use: reading may be IO).
+    loaded: bool,
+    /// A refresh whose write failed: the tokens of the stored entry it
+    /// replaced. While the store still holds those, `entry` (the refreshed
+    /// one, in memory only) is the truth and is written next.
+    unsaved_over: Option<Option<StoredTokens>>,
 }
 
 #[derive(Debug, Clone)]
@@ -130,8 +139,9 @@ impl OAuthClient {
     /// A client for one server, keeping its state in `store` and fetching
     /// with `http`'s TLS roots, timeouts and proxy (a [`ClientOptions`], or
     /// a transport's `HttpOptions`; their headers and authorizer are left
-    /// out). Tokens already stored for the server are used from the first
-    /// request. `agent` lets it send a user
+    /// out). Tokens already stored for the server (and
+    /// [`OAuthConfig::identity`]) are read on the first request. `agent`
+    /// lets it send a user
     /// to authorize (a browser and a loopback listener, or a redirect
     /// follower); without one, a needed login is an error that names
     /// [`OAuthConfig::login_hint`] (the runtime never opens a browser).
@@ -143,19 +153,8 @@ impl OAuthClient {
     ) -> Result<Self, AuthError> {
         let key = crate::canonical::canonical_resource(&config.server_url)?;
         let web = WebClient::new(http).map_err(|e| AuthError::Http(e.to_string()))?;
-        let mut flow = Flow::default();
-        let mut current = Current::default();
-        let entries = store
-            .load(&key)
-            .map_err(|e| AuthError::Store(e.to_string()))?;
-        if let Some(entry) = entries
-            .into_iter()
-            .filter(|e| e.tokens.is_some())
-            .max_by_key(|e| e.updated_at)
-        {
-            current = current_of(&entry, 1);
-            flow.entry = Some(entry);
-        }
+        let flow = Flow::default();
+        let current = Current::default();
         Ok(OAuthClient {
             inner: Arc::new(Inner {
                 config,
@@ -176,6 +175,7 @@ impl OAuthClient {
         let challenge = self.probe_challenge().await;
         let mut flow = self.inner.flow.lock().await;
         flow.discovered = None;
+        flow.loaded = true;
         let (metadata_url, scopes) = match &challenge {
             Some(c) => (c.resource_metadata.clone(), c.scope.clone()),
             None => (None, None),
@@ -187,12 +187,43 @@ impl OAuthClient {
             .ok_or_else(|| AuthError::Store("the login left no entry".into()))
     }
 
-    /// The stored entries of this server (tokens redacted in `Debug`).
-    pub fn stored(&self) -> Result<Vec<StoredAuth>, AuthError> {
+    /// The stored entries of this server for this client's identity
+    /// (tokens redacted in `Debug`).
+    pub async fn stored(&self) -> Result<Vec<StoredAuth>, AuthError> {
+        self.load_stored().await
+    }
+
+    /// The identity whose logins this client uses ([`OAuthConfig::identity`]).
+    pub fn identity(&self) -> &str {
+        &self.inner.config.identity
+    }
+
+    async fn load_stored(&self) -> Result<Vec<StoredAuth>, AuthError> {
         self.inner
             .store
-            .load(&self.inner.key)
-            .map_err(|e| AuthError::Store(e.to_string()))
+            .load(&self.inner.config.identity, &self.inner.key)
+            .await
+            .map_err(store_error)
+    }
+
+    /// Reads the stored login on first use (the newest with tokens).
+    async fn ensure_loaded(&self, flow: &mut Flow) -> Result<(), AuthError> {
+        if flow.loaded {
+            return Ok(());
+        }
+        let newest = self
+            .load_stored()
+            .await?
+            .into_iter()
+            .filter(|e| e.tokens.is_some())
+            .max_by_key(|e| e.updated_at);
+        flow.loaded = true;
+        if let Some(entry) = newest
+            && flow.entry.is_none()
+        {
+            self.adopt(flow, entry);
+        }
+        Ok(())
     }
 
     /// POSTs a `ping` without credentials to learn the server's challenge.
@@ -247,12 +278,22 @@ impl OAuthClient {
         flow.entry = Some(entry);
     }
 
-    fn save(&self, entry: &mut StoredAuth) -> Result<(), AuthError> {
+    async fn save(&self, entry: &mut StoredAuth) -> Result<(), AuthError> {
         entry.updated_at = now_unix();
+        self.inner.store.save(entry).await.map_err(store_error)
+    }
+
+    fn set_unsaved(&self, unsaved: bool) {
         self.inner
-            .store
-            .save(entry)
-            .map_err(|e| AuthError::Store(e.to_string()))
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .unsaved = unsaved;
+    }
+
+    /// The key of this client's login with `issuer`.
+    pub(crate) fn login_key(&self, issuer: &str) -> LoginKey {
+        LoginKey::new(&self.inner.config.identity, &self.inner.key, issuer)
     }
 
     fn needs_login(&self, why: &str) -> AuthError {
@@ -278,14 +319,12 @@ impl OAuthClient {
             }
         };
         let config = &self.inner.config;
-        let stored = self
-            .inner
-            .store
-            .load(&self.inner.key)
-            .map_err(|e| AuthError::Store(e.to_string()))?;
+        let stored = self.load_stored().await?;
         // Registrations are the issuer's own: another issuer's never apply.
-        let mut entry = entry_for(stored, &discovered.issuer)
-            .unwrap_or_else(|| StoredAuth::new(&self.inner.key, &discovered.issuer));
+        let mut entry = entry_for(stored, &discovered.issuer).unwrap_or_else(|| {
+            StoredAuth::new(&self.inner.key, &discovered.issuer)
+                .for_identity(self.inner.config.identity.clone())
+        });
 
         let scopes = match (&step_up, &config.scopes) {
             (Some(union), _) => Some(union.clone()),
@@ -436,13 +475,15 @@ impl OAuthClient {
             }
         };
         entry.tokens = Some(stored_tokens(tokens, None, dpop.as_ref()));
-        self.save(&mut entry)?;
+        self.save(&mut entry).await?;
         self.adopt(flow, entry);
+        flow.unsaved_over = None;
         Ok(())
     }
 
     async fn on_challenge(&self, challenge: &AuthChallenge) -> Result<AuthDecision, AuthError> {
         let mut flow = self.inner.flow.lock().await;
+        self.ensure_loaded(&mut flow).await?;
         let (generation, has_token) = self.generation();
         // Another request changed the credentials since this one was sent:
         // send it again with those.
@@ -507,12 +548,15 @@ impl OAuthClient {
             flow.refreshed_for = Some(generation);
             match self.refresh(&mut flow).await {
                 Ok(()) => return Ok(AuthDecision::Retry),
+                // The store failed (nothing written): this request fails,
+                // the next one writes what the refresh got.
+                Err(e @ AuthError::Store(_)) => return Err(e),
                 Err(e) => tracing::debug!(error = %e, "refresh failed; authorizing again"),
             }
         }
         // A login stored since (`mcp login` while an agent runs, another
         // process): use it before authorizing anew.
-        if let Some(entry) = self.stored_login_other_than_current()? {
+        if let Some(entry) = self.stored_login_other_than_current().await? {
             tracing::debug!("using a login stored since this client last looked");
             self.adopt(&mut flow, entry);
             return Ok(AuthDecision::Retry);
@@ -525,13 +569,9 @@ impl OAuthClient {
 
     /// The newest stored entry of this server with a token other than the
     /// one in use (the one just refused), if there is one.
-    fn stored_login_other_than_current(&self) -> Result<Option<StoredAuth>, AuthError> {
+    async fn stored_login_other_than_current(&self) -> Result<Option<StoredAuth>, AuthError> {
         let held = self.read_current().header;
-        let entries = self
-            .inner
-            .store
-            .load(&self.inner.key)
-            .map_err(|e| AuthError::Store(e.to_string()))?;
+        let entries = self.load_stored().await?;
         let newest = entries
             .into_iter()
             .filter(|e| e.tokens.is_some())
@@ -546,7 +586,19 @@ impl OAuthClient {
         &self,
         target: &RequestTarget,
     ) -> Result<Option<Credentials>, AuthError> {
-        let current = self.read_current();
+        let mut current = self.read_current();
+        if current.header.is_none() || current.unsaved {
+            // First use (read the store), or a refreshed token the store
+            // has not got yet (write it, or fail this request: another
+            // replica must not spend the refresh token it replaced).
+            let mut flow = self.inner.flow.lock().await;
+            self.ensure_loaded(&mut flow).await?;
+            if self.read_current().unsaved {
+                self.write_unsaved(&mut flow).await?;
+            }
+            drop(flow);
+            current = self.read_current();
+        }
         let Some(header) = current.header.clone() else {
             return Ok(None);
         };
@@ -554,10 +606,14 @@ impl OAuthClient {
         if expiring && current.refreshable {
             let mut flow = self.inner.flow.lock().await;
             // Still the same token after the wait: refresh it (failures
-            // leave it to the server's 401).
+            // leave it to the server's 401, but a store that failed fails
+            // the request: its write is retried by the next one).
             if self.generation().0 == current.generation
                 && let Err(e) = self.refresh(&mut flow).await
             {
+                if matches!(e, AuthError::Store(_)) {
+                    return Err(e);
+                }
                 tracing::debug!(error = %e, "refresh before expiry failed");
             }
             drop(flow);
@@ -693,7 +749,13 @@ fn current_of(entry: &StoredAuth, generation: u64) -> Current {
         access: dpop.as_ref().map(|_| tokens.access_token.clone()),
         dpop,
         nonce: None,
+        unsaved: false,
     }
+}
+
+/// A store's failure as the flow reports it.
+pub(crate) fn store_error(e: crate::store::StoreError) -> AuthError {
+    AuthError::Store(e.to_string())
 }
 
 fn transport_error(target: &RequestTarget, e: AuthError) -> HttpError {

@@ -1,28 +1,49 @@
 //! Where registrations and tokens are kept: the [`TokenStore`] trait, a
-//! [`FileStore`] in the user's config folder (the default) and a
-//! [`MemoryStore`] for tests and embedding applications.
+//! [`FileStore`] in the user's config folder (the default), a
+//! [`MemoryStore`] for tests and embedding applications and, with the
+//! `postgres` feature, a `PostgresStore` that many replicas share.
 //!
-//! Entries are keyed by the MCP server (its canonical URI) *and* the
-//! authorization server's issuer: a server that moved to another
+//! Entries are keyed by an *identity* (the platform's user or tenant id; the
+//! empty string for the single user of a machine), the MCP server (its
+//! canonical URI) *and* the authorization server's issuer: two users never
+//! meet each other's tokens, and a server that moved to another
 //! authorization server finds no credentials there and registers afresh,
 //! never sending one issuer's client or tokens to another.
 //!
-//! Two processes that share a store must not both spend a rotating refresh
-//! token: a refresh runs under [`TokenStore::lock`] (a cross-process file
-//! lock for the file store), reloads the entry, and adopts a newer token
-//! another process wrote instead of refreshing again.
+//! Two processes (or replicas) that share a store must not both spend a
+//! rotating refresh token: a refresh runs under [`TokenStore::lock`] (a
+//! cross-process file lock for the file store, a transaction-scoped advisory
+//! lock for PostgreSQL), reloads the entry through the lock, adopts a newer
+//! token another process wrote instead of refreshing again, and writes what
+//! it got through the lock before releasing it.
+//!
+//! The trait is asynchronous; a store whose calls only block briefly (files,
+//! memory, a keychain) implements the simpler [`BlockingStore`] and gets
+//! [`TokenStore`] from it (its lock taken on a blocking thread).
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::Secret;
 
+mod file;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+mod sealed;
+
+pub use file::FileStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "postgres")]
+pub use sealed::{SealingKey, SealingKeys};
 #[cfg(feature = "keyring")]
 mod keychain;
 #[cfg(feature = "keyring")]
@@ -97,10 +118,14 @@ impl StoredTokens {
     }
 }
 
-/// One server's authorization with one issuer.
+/// One server's authorization with one issuer, for one identity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct StoredAuth {
+    /// Whose login this is: the platform's user or tenant id; empty for the
+    /// single user of a machine (what files written before identities hold).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub identity: String,
     /// The MCP server's canonical URI.
     pub server: String,
     /// The authorization server's issuer.
@@ -117,14 +142,49 @@ pub struct StoredAuth {
 }
 
 impl StoredAuth {
-    /// An empty entry for this server and issuer.
+    /// An empty entry for this server and issuer (the default identity).
     pub fn new(server: impl Into<String>, issuer: impl Into<String>) -> Self {
         StoredAuth {
+            identity: String::new(),
             server: server.into(),
             issuer: issuer.into(),
             client: None,
             tokens: None,
             updated_at: 0,
+        }
+    }
+
+    /// The same entry, for `identity`.
+    pub fn for_identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = identity.into();
+        self
+    }
+
+    /// Its key: identity, server, issuer.
+    pub fn key(&self) -> LoginKey {
+        LoginKey::new(&self.identity, &self.server, &self.issuer)
+    }
+}
+
+/// What a login is kept under, and what a refresh locks: one identity's
+/// authorization of one server with one issuer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LoginKey {
+    /// The identity (empty: the single user).
+    pub identity: String,
+    /// The MCP server's canonical URI.
+    pub server: String,
+    /// The authorization server's issuer.
+    pub issuer: String,
+}
+
+impl LoginKey {
+    /// The key of `identity`'s login to `server` with `issuer`.
+    pub fn new(identity: &str, server: &str, issuer: &str) -> Self {
+        LoginKey {
+            identity: identity.to_owned(),
+            server: server.to_owned(),
+            issuer: issuer.to_owned(),
         }
     }
 }
@@ -163,55 +223,212 @@ pub enum StoreError {
         /// What went wrong (never a secret).
         message: String,
     },
+    /// The database could not be reached, or refused a statement; nothing
+    /// of the failed operation was written.
+    #[error("token store database: {message}; nothing was written, try again")]
+    Database {
+        /// What the database (or the connection to it) said.
+        message: String,
+    },
+    /// A stored row was sealed with a key this store was not given.
+    #[error(
+        "the stored login of {what} was encrypted with key `{key_id}`, which this store does \
+         not have: add that key to the store's keys (or log in again)"
+    )]
+    UnknownKey {
+        /// Whose login, for which server (no secrets).
+        what: String,
+        /// The key id the row names.
+        key_id: String,
+    },
+    /// A stored row does not open with the key it names: a wrong key
+    /// under that id, or a row altered (or moved to another identity).
+    #[error(
+        "the stored login of {what} does not decrypt with key `{key_id}`: the key given under \
+         that id is the wrong one, or the row was altered; supply the right key or log in again"
+    )]
+    WrongKey {
+        /// Whose login, for which server.
+        what: String,
+        /// The key id the row names.
+        key_id: String,
+    },
+    /// A stored row is not a login (damaged, or written by something else).
+    #[error("the stored login of {what} is damaged ({message}); remove it and log in again")]
+    Corrupt {
+        /// Whose login, for which server.
+        what: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The store was set up wrongly (no encryption key, a bad URL).
+    #[error("token store settings: {0}")]
+    Settings(String),
 }
 
-/// Held while a refresh runs; dropping it releases the lock.
+/// What the store's asynchronous calls return.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// A held refresh lock (see [`StoreLock`]), as a store implements it.
+pub trait HeldLock: Send + fmt::Debug {
+    /// The locked login as it is now (written by anyone), if stored.
+    fn load(&mut self) -> StoreFuture<'_, Option<StoredAuth>>;
+    /// Writes the locked login (`entry` has its key); durable once
+    /// [`release`](Self::release) succeeds.
+    fn save<'a>(&'a mut self, entry: &'a StoredAuth) -> StoreFuture<'a, ()>;
+    /// Makes what was saved durable and releases the lock.
+    fn release(self: Box<Self>) -> StoreFuture<'static, ()>;
+}
+
+/// Held while a refresh runs: reads and writes of the locked login go
+/// through it. [`release`](Self::release) makes the write durable and frees
+/// the lock; dropping it frees the lock too, without making a pending
+/// database write durable (the file and memory stores write at once).
+#[derive(Debug)]
 pub struct StoreLock {
-    _guard: Box<dyn Send + Sync>,
-}
-
-impl fmt::Debug for StoreLock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("StoreLock")
-    }
+    held: Box<dyn HeldLock>,
 }
 
 impl StoreLock {
-    /// A lock held while `guard` lives (a mutex guard, a lock file, a
-    /// database transaction): what a [`TokenStore`] of an application's
-    /// own returns from [`lock`](TokenStore::lock).
-    ///
-    /// ```
-    /// use mcp_stack_auth::store::StoreLock;
-    ///
-    /// // Whatever keeps other writers out until it is dropped (an advisory
-    /// // lock on this file, an owned mutex guard, a transaction).
-    /// let file = std::fs::File::create(std::env::temp_dir().join("my-app-tokens.lock"))?;
-    /// let lock = StoreLock::new(file);
-    /// drop(lock); // released
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn new(guard: impl Send + Sync + 'static) -> StoreLock {
+    /// A lock as a store holds it.
+    pub fn new(held: impl HeldLock + 'static) -> Self {
         StoreLock {
-            _guard: Box::new(guard),
+            held: Box::new(held),
         }
+    }
+
+    /// The locked login as it is now.
+    pub async fn load(&mut self) -> Result<Option<StoredAuth>, StoreError> {
+        self.held.load().await
+    }
+
+    /// Writes the locked login.
+    pub async fn save(&mut self, entry: &StoredAuth) -> Result<(), StoreError> {
+        self.held.save(entry).await
+    }
+
+    /// Makes the write durable and releases the lock.
+    pub async fn release(self) -> Result<(), StoreError> {
+        self.held.release().await
     }
 }
 
-/// Keeps registrations and tokens. Blocking calls: they read and write
-/// small files; [`lock`](Self::lock) may wait for another process.
+/// Keeps registrations and tokens, by identity, server and issuer.
 pub trait TokenStore: Send + Sync + fmt::Debug {
-    /// Every entry of one server (one per issuer).
-    fn load(&self, server: &str) -> Result<Vec<StoredAuth>, StoreError>;
-    /// Writes an entry (replacing the one with its server and issuer).
+    /// Every entry of one identity for one server (one per issuer).
+    fn load<'a>(&'a self, identity: &'a str, server: &'a str) -> StoreFuture<'a, Vec<StoredAuth>>;
+    /// Writes an entry (replacing the one with its identity, server and issuer).
+    fn save<'a>(&'a self, entry: &'a StoredAuth) -> StoreFuture<'a, ()>;
+    /// Removes an identity's entries of a server (one issuer's, or all);
+    /// how many went.
+    fn remove<'a>(
+        &'a self,
+        identity: &'a str,
+        server: &'a str,
+        issuer: Option<&'a str>,
+    ) -> StoreFuture<'a, usize>;
+    /// Every entry, of every identity.
+    fn list(&self) -> StoreFuture<'_, Vec<StoredAuth>>;
+    /// Excludes other holders of this login's lock (other processes, other
+    /// replicas) until the lock is released or dropped; may wait for one.
+    fn lock<'a>(&'a self, key: &'a LoginKey) -> StoreFuture<'a, StoreLock>;
+}
+
+/// A store whose calls block only briefly (small files, memory, the OS
+/// keychain): implement this and get [`TokenStore`], the lock taken on a
+/// blocking thread (hence `Clone`: a handle to the same store).
+pub trait BlockingStore: Clone + Send + Sync + fmt::Debug + 'static {
+    /// Every entry of one identity for one server.
+    fn load(&self, identity: &str, server: &str) -> Result<Vec<StoredAuth>, StoreError>;
+    /// Writes an entry (replacing the one with its key).
     fn save(&self, entry: &StoredAuth) -> Result<(), StoreError>;
-    /// Removes a server's entries (one issuer's, or all); how many went.
-    fn remove(&self, server: &str, issuer: Option<&str>) -> Result<usize, StoreError>;
+    /// Removes an identity's entries of a server (one issuer's, or all).
+    fn remove(
+        &self,
+        identity: &str,
+        server: &str,
+        issuer: Option<&str>,
+    ) -> Result<usize, StoreError>;
     /// Every entry.
     fn list(&self) -> Result<Vec<StoredAuth>, StoreError>;
-    /// Excludes other holders of this server's lock (other processes, for
-    /// the file store) until the guard drops.
-    fn lock(&self, server: &str) -> Result<StoreLock, StoreError>;
+    /// Blocks until this login's lock is held (a lock may cover more than
+    /// one login); it is released when the returned guard drops.
+    fn lock(&self, key: &LoginKey) -> Result<Box<dyn Send + Sync>, StoreError>;
+}
+
+impl<T: BlockingStore> TokenStore for T {
+    fn load<'a>(&'a self, identity: &'a str, server: &'a str) -> StoreFuture<'a, Vec<StoredAuth>> {
+        Box::pin(async move { BlockingStore::load(self, identity, server) })
+    }
+
+    fn save<'a>(&'a self, entry: &'a StoredAuth) -> StoreFuture<'a, ()> {
+        Box::pin(async move { BlockingStore::save(self, entry) })
+    }
+
+    fn remove<'a>(
+        &'a self,
+        identity: &'a str,
+        server: &'a str,
+        issuer: Option<&'a str>,
+    ) -> StoreFuture<'a, usize> {
+        Box::pin(async move { BlockingStore::remove(self, identity, server, issuer) })
+    }
+
+    fn list(&self) -> StoreFuture<'_, Vec<StoredAuth>> {
+        Box::pin(async move { BlockingStore::list(self) })
+    }
+
+    fn lock<'a>(&'a self, key: &'a LoginKey) -> StoreFuture<'a, StoreLock> {
+        let store = self.clone();
+        let key = key.clone();
+        Box::pin(async move {
+            let (store, key, guard) = tokio::task::spawn_blocking(move || {
+                let guard = BlockingStore::lock(&store, &key);
+                (store, key, guard)
+            })
+            .await
+            .map_err(|e| StoreError::Settings(format!("the lock's thread failed: {e}")))?;
+            Ok(StoreLock::new(BlockingLock {
+                _guard: guard?,
+                store,
+                key,
+            }))
+        })
+    }
+}
+
+/// A [`BlockingStore`]'s lock: reads and writes go straight to the store.
+struct BlockingLock<T> {
+    _guard: Box<dyn Send + Sync>,
+    store: T,
+    key: LoginKey,
+}
+
+impl<T: fmt::Debug> fmt::Debug for BlockingLock<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockingLock")
+            .field("store", &self.store)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: BlockingStore> HeldLock for BlockingLock<T> {
+    fn load(&mut self) -> StoreFuture<'_, Option<StoredAuth>> {
+        Box::pin(async move {
+            let all = BlockingStore::load(&self.store, &self.key.identity, &self.key.server)?;
+            Ok(entry_for(all, &self.key.issuer))
+        })
+    }
+
+    fn save<'a>(&'a mut self, entry: &'a StoredAuth) -> StoreFuture<'a, ()> {
+        Box::pin(async move { BlockingStore::save(&self.store, entry) })
+    }
+
+    fn release(self: Box<Self>) -> StoreFuture<'static, ()> {
+        drop(self);
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// One entry of a server, by issuer.
@@ -219,11 +436,14 @@ pub(crate) fn entry_for(entries: Vec<StoredAuth>, issuer: &str) -> Option<Stored
     entries.into_iter().find(|e| e.issuer == issuer)
 }
 
+/// An in-memory entry's key.
+type MemoryKey = (String, String, String);
+
 /// A store in memory (tests, and applications that keep tokens themselves).
 #[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
-    entries: Arc<Mutex<BTreeMap<(String, String), StoredAuth>>>,
-    locks: Arc<Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    entries: Arc<Mutex<BTreeMap<MemoryKey, StoredAuth>>>,
+    locks: Arc<Mutex<BTreeMap<LoginKey, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl MemoryStore {
@@ -232,31 +452,44 @@ impl MemoryStore {
         Self::default()
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), StoredAuth>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<MemoryKey, StoredAuth>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-impl TokenStore for MemoryStore {
-    fn load(&self, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
+impl BlockingStore for MemoryStore {
+    fn load(&self, identity: &str, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
         Ok(self
             .entries()
             .values()
-            .filter(|e| e.server == server)
+            .filter(|e| e.identity == identity && e.server == server)
             .cloned()
             .collect())
     }
 
     fn save(&self, entry: &StoredAuth) -> Result<(), StoreError> {
-        self.entries()
-            .insert((entry.server.clone(), entry.issuer.clone()), entry.clone());
+        self.entries().insert(
+            (
+                entry.identity.clone(),
+                entry.server.clone(),
+                entry.issuer.clone(),
+            ),
+            entry.clone(),
+        );
         Ok(())
     }
 
-    fn remove(&self, server: &str, issuer: Option<&str>) -> Result<usize, StoreError> {
+    fn remove(
+        &self,
+        identity: &str,
+        server: &str,
+        issuer: Option<&str>,
+    ) -> Result<usize, StoreError> {
         let mut entries = self.entries();
         let before = entries.len();
-        entries.retain(|(s, i), _| !(s == server && issuer.is_none_or(|want| want == i)));
+        entries.retain(|(id, s, i), _| {
+            !(id == identity && s == server && issuer.is_none_or(|want| want == i))
+        });
         Ok(before - entries.len())
     }
 
@@ -264,246 +497,22 @@ impl TokenStore for MemoryStore {
         Ok(self.entries().values().cloned().collect())
     }
 
-    fn lock(&self, server: &str) -> Result<StoreLock, StoreError> {
+    fn lock(&self, key: &LoginKey) -> Result<Box<dyn Send + Sync>, StoreError> {
         let lock = {
             let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            locks.entry(server.to_owned()).or_default().clone()
+            locks.entry(key.clone()).or_default().clone()
         };
-        // Blocking: callers take store locks off the async threads.
-        let guard = lock.blocking_lock_owned();
-        Ok(StoreLock {
-            _guard: Box::new(guard),
-        })
+        // Blocking: called on a blocking thread (see the TokenStore impl).
+        Ok(Box::new(lock.blocking_lock_owned()))
     }
-}
-
-/// The default store: one JSON file per server in a folder of the user's
-/// (`$MCP_AUTH_DIR`, else `$XDG_CONFIG_HOME/mcp/auth`, else
-/// `~/.config/mcp/auth`), readable by the user only (0600 in a 0700
-/// folder), written atomically (a temporary file renamed over the old one).
-#[derive(Debug, Clone)]
-pub struct FileStore {
-    dir: PathBuf,
-}
-
-/// The file a server's entries live in.
-#[derive(Debug, Serialize, Deserialize, Default)]
-struct ServerFile {
-    server: String,
-    #[serde(default)]
-    entries: Vec<StoredAuth>,
-}
-
-impl FileStore {
-    /// A store in this folder (created on first write).
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        FileStore { dir: dir.into() }
-    }
-
-    /// The store in the user's default folder (see the type's docs).
-    pub fn default_location() -> Result<Self, StoreError> {
-        Ok(Self::new(default_dir()?))
-    }
-
-    /// The folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn stem(server: &str) -> String {
-        let digest = Sha256::digest(server.as_bytes());
-        let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
-        format!("server-{hex}")
-    }
-
-    fn path(&self, server: &str) -> PathBuf {
-        self.dir.join(format!("{}.json", Self::stem(server)))
-    }
-
-    fn read(&self, path: &Path) -> Result<Option<ServerFile>, StoreError> {
-        let text = match std::fs::read(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(StoreError::Io {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        };
-        serde_json::from_slice(&text)
-            .map(Some)
-            .map_err(|e| StoreError::Damaged {
-                path: path.to_owned(),
-                message: e.to_string(),
-            })
-    }
-
-    fn write(&self, server: &str, file: &ServerFile) -> Result<(), StoreError> {
-        let path = self.path(server);
-        let io_err = |source| StoreError::Io {
-            path: path.clone(),
-            source,
-        };
-        create_private_dir(&self.dir).map_err(io_err)?;
-        if file.entries.is_empty() {
-            return match std::fs::remove_file(&path) {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-                Err(e) => Err(io_err(e)),
-            };
-        }
-        let bytes = serde_json::to_vec_pretty(file).map_err(|e| StoreError::Damaged {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        let tmp = self.dir.join(format!(
-            ".{}.{}.tmp",
-            Self::stem(server),
-            std::process::id()
-        ));
-        let result = (|| {
-            let mut out = private_file(&tmp)?;
-            out.write_all(&bytes)?;
-            out.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result.map_err(io_err)
-    }
-}
-
-impl TokenStore for FileStore {
-    fn load(&self, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
-        Ok(self
-            .read(&self.path(server))?
-            .map(|f| f.entries)
-            .unwrap_or_default())
-    }
-
-    fn save(&self, entry: &StoredAuth) -> Result<(), StoreError> {
-        let mut file = self.read(&self.path(&entry.server))?.unwrap_or_default();
-        file.server = entry.server.clone();
-        file.entries.retain(|e| e.issuer != entry.issuer);
-        file.entries.push(entry.clone());
-        self.write(&entry.server, &file)
-    }
-
-    fn remove(&self, server: &str, issuer: Option<&str>) -> Result<usize, StoreError> {
-        let Some(mut file) = self.read(&self.path(server))? else {
-            return Ok(0);
-        };
-        let before = file.entries.len();
-        file.entries
-            .retain(|e| issuer.is_some_and(|want| want != e.issuer));
-        let removed = before - file.entries.len();
-        self.write(server, &file)?;
-        Ok(removed)
-    }
-
-    fn list(&self) -> Result<Vec<StoredAuth>, StoreError> {
-        let dir = match std::fs::read_dir(&self.dir) {
-            Ok(dir) => dir,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(source) => {
-                return Err(StoreError::Io {
-                    path: self.dir.clone(),
-                    source,
-                });
-            }
-        };
-        let mut out = Vec::new();
-        for item in dir.flatten() {
-            let path = item.path();
-            let name = item.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with("server-")
-                && name.ends_with(".json")
-                && let Some(file) = self.read(&path)?
-            {
-                out.extend(file.entries);
-            }
-        }
-        out.sort_by(|a, b| (&a.server, &a.issuer).cmp(&(&b.server, &b.issuer)));
-        Ok(out)
-    }
-
-    fn lock(&self, server: &str) -> Result<StoreLock, StoreError> {
-        let path = self.dir.join(format!("{}.lock", Self::stem(server)));
-        let io_err = |source| StoreError::Io {
-            path: path.clone(),
-            source,
-        };
-        create_private_dir(&self.dir).map_err(io_err)?;
-        let file = private_file_keep(&path).map_err(io_err)?;
-        file.lock().map_err(io_err)?;
-        Ok(StoreLock {
-            _guard: Box::new(file),
-        })
-    }
-}
-
-fn default_dir() -> Result<PathBuf, StoreError> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = var("MCP_AUTH_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = var("XDG_CONFIG_HOME") {
-        return Ok(PathBuf::from(dir).join("mcp").join("auth"));
-    }
-    if let Some(home) = var("HOME").or_else(|| var("USERPROFILE")) {
-        return Ok(PathBuf::from(home).join(".config").join("mcp").join("auth"));
-    }
-    Err(StoreError::NoHome)
-}
-
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::create_dir_all(dir)
-    }
-}
-
-/// A new file only the user can read, truncated.
-fn private_file(path: &Path) -> io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
-}
-
-/// A file only the user can read, kept as it is (for locks).
-fn private_file_keep(path: &Path) -> io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
-    fn entry(server: &str, issuer: &str, token: &str) -> StoredAuth {
+    pub(super) fn entry(server: &str, issuer: &str, token: &str) -> StoredAuth {
         let mut e = StoredAuth::new(server, issuer);
         e.client = Some(StoredClient::new("c1", "dynamic"));
         e.tokens = Some(StoredTokens {
@@ -517,86 +526,53 @@ mod tests {
         e
     }
 
-    fn round_trip(store: &dyn TokenStore) {
-        let s = "https://mcp.example.com/mcp";
-        assert!(store.load(s).unwrap().is_empty());
-        store.save(&entry(s, "https://as1", "t1")).unwrap();
-        store.save(&entry(s, "https://as2", "t2")).unwrap();
-        store
-            .save(&entry("https://other", "https://as1", "t3"))
+    pub(super) fn round_trip(store: &dyn TokenStore) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
             .unwrap();
-        store.save(&entry(s, "https://as1", "t1b")).unwrap();
-        let mine = store.load(s).unwrap();
-        assert_eq!(mine.len(), 2);
-        let as1 = entry_for(mine, "https://as1").unwrap();
-        assert_eq!(as1.tokens.unwrap().access_token.expose(), "t1b");
-        assert_eq!(store.list().unwrap().len(), 3);
-        assert_eq!(store.remove(s, Some("https://as2")).unwrap(), 1);
-        assert_eq!(store.load(s).unwrap().len(), 1);
-        assert_eq!(store.remove(s, None).unwrap(), 1);
-        assert!(store.load(s).unwrap().is_empty());
-        assert_eq!(store.list().unwrap().len(), 1);
+        rt.block_on(async {
+            let s = "https://mcp.example.com/mcp";
+            assert!(store.load("", s).await.unwrap().is_empty());
+            store.save(&entry(s, "https://as1", "t1")).await.unwrap();
+            store.save(&entry(s, "https://as2", "t2")).await.unwrap();
+            store
+                .save(&entry("https://other", "https://as1", "t3"))
+                .await
+                .unwrap();
+            store.save(&entry(s, "https://as1", "t1b")).await.unwrap();
+            // Another identity's login to the same server and issuer.
+            let alice = entry(s, "https://as1", "alice-t").for_identity("alice");
+            store.save(&alice).await.unwrap();
+            let mine = store.load("", s).await.unwrap();
+            assert_eq!(mine.len(), 2);
+            let as1 = entry_for(mine, "https://as1").unwrap();
+            assert_eq!(as1.tokens.unwrap().access_token.expose(), "t1b");
+            let hers = store.load("alice", s).await.unwrap();
+            assert_eq!(hers, vec![alice.clone()]);
+            assert!(store.load("bob", s).await.unwrap().is_empty());
+            assert_eq!(store.list().await.unwrap().len(), 4);
+            assert_eq!(store.remove("", s, Some("https://as2")).await.unwrap(), 1);
+            assert_eq!(store.load("", s).await.unwrap().len(), 1);
+            assert_eq!(store.remove("", s, None).await.unwrap(), 1);
+            assert!(store.load("", s).await.unwrap().is_empty());
+            assert_eq!(store.load("alice", s).await.unwrap().len(), 1);
+            assert_eq!(store.remove("alice", s, None).await.unwrap(), 1);
+            assert_eq!(store.list().await.unwrap().len(), 1);
+            // Writes through a held lock land in the store.
+            let key = LoginKey::new("carol", s, "https://as1");
+            let mut lock = store.lock(&key).await.unwrap();
+            assert!(lock.load().await.unwrap().is_none());
+            let carol = entry(s, "https://as1", "carol-t").for_identity("carol");
+            lock.save(&carol).await.unwrap();
+            assert_eq!(lock.load().await.unwrap(), Some(carol.clone()));
+            lock.release().await.unwrap();
+            assert_eq!(store.load("carol", s).await.unwrap(), vec![carol]);
+        });
     }
 
     #[test]
-    fn memory_store_keys_by_server_and_issuer() {
+    fn memory_store_keys_by_identity_server_and_issuer() {
         round_trip(&MemoryStore::new());
-    }
-
-    #[test]
-    fn file_store_keys_by_server_and_issuer_and_keeps_files_private() {
-        let dir = std::env::temp_dir().join(format!("mcp-auth-store-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let store = FileStore::new(&dir);
-        round_trip(&store);
-        let path = store.path("https://other");
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("t3"), "the token is stored");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o700);
-        }
-        // No temporary files are left behind.
-        let leftovers = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
-            .count();
-        assert_eq!(leftovers, 0);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_damaged_file_says_what_to_do() {
-        let dir = std::env::temp_dir().join(format!("mcp-auth-damaged-{}", std::process::id()));
-        let store = FileStore::new(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(store.path("s"), b"{not json").unwrap();
-        let err = store.load("s").unwrap_err();
-        assert!(err.to_string().contains("log in again"), "{err}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn the_file_lock_excludes_a_second_holder_until_released() {
-        let dir = std::env::temp_dir().join(format!("mcp-auth-lock-{}", std::process::id()));
-        let store = FileStore::new(&dir);
-        let held = store.lock("s").unwrap();
-        // A second open file description of the same lock file cannot take it.
-        let path = dir.join(format!("{}.lock", FileStore::stem("s")));
-        let other = private_file_keep(&path).unwrap();
-        assert!(matches!(
-            other.try_lock(),
-            Err(std::fs::TryLockError::WouldBlock)
-        ));
-        drop(held);
-        other.try_lock().unwrap();
-        drop(other);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -199,7 +199,7 @@ async fn the_whole_flow_registers_authorizes_once_and_every_request_carries_the_
     assert!(field("code_verifier").is_some());
 
     // The login is stored under the server's canonical URI and issuer.
-    let stored = store.list().unwrap();
+    let stored = store.list().await.unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].server, url);
     assert_eq!(Some(stored[0].issuer.clone()), server.issuer());
@@ -248,7 +248,7 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     assert_eq!(n(&o.code_grants), 1);
     // The stored token expires within the refresh margin (on the
     // client's clock, the one it decides by).
-    let mut entry = store.list().unwrap().remove(0);
+    let mut entry = store.list().await.unwrap().remove(0);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
@@ -256,7 +256,7 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     // Issued an hour ago, five seconds left.
     entry.tokens.as_mut().unwrap().expires_at = Some(now + 5);
     entry.updated_at = now - 3600;
-    store.save(&entry).unwrap();
+    store.save(&entry).await.unwrap();
 
     // A client started from the store refreshes before its first request.
     let oauth = client(&url, store.clone(), None);
@@ -268,7 +268,7 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     // The login's probe was the only request ever refused: the old token
     // was never sent.
     assert_eq!(n(&o.unauthorized), 1);
-    let stored = store.list().unwrap().remove(0).tokens.unwrap();
+    let stored = store.list().await.unwrap().remove(0).tokens.unwrap();
     assert!(
         stored.expires_at.unwrap() > now + 60,
         "the refreshed token was stored"

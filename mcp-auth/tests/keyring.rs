@@ -17,7 +17,8 @@ use mcp_stack_auth::Secret;
 use mcp_stack_auth::agent::{FollowRedirect, UserAgent};
 use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
 use mcp_stack_auth::store::{
-    FileStore, KeyringStore, StoreError, StoredAuth, StoredClient, StoredTokens, TokenStore,
+    BlockingStore, FileStore, KeyringStore, LoginKey, StoreError, StoredAuth, StoredClient,
+    StoredTokens,
 };
 use mcp_stack_session::{Session, SessionConfig};
 use mcp_stack_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
@@ -78,10 +79,10 @@ impl Drop for Place {
         let store = self.store();
         if let Ok(all) = store.list() {
             for e in all {
-                let _ = store.remove(&e.server, None);
+                let _ = store.remove("", &e.server, None);
             }
         }
-        let _ = store.remove(S, None);
+        let _ = store.remove("", S, None);
         let _ = keyring::Entry::new(&self.service, "index").and_then(|e| e.delete_credential());
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -116,7 +117,7 @@ fn keyring_saves_loads_removes_and_lists_by_server_and_issuer() {
     let place = Place::new("roundtrip");
     let store = place.store();
     store.probe().unwrap();
-    assert!(store.load(S).unwrap().is_empty());
+    assert!(store.load("", S).unwrap().is_empty());
     assert!(store.list().unwrap().is_empty());
 
     store.save(&entry(S, "https://as1", "t1")).unwrap();
@@ -125,7 +126,7 @@ fn keyring_saves_loads_removes_and_lists_by_server_and_issuer() {
         .save(&entry("https://other", "https://as1", "t3"))
         .unwrap();
     store.save(&entry(S, "https://as1", "t1b")).unwrap();
-    let mine = store.load(S).unwrap();
+    let mine = store.load("", S).unwrap();
     assert_eq!(mine.len(), 2);
     assert_eq!(token(&mine, "https://as1"), "t1b");
     let all = store.list().unwrap();
@@ -138,15 +139,15 @@ fn keyring_saves_loads_removes_and_lists_by_server_and_issuer() {
     let shown = format!("{all:?} {store:?}");
     assert!(!shown.contains("t1b"), "{shown}");
 
-    assert_eq!(store.remove(S, Some("https://as2")).unwrap(), 1);
-    assert_eq!(store.load(S).unwrap().len(), 1);
-    assert_eq!(store.remove(S, None).unwrap(), 1);
-    assert!(store.load(S).unwrap().is_empty());
+    assert_eq!(store.remove("", S, Some("https://as2")).unwrap(), 1);
+    assert_eq!(store.load("", S).unwrap().len(), 1);
+    assert_eq!(store.remove("", S, None).unwrap(), 1);
+    assert!(store.load("", S).unwrap().is_empty());
     assert!(place.item(&account(S)).is_none(), "the item is gone");
     let all = store.list().unwrap();
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].server, "https://other");
-    assert_eq!(store.remove("https://other", None).unwrap(), 1);
+    assert_eq!(store.remove("", "https://other", None).unwrap(), 1);
     assert!(store.list().unwrap().is_empty());
 }
 
@@ -172,16 +173,16 @@ fn keyring_splits_a_large_token_into_chunks_within_the_item_limit() {
     }
     // A second store (another process) reads it whole.
     let other = place.store();
-    assert_eq!(token(&other.load(S).unwrap(), "https://as"), big);
+    assert_eq!(token(&other.load("", S).unwrap(), "https://as"), big);
 
     // Rewritten: the other slot; the old chunks are gone.
     let bigger = big.repeat(2);
     store.save(&entry(S, "https://as", &bigger)).unwrap();
-    assert_eq!(token(&other.load(S).unwrap(), "https://as"), bigger);
+    assert_eq!(token(&other.load("", S).unwrap(), "https://as"), bigger);
     assert!(place.item(&format!("{}.{slot}.0", account(S))).is_none());
 
     // Removed: manifest and every chunk.
-    assert_eq!(store.remove(S, None).unwrap(), 1);
+    assert_eq!(store.remove("", S, None).unwrap(), 1);
     for slot in ["a", "b"] {
         assert!(place.item(&format!("{}.{slot}.0", account(S))).is_none());
     }
@@ -194,7 +195,7 @@ fn keyring_stores_share_the_file_stores_cross_process_lock() {
     let place = Place::new("lock");
     let a = place.store();
     let b = place.store();
-    let held = a.lock(S).unwrap();
+    let held = a.lock(&login(S)).unwrap();
     // The lock is the file store's, in the same folder: a file store (or
     // a second keychain store, as another process would have) cannot take it.
     let stem: String = Sha256::digest(S.as_bytes())
@@ -211,7 +212,7 @@ fn keyring_stores_share_the_file_stores_cross_process_lock() {
     // B waits for A: it takes the lock only once A lets go.
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
-        let _held = b.lock(S).unwrap();
+        let _held = b.lock(&login(S)).unwrap();
         tx.send(()).unwrap();
     });
     drop(held);
@@ -228,7 +229,7 @@ fn keyring_a_damaged_entry_is_a_typed_error_until_logged_out() {
     let store = place.store();
     store.save(&entry(S, "https://as", "t")).unwrap();
     place.put(&account(S), "{this is not what the store wrote");
-    let err = store.load(S).unwrap_err();
+    let err = store.load("", S).unwrap_err();
     assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
     let shown = err.to_string();
     assert!(
@@ -236,8 +237,8 @@ fn keyring_a_damaged_entry_is_a_typed_error_until_logged_out() {
         "{shown}"
     );
     // Logging out removes it without reading it; then it is simply absent.
-    assert_eq!(store.remove(S, None).unwrap(), 1);
-    assert!(store.load(S).unwrap().is_empty());
+    assert_eq!(store.remove("", S, None).unwrap(), 1);
+    assert!(store.load("", S).unwrap().is_empty());
     assert!(store.list().unwrap().is_empty());
 }
 
@@ -248,10 +249,13 @@ fn keyring_keeps_tokens_the_file_store_had_and_moves_them_in() {
     let files = FileStore::new(&place.dir);
     files.save(&entry(S, "https://as", "on-disk")).unwrap();
     let store = place.store();
-    assert_eq!(token(&store.load(S).unwrap(), "https://as"), "on-disk");
+    assert_eq!(token(&store.load("", S).unwrap(), "https://as"), "on-disk");
     store.save(&entry(S, "https://as", "refreshed")).unwrap();
-    assert!(files.load(S).unwrap().is_empty(), "off the disk");
-    assert_eq!(token(&store.load(S).unwrap(), "https://as"), "refreshed");
+    assert!(files.load("", S).unwrap().is_empty(), "off the disk");
+    assert_eq!(
+        token(&store.load("", S).unwrap(), "https://as"),
+        "refreshed"
+    );
 }
 
 // A login end to end, and a second store (as another process) using it.
@@ -327,4 +331,13 @@ async fn keyring_login_is_used_by_a_second_client_and_refreshed_once() {
     assert!(o.token_errors.lock().unwrap().is_empty());
     session_a.close().await;
     session_b.close().await;
+}
+
+/// The lock key of the single user's login to `server`.
+fn login(server: &str) -> LoginKey {
+    LoginKey {
+        identity: String::new(),
+        server: server.to_owned(),
+        issuer: String::new(),
+    }
 }

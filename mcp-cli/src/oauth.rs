@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
-use mcp_stack_auth::store::{FileStore, StoreError, StoreLock, StoredAuth, TokenStore};
+use mcp_stack_auth::store::{FileStore, LoginKey, StoreFuture, StoreLock, StoredAuth, TokenStore};
 use mcp_stack_config::{OAuthSettings, ResolvedServer, TokenStoreKind};
 use mcp_stack_runtime::HttpSettings;
 use mcp_stack_transport::http::HttpError;
@@ -151,35 +151,41 @@ impl Routed {
 }
 
 impl TokenStore for Routed {
-    fn load(&self, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
-        self.pick(server).load(server)
+    fn load<'a>(&'a self, identity: &'a str, server: &'a str) -> StoreFuture<'a, Vec<StoredAuth>> {
+        self.pick(server).load(identity, server)
     }
 
-    fn save(&self, entry: &StoredAuth) -> Result<(), StoreError> {
+    fn save<'a>(&'a self, entry: &'a StoredAuth) -> StoreFuture<'a, ()> {
         self.pick(&entry.server).save(entry)
     }
 
-    fn remove(&self, server: &str, issuer: Option<&str>) -> Result<usize, StoreError> {
-        self.pick(server).remove(server, issuer)
+    fn remove<'a>(
+        &'a self,
+        identity: &'a str,
+        server: &'a str,
+        issuer: Option<&'a str>,
+    ) -> StoreFuture<'a, usize> {
+        self.pick(server).remove(identity, server, issuer)
     }
 
-    fn list(&self) -> Result<Vec<StoredAuth>, StoreError> {
-        let mut all = self.default.list()?;
-        for (_, store) in &self.others {
-            for e in store.list()? {
-                if !all
-                    .iter()
-                    .any(|a| a.server == e.server && a.issuer == e.issuer)
-                {
-                    all.push(e);
+    fn list(&self) -> StoreFuture<'_, Vec<StoredAuth>> {
+        Box::pin(async move {
+            let mut all = self.default.list().await?;
+            for (_, store) in &self.others {
+                for e in store.list().await? {
+                    if !all.iter().any(|a| {
+                        a.identity == e.identity && a.server == e.server && a.issuer == e.issuer
+                    }) {
+                        all.push(e);
+                    }
                 }
             }
-        }
-        Ok(all)
+            Ok(all)
+        })
     }
 
-    fn lock(&self, server: &str) -> Result<StoreLock, StoreError> {
-        self.pick(server).lock(server)
+    fn lock<'a>(&'a self, key: &'a LoginKey) -> StoreFuture<'a, StoreLock> {
+        self.pick(&key.server).lock(key)
     }
 }
 

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use mcp_stack_client::auth::agent::{Launcher, LoopbackAgent};
 use mcp_stack_client::auth::client::{OAuthClient, OAuthConfig};
-use mcp_stack_client::auth::store::{StoreError, StoreLock, StoredAuth, TokenStore};
+use mcp_stack_client::auth::store::{BlockingStore, LoginKey, StoreError, StoredAuth};
 use mcp_stack_client::serde_json::json;
 use mcp_stack_client::{HttpOptions, SessionConfig};
 use mcp_stack_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
@@ -33,46 +33,67 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The application's token store: here a map that says what it is asked to
 /// keep (a real one writes its database or the OS keychain). Entries are
-/// keyed by server and issuer; `lock` serializes refreshes per server.
-#[derive(Debug, Default)]
+/// keyed by identity (the application's user; `""` for a single user),
+/// server and issuer; `lock` serializes refreshes per login. A store whose
+/// calls return at once implements `BlockingStore` and gets `TokenStore`;
+/// one on an async driver implements `TokenStore` itself.
+#[derive(Debug, Default, Clone)]
 struct AppStore {
-    entries: Mutex<BTreeMap<(String, String), StoredAuth>>,
-    locks: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    state: Arc<AppState>,
+}
+
+type Key = (String, String, String);
+
+#[derive(Debug, Default)]
+struct AppState {
+    entries: Mutex<BTreeMap<Key, StoredAuth>>,
+    locks: Mutex<BTreeMap<Key, Arc<tokio::sync::Mutex<()>>>>,
     saves: AtomicUsize,
 }
 
 impl AppStore {
-    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), StoredAuth>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<Key, StoredAuth>> {
+        self.state.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-impl TokenStore for AppStore {
-    fn load(&self, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
+impl BlockingStore for AppStore {
+    fn load(&self, identity: &str, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
         let entries = self.entries();
         Ok(entries
             .values()
-            .filter(|e| e.server == server)
+            .filter(|e| e.identity == identity && e.server == server)
             .cloned()
             .collect())
     }
 
     fn save(&self, entry: &StoredAuth) -> Result<(), StoreError> {
-        self.saves.fetch_add(1, Ordering::Relaxed);
+        self.state.saves.fetch_add(1, Ordering::Relaxed);
         // `StoredAuth`'s Debug redacts the tokens: safe to log.
         println!(
             "  store: saving the login for {} (issuer {})",
             entry.server, entry.issuer
         );
-        self.entries()
-            .insert((entry.server.clone(), entry.issuer.clone()), entry.clone());
+        let key = (
+            entry.identity.clone(),
+            entry.server.clone(),
+            entry.issuer.clone(),
+        );
+        self.entries().insert(key, entry.clone());
         Ok(())
     }
 
-    fn remove(&self, server: &str, issuer: Option<&str>) -> Result<usize, StoreError> {
+    fn remove(
+        &self,
+        identity: &str,
+        server: &str,
+        issuer: Option<&str>,
+    ) -> Result<usize, StoreError> {
         let mut entries = self.entries();
         let before = entries.len();
-        entries.retain(|(s, i), _| !(s == server && issuer.is_none_or(|want| want == i)));
+        entries.retain(|(id, s, i), _| {
+            !(id == identity && s == server && issuer.is_none_or(|want| want == i))
+        });
         Ok(before - entries.len())
     }
 
@@ -80,13 +101,14 @@ impl TokenStore for AppStore {
         Ok(self.entries().values().cloned().collect())
     }
 
-    fn lock(&self, server: &str) -> Result<StoreLock, StoreError> {
+    fn lock(&self, key: &LoginKey) -> Result<Box<dyn Send + Sync>, StoreError> {
         let lock = {
-            let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-            locks.entry(server.to_owned()).or_default().clone()
+            let mut locks = self.state.locks.lock().unwrap_or_else(|e| e.into_inner());
+            let key = (key.identity.clone(), key.server.clone(), key.issuer.clone());
+            locks.entry(key).or_default().clone()
         };
-        // The flow takes store locks off the async threads: blocking is fine.
-        Ok(StoreLock::new(lock.blocking_lock_owned()))
+        // The flow takes store locks on a blocking thread: blocking is fine.
+        Ok(Box::new(lock.blocking_lock_owned()))
     }
 }
 
@@ -222,7 +244,7 @@ async fn run(url: Option<String>) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "connected again with the stored login; the browser opened {} time(s), the store saved {} time(s)",
         opened.load(Ordering::Relaxed),
-        store.saves.load(Ordering::Relaxed)
+        store.state.saves.load(Ordering::Relaxed)
     );
     if opened.load(Ordering::Relaxed) != 1 {
         return Err("expected exactly one browser opening".into());

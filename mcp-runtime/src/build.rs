@@ -284,8 +284,10 @@ impl Builder<'_> {
     pub(crate) async fn open(
         &self,
         server: &ResolvedServer,
+        identity: &str,
     ) -> Result<Arc<dyn mcp_stack_transport::Transport>, StartFailure> {
-        match tokio::time::timeout(server.handshake_timeout, self.connector.connect(server)).await {
+        let connect = self.connector.connect_as(server, identity);
+        match tokio::time::timeout(server.handshake_timeout, connect).await {
             Err(_) => Err(StartFailure::new(
                 StartupStep::Connect,
                 format!(
@@ -340,7 +342,7 @@ impl Builder<'_> {
         let open_failed: Mutex<Option<StartFailure>> = Mutex::new(None);
         let connected = Session::connect_with(
             || async {
-                match self.open(server).await {
+                match self.open(server, &slot.identity).await {
                     Ok(t) => {
                         *lock(&opened) = Some(Arc::clone(&t));
                         Ok(t)

@@ -23,6 +23,20 @@ pub trait Connector: Send + Sync + fmt::Debug + 'static {
         &'a self,
         server: &'a ResolvedServer,
     ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>>;
+
+    /// Opens a transport to `server` for a session of `identity` (see
+    /// [`RuntimeManager::acquire_as`](crate::RuntimeManager::acquire_as)):
+    /// credentials, if any, must be that identity's. The default ignores
+    /// the identity ([`connect`](Self::connect)); [`DefaultConnector`] asks
+    /// its [`AuthorizerSource`] for the identity's authorizer.
+    fn connect_as<'a>(
+        &'a self,
+        server: &'a ResolvedServer,
+        identity: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
+        let _ = identity;
+        self.connect(server)
+    }
 }
 
 /// Starts stdio servers as child processes ([`StdioTransport`]): the
@@ -71,6 +85,20 @@ pub trait AuthorizerSource: Send + Sync + fmt::Debug + 'static {
         &self,
         server: &ResolvedServer,
     ) -> Option<Arc<dyn mcp_stack_transport::http::auth::Authorizer>>;
+
+    /// The authorizer for `server` in a session of `identity` (a user or
+    /// tenant id; `""` for the default). A source that keeps credentials
+    /// per user (as `StoredLogins` does) returns that user's, never another
+    /// identity's; the default returns [`authorizer`](Self::authorizer),
+    /// for sources whose credentials are the application's own.
+    fn authorizer_for(
+        &self,
+        server: &ResolvedServer,
+        identity: &str,
+    ) -> Option<Arc<dyn mcp_stack_transport::http::auth::Authorizer>> {
+        let _ = identity;
+        self.authorizer(server)
+    }
 }
 
 impl Connector for DefaultConnector {
@@ -78,6 +106,16 @@ impl Connector for DefaultConnector {
         &'a self,
         server: &'a ResolvedServer,
     ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
+        self.connect_as(server, "")
+    }
+
+    fn connect_as<'a>(
+        &'a self,
+        server: &'a ResolvedServer,
+        identity: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<dyn Transport>, ConnectError>> {
+        #[cfg(not(feature = "http"))]
+        let _ = identity;
         Box::pin(async move {
             match TransportSettings::new(server) {
                 TransportSettings::Stdio(config) => {
@@ -91,7 +129,7 @@ impl Connector for DefaultConnector {
                     if let (true, Some(source)) = (
                         !http.options.has_authorization_header(),
                         self.authorizers.as_ref(),
-                    ) && let Some(authorizer) = source.authorizer(server)
+                    ) && let Some(authorizer) = source.authorizer_for(server, identity)
                     {
                         http.options = http.options.authorizer(authorizer);
                     }

@@ -43,6 +43,15 @@ pub enum RuntimeError {
         /// The cap.
         limit: usize,
     },
+    /// The session id is in use by another identity.
+    #[error(
+        "MCP session `{session}` belongs to another identity: give each user's agent \
+         sessions their own ids"
+    )]
+    IdentityMismatch {
+        /// The agent session id.
+        session: String,
+    },
     /// The session was disposed of while its runtime was being built.
     #[error("MCP session `{session}` was disposed of while its connections were starting")]
     Disposed {

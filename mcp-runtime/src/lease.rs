@@ -36,6 +36,8 @@ pub(crate) struct Counters {
 /// Per agent session: what outlives rebuilds of its runtime.
 pub(crate) struct Slot {
     pub(crate) id: String,
+    /// Whose session: the identity its servers are authorized as.
+    pub(crate) identity: String,
     pub(crate) generation: u64,
     /// The manager's idle clock.
     pub(crate) clock: Stamp,
@@ -265,6 +267,16 @@ impl SessionRuntime {
     /// The agent session id.
     pub fn session_id(&self) -> &str {
         &self.slot.id
+    }
+
+    /// Whose session this is: the identity given to
+    /// [`RuntimeManager::acquire_as`](crate::RuntimeManager::acquire_as)
+    /// (`""` for [`acquire`](crate::RuntimeManager::acquire)). Its servers
+    /// were authorized with this identity's logins; results a server marks
+    /// `cacheScope: "private"` belong to it and are never to be served to
+    /// another identity (key any cache kept beyond this session by it).
+    pub fn identity(&self) -> &str {
+        &self.slot.identity
     }
 
     /// The fingerprint of the config this runtime was built from.

@@ -279,11 +279,29 @@ impl RuntimeManager {
         session_id: &str,
         config: &ResolvedConfig,
     ) -> Result<RuntimeLease, RuntimeError> {
-        if let Some(lease) = self.try_reuse(session_id, &config.fingerprint, |_| true) {
+        self.acquire_as("", session_id, config).await
+    }
+
+    /// [`acquire`](Self::acquire) for a session of one user: `identity` is
+    /// the platform's user or tenant id (`""` is what `acquire` uses). The
+    /// session's servers are authorized with that identity's logins
+    /// ([`AuthorizerSource::authorizer_for`](crate::AuthorizerSource::authorizer_for)),
+    /// so two users of one runtime never share a token; the lease says
+    /// whose session it is ([`SessionRuntime::identity`](crate::SessionRuntime::identity)).
+    /// A session id is one identity's: asking for it with another is
+    /// [`RuntimeError::IdentityMismatch`].
+    pub async fn acquire_as(
+        &self,
+        identity: &str,
+        session_id: &str,
+        config: &ResolvedConfig,
+    ) -> Result<RuntimeLease, RuntimeError> {
+        let same = |r: &SessionRuntime| r.slot.identity == identity;
+        if let Some(lease) = self.try_reuse(session_id, &config.fingerprint, same) {
             return Ok(lease);
         }
         // Boxed: the warm path's future stays small.
-        Box::pin(self.acquire_slow(session_id, config, Handlers::Keep)).await
+        Box::pin(self.acquire_slow(session_id, identity, config, Handlers::Keep)).await
     }
 
     /// [`acquire`](Self::acquire), with the handlers of server requests
@@ -307,11 +325,13 @@ impl RuntimeManager {
         config: &ResolvedConfig,
         handlers: &Arc<dyn ClientHandler>,
     ) -> Result<RuntimeLease, RuntimeError> {
-        let same = |r: &SessionRuntime| same_handlers(r.handlers.as_ref(), Some(handlers));
+        let same = |r: &SessionRuntime| {
+            r.slot.identity.is_empty() && same_handlers(r.handlers.as_ref(), Some(handlers))
+        };
         if let Some(lease) = self.try_reuse(session_id, &config.fingerprint, same) {
             return Ok(lease);
         }
-        Box::pin(self.acquire_slow(session_id, config, Handlers::Use(handlers))).await
+        Box::pin(self.acquire_slow(session_id, "", config, Handlers::Use(handlers))).await
     }
 
     /// Fetches again every list of the session's servers (through each
@@ -400,11 +420,20 @@ impl RuntimeManager {
     }
 
     /// Finds or registers the session's slot and takes a lease on it.
-    pub(crate) fn enter(&self, session_id: &str) -> Result<SlotGuard, RuntimeError> {
+    pub(crate) fn enter(
+        &self,
+        session_id: &str,
+        identity: &str,
+    ) -> Result<SlotGuard, RuntimeError> {
         let inner = &*self.inner;
         let mut guard = lock(&inner.state);
         let state = &mut *guard;
         if let Some(entry) = state.sessions.get(session_id) {
+            if entry.slot.identity != identity {
+                return Err(RuntimeError::IdentityMismatch {
+                    session: session_id.to_owned(),
+                });
+            }
             entry.slot.guards.fetch_add(1, Ordering::AcqRel);
             return Ok(SlotGuard {
                 slot: Some(Arc::clone(&entry.slot)),
@@ -424,6 +453,7 @@ impl RuntimeManager {
         let generation = state.next_generation;
         let slot = Arc::new(Slot {
             id: session_id.to_owned(),
+            identity: identity.to_owned(),
             generation,
             clock: inner.clock,
             guards: AtomicUsize::new(1),
@@ -455,10 +485,11 @@ impl RuntimeManager {
     pub(crate) async fn acquire_slow(
         &self,
         session_id: &str,
+        identity: &str,
         config: &ResolvedConfig,
         handlers: Handlers<'_>,
     ) -> Result<RuntimeLease, RuntimeError> {
-        let guard = self.enter(session_id)?;
+        let guard = self.enter(session_id, identity)?;
         let Some(slot) = guard.slot.clone() else {
             return Err(RuntimeError::Disposed {
                 session: session_id.to_owned(),

@@ -21,11 +21,14 @@ pub type LoginHint = Arc<dyn Fn(&ResolvedServer) -> String + Send + Sync>;
 /// token store: stored tokens are sent and refreshed (shortly before they
 /// expire, and once on a 401) during long agent sessions; a server with no
 /// usable login fails to start with the hint, and its diagnostic says so.
-/// One client per server and fingerprint, kept across reconnections.
+/// One client per identity, server and fingerprint, kept across
+/// reconnections: sessions of one identity
+/// ([`RuntimeManager::acquire_as`](crate::RuntimeManager::acquire_as))
+/// share its logins, and no other identity's.
 pub struct StoredLogins {
     store: Arc<dyn TokenStore>,
     hint: LoginHint,
-    clients: Mutex<HashMap<(String, Fingerprint), Arc<OAuthClient>>>,
+    clients: Mutex<HashMap<(String, String, Fingerprint), Arc<OAuthClient>>>,
 }
 
 impl fmt::Debug for StoredLogins {
@@ -67,6 +70,14 @@ pub fn oauth_config(url: &str, settings: &OAuthSettings) -> OAuthConfig {
 
 impl AuthorizerSource for StoredLogins {
     fn authorizer(&self, server: &ResolvedServer) -> Option<Arc<dyn Authorizer>> {
+        self.authorizer_for(server, "")
+    }
+
+    fn authorizer_for(
+        &self,
+        server: &ResolvedServer,
+        identity: &str,
+    ) -> Option<Arc<dyn Authorizer>> {
         let TransportConfig::Http { url, .. } = &server.transport else {
             return None;
         };
@@ -74,12 +85,14 @@ impl AuthorizerSource for StoredLogins {
         if !settings.is_enabled() {
             return None;
         }
-        let key = (server.name.clone(), server.fingerprint);
+        let key = (identity.to_owned(), server.name.clone(), server.fingerprint);
         let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(client) = clients.get(&key) {
             return Some(client.clone());
         }
-        let config = oauth_config(url, &settings).login_hint((self.hint)(server));
+        let config = oauth_config(url, &settings)
+            .login_hint((self.hint)(server))
+            .identity(identity);
         let options = HttpOptions::new()
             .request_timeout(server.request_timeout)
             .proxy(crate::settings::http_proxy(server));

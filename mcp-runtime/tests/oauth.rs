@@ -17,7 +17,8 @@ use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
 use mcp_stack_auth::store::{MemoryStore, TokenStore};
 use mcp_stack_config::{ResolvedConfig, ResolvedServer};
 use mcp_stack_runtime::{
-    DefaultConnector, LoginHint, RuntimeManager, RuntimeOptions, StartupStep, StoredLogins,
+    DefaultConnector, LoginHint, RuntimeError, RuntimeManager, RuntimeOptions, StartupStep,
+    StoredLogins,
 };
 use mcp_stack_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
 use mcp_stack_transport::http::{HttpOptions, WebClient};
@@ -50,10 +51,15 @@ fn manager(store: &Arc<dyn TokenStore>) -> RuntimeManager {
 
 /// What `mcp login` does, into `store`: the redirect followed by hand.
 async fn log_in(url: &str, store: &Arc<dyn TokenStore>) {
+    log_in_as(url, store, "").await;
+}
+
+/// [`log_in`] for one identity (a user of a hosted platform).
+async fn log_in_as(url: &str, store: &Arc<dyn TokenStore>, identity: &str) {
     let web = WebClient::new(&HttpOptions::new()).unwrap();
     let agent = FollowRedirect::new(web, "http://127.0.0.1:9/callback");
     let client = OAuthClient::new(
-        OAuthConfig::new(url),
+        OAuthConfig::new(url).identity(identity),
         &HttpOptions::new(),
         store.clone(),
         Some(Arc::new(agent)),
@@ -140,6 +146,48 @@ async fn a_login_stored_after_a_failed_start_is_used_by_the_next_acquire() {
     // acquire retries the failed server.
     log_in(&url, &store).await;
     assert_works(&m, &cfg).await;
+    assert_eq!(n(&server.stats().oauth.authorizations), 1);
+    m.dispose_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_identity_uses_its_own_login_and_never_another_users() {
+    let server = oauth_server().await;
+    let url = server.url();
+    let cfg = kit_config(&url);
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    log_in_as(&url, &store, "alice").await;
+    let m = manager(&store);
+
+    let alice = m.acquire_as("alice", "alice-1", &cfg).await.unwrap();
+    assert_eq!(alice.identity(), "alice");
+    let r = alice
+        .call_tool("kit__echo", json!({"text": "hers"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "hers");
+
+    // Bob, on the same runtime and server, has no login: Alice's token is
+    // not his, so his server fails to start with the hint.
+    let bob = m.acquire_as("bob", "bob-1", &cfg).await.unwrap();
+    assert_eq!(bob.identity(), "bob");
+    let failure = bob
+        .catalog()
+        .failures()
+        .iter()
+        .find(|f| f.server == "kit")
+        .expect("bob's kit failed to start")
+        .clone();
+    assert!(failure.message.contains(HINT), "{}", failure.message);
+    // Nor is it the single user's (plain `acquire`).
+    assert_fails_with_hint(&m, &cfg).await;
+
+    // A session id is one identity's.
+    let err = m.acquire_as("bob", "alice-1", &cfg).await.unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::IdentityMismatch { .. }),
+        "{err}"
+    );
     assert_eq!(n(&server.stats().oauth.authorizations), 1);
     m.dispose_all().await;
 }

@@ -261,6 +261,11 @@ pub(crate) struct HttpArgs {
     /// as the transport's authorizer), in place of rmcp.
     #[arg(long)]
     pub(crate) auth: bool,
+    /// With --auth: where the OAuth client keeps its token: memory, file, or
+    /// postgres (its URL from MCP_TEST_POSTGRES_URL; `.ci/postgres.sh`).
+    /// Store operations per request are counted and printed.
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    pub(crate) token_store: String,
 }
 
 /// `bench resources`.

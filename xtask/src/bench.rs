@@ -31,6 +31,8 @@ mod start;
 #[cfg(feature = "peers")]
 mod stdio;
 #[cfg(feature = "peers")]
+mod token_store;
+#[cfg(feature = "peers")]
 mod ts;
 
 use std::process::Command;

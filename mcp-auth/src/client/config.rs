@@ -73,6 +73,10 @@ pub struct OAuthConfig {
     /// Bind tokens to a key (DPoP, RFC 9449) when the authorization server
     /// offers it (default true).
     pub dpop: bool,
+    /// Whose logins to use: the platform's user or tenant id (empty, the
+    /// default: the single user of a machine). Stored logins are kept per
+    /// identity; two identities never share a token.
+    pub identity: String,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -88,6 +92,7 @@ impl std::fmt::Debug for OAuthConfig {
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("grant", &self.grant)
+            .field("identity", &self.identity)
             .finish_non_exhaustive()
     }
 }
@@ -107,6 +112,7 @@ impl OAuthConfig {
             grant: Grant::AuthorizationCode,
             login_hint: "log in again".into(),
             dpop: true,
+            identity: String::new(),
         }
     }
 
@@ -144,6 +150,12 @@ impl OAuthConfig {
     /// The name given in dynamic registration.
     pub fn client_name(mut self, name: impl Into<String>) -> Self {
         self.client_name = name.into();
+        self
+    }
+
+    /// Use the logins of `identity` (see the field).
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = identity.into();
         self
     }
 

@@ -264,34 +264,40 @@ impl OAuthClient {
     }
 
     /// Refreshes the token in use under the store's lock; adopts a newer
-    /// token another process wrote instead of spending the refresh token.
+    /// token another process (or replica) wrote instead of spending the
+    /// refresh token. What the refresh got is written through the lock
+    /// before it is released; when that write fails the call fails
+    /// ([`AuthError::Store`]) and the tokens are kept in memory, to be
+    /// written by the next request (the refresh token they replace is spent).
     pub(super) async fn refresh(&self, flow: &mut Flow) -> Result<(), AuthError> {
         let Some(entry) = flow.entry.clone() else {
             return Err(self.needs_login("no stored login"));
         };
-        let store = self.inner.store.clone();
-        let key = self.inner.key.clone();
-        let lock = tokio::task::spawn_blocking(move || store.lock(&key))
-            .await
-            .map_err(|e| AuthError::Store(e.to_string()))?
-            .map_err(|e| AuthError::Store(e.to_string()))?;
-        let latest = self
+        let mut lock = self
             .inner
             .store
-            .load(&self.inner.key)
-            .map_err(|e| AuthError::Store(e.to_string()))
-            .map(|all| entry_for(all, &entry.issuer))?
-            .unwrap_or(entry);
+            .lock(&self.login_key(&entry.issuer))
+            .await
+            .map_err(store_error)?;
+        let stored = lock.load().await.map_err(store_error)?;
+        let stored_tokens_now = stored.as_ref().and_then(|s| s.tokens.clone());
+        let latest = match (stored, &flow.unsaved_over) {
+            // Our unsaved refresh replaced what the store still holds.
+            (Some(s), Some(over)) if s.tokens == *over => entry,
+            (None, _) => entry,
+            (Some(s), _) => s,
+        };
         let ours = flow.entry.as_ref().and_then(|e| e.tokens.as_ref());
         if let Some(theirs) = &latest.tokens {
             let newer = ours.is_none_or(|o| o.access_token != theirs.access_token);
-            let fresh = theirs
-                .expires_at
-                .is_none_or(|at| at > now_unix() + REFRESH_MARGIN.as_secs());
-            if newer && fresh {
+            // Not yet due for a refresh by the rule this client uses.
+            let usable =
+                refresh_at(theirs.expires_at, latest.updated_at).is_none_or(|at| at > now_unix());
+            if newer && usable {
                 tracing::debug!("adopting a token another process refreshed");
+                lock.release().await.map_err(store_error)?;
                 self.adopt(flow, latest);
-                drop(lock);
+                flow.unsaved_over = None;
                 return Ok(());
             }
         }
@@ -322,7 +328,7 @@ impl OAuthClient {
         let request =
             TokenRequest::refresh(refresh_token.clone(), discovered.resource.clone(), None);
         let mut entry = latest;
-        match self
+        let outcome = self
             .token_request(
                 &discovered,
                 &client,
@@ -330,24 +336,66 @@ impl OAuthClient {
                 held.as_deref(),
                 key.as_deref(),
             )
-            .await
-        {
+            .await;
+        let revoked = match outcome {
             Ok(tokens) => {
                 entry.tokens = Some(stored_tokens(tokens, Some(refresh_token), key.as_deref()));
-                self.save(&mut entry)?;
-                self.adopt(flow, entry);
-                drop(lock);
-                Ok(())
+                false
             }
+            // Revoked or spent: forget the tokens, keep the registration.
             Err(e) if e.is_invalid_grant() => {
-                // Revoked or spent: forget the tokens, keep the registration.
                 entry.tokens = None;
-                self.save(&mut entry)?;
-                self.adopt(flow, entry);
-                drop(lock);
-                Err(self.needs_login("the stored login was revoked or has expired"))
+                true
             }
+            Err(e) => return Err(e),
+        };
+        entry.updated_at = now_unix();
+        let written = match lock.save(&entry).await {
+            Ok(()) => lock.release().await,
             Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "a refreshed token could not be stored; kept in memory");
+            flow.unsaved_over = Some(stored_tokens_now);
+            self.adopt(flow, entry);
+            self.set_unsaved(true);
+            return Err(store_error(e));
         }
+        self.adopt(flow, entry);
+        flow.unsaved_over = None;
+        if revoked {
+            return Err(self.needs_login("the stored login was revoked or has expired"));
+        }
+        Ok(())
+    }
+
+    /// Writes the tokens of a refresh whose write failed, unless the store
+    /// moved on since (a login elsewhere): then adopts what it holds.
+    pub(super) async fn write_unsaved(&self, flow: &mut Flow) -> Result<(), AuthError> {
+        let (Some(entry), Some(over)) = (flow.entry.clone(), flow.unsaved_over.clone()) else {
+            self.set_unsaved(false);
+            return Ok(());
+        };
+        let mut lock = self
+            .inner
+            .store
+            .lock(&self.login_key(&entry.issuer))
+            .await
+            .map_err(store_error)?;
+        let stored = lock.load().await.map_err(store_error)?;
+        match stored {
+            Some(theirs) if theirs.tokens != over && theirs.tokens.is_some() => {
+                lock.release().await.map_err(store_error)?;
+                self.adopt(flow, theirs);
+            }
+            _ => {
+                lock.save(&entry).await.map_err(store_error)?;
+                lock.release().await.map_err(store_error)?;
+                tracing::debug!("stored the tokens of an earlier refresh");
+                self.set_unsaved(false);
+            }
+        }
+        flow.unsaved_over = None;
+        Ok(())
     }
 }

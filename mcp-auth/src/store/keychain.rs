@@ -47,7 +47,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{FileStore, StoreError, StoreLock, StoredAuth, TokenStore};
+use super::{BlockingStore, FileStore, LoginKey, StoreError, StoredAuth};
 
 /// The format of what this store writes; a manifest of another is refused.
 const FORMAT: u32 = 1;
@@ -283,15 +283,15 @@ impl KeyringStore {
 
     // ---- the entries of a server, and the index ----
 
-    fn read_server(&self, server: &str) -> Result<Option<ServerItem>, StoreError> {
-        let account = account(None, server);
+    fn read_server(&self, identity: &str, server: &str) -> Result<Option<ServerItem>, StoreError> {
+        let account = account(identity_of(identity), server);
         let fail = |f| self.error(&account, Some(server), f);
         let Some(text) = self.read_value(&account).map_err(fail)? else {
             return Ok(None);
         };
         let item: ServerItem = serde_json::from_str(&text)
             .map_err(|e| fail(Fault::Damaged(format!("not a server's entries: {e}"))))?;
-        if item.server != server {
+        if item.server != server || item.identity.as_deref().unwrap_or_default() != identity {
             return Err(fail(Fault::Damaged(
                 "it holds another server's entries".into(),
             )));
@@ -320,17 +320,20 @@ impl KeyringStore {
     }
 
     /// Adds or drops a server in the index; the caller holds the write lock.
-    fn update_index(&self, server: &str, present: bool) -> Result<(), StoreError> {
+    fn update_index(&self, identity: &str, server: &str, present: bool) -> Result<(), StoreError> {
         let mut index = self.read_index()?;
-        let listed = index.servers.iter().any(|s| s.server == server);
+        let this = |s: &IndexEntry| {
+            s.server == server && s.identity.as_deref().unwrap_or_default() == identity
+        };
+        let listed = index.servers.iter().any(this);
         if listed == present {
             return Ok(());
         }
-        index.servers.retain(|s| s.server != server);
+        index.servers.retain(|s| !this(s));
         if present {
             index.servers.push(IndexEntry {
                 server: server.to_owned(),
-                identity: None,
+                identity: identity_of(identity).map(str::to_owned),
             });
         }
         let fail = |f| self.error(INDEX, None, f);
@@ -339,20 +342,31 @@ impl KeyringStore {
         self.write_value(INDEX, &text).map_err(fail)
     }
 
-    fn write_lock(&self) -> Result<StoreLock, StoreError> {
-        self.files.lock(WRITE_LOCK)
+    fn write_lock(&self) -> Result<Box<dyn Send + Sync>, StoreError> {
+        let key = LoginKey {
+            identity: String::new(),
+            server: WRITE_LOCK.to_owned(),
+            issuer: String::new(),
+        };
+        BlockingStore::lock(&self.files, &key)
     }
 }
 
-impl TokenStore for KeyringStore {
-    fn load(&self, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
+/// The identity as the items spell it: none for the single user (`""`),
+/// so the single user's items keep the names they had before identities.
+fn identity_of(identity: &str) -> Option<&str> {
+    Some(identity).filter(|i| !i.is_empty())
+}
+
+impl BlockingStore for KeyringStore {
+    fn load(&self, identity: &str, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
         self.off_thread(|| {
             let mut entries = self
-                .read_server(server)?
+                .read_server(identity, server)?
                 .map(|i| i.entries)
                 .unwrap_or_default();
             // Kept by the file store before the keychain was chosen.
-            for old in self.files.load(server)? {
+            for old in BlockingStore::load(&self.files, identity, server)? {
                 if !entries.iter().any(|e| e.issuer == old.issuer) {
                     entries.push(old);
                 }
@@ -364,35 +378,47 @@ impl TokenStore for KeyringStore {
     fn save(&self, entry: &StoredAuth) -> Result<(), StoreError> {
         self.off_thread(|| {
             let _writing = self.write_lock()?;
-            let mut item = self.read_server(&entry.server)?.unwrap_or_else(|| ServerItem {
-                server: entry.server.clone(),
-                identity: None,
-                entries: Vec::new(),
-            });
+            let mut item = self
+                .read_server(&entry.identity, &entry.server)?
+                .unwrap_or_else(|| ServerItem {
+                    server: entry.server.clone(),
+                    identity: identity_of(&entry.identity).map(str::to_owned),
+                    entries: Vec::new(),
+                });
             item.entries.retain(|e| e.issuer != entry.issuer);
             item.entries.push(entry.clone());
             // Listed first: a crash between leaves a listed server without
             // entries (skipped), never entries nobody lists.
-            self.update_index(&entry.server, true)?;
+            self.update_index(&entry.identity, &entry.server, true)?;
             self.write_server(&item)?;
             // The secret leaves the disk now that the keychain holds it.
-            if let Err(e) = self.files.remove(&entry.server, Some(&entry.issuer)) {
+            if let Err(e) = BlockingStore::remove(
+                &self.files,
+                &entry.identity,
+                &entry.server,
+                Some(&entry.issuer),
+            ) {
                 tracing::warn!(error = %e, "the file store's copy of a login moved to the keychain stays");
             }
             Ok(())
         })
     }
 
-    fn remove(&self, server: &str, issuer: Option<&str>) -> Result<usize, StoreError> {
+    fn remove(
+        &self,
+        identity: &str,
+        server: &str,
+        issuer: Option<&str>,
+    ) -> Result<usize, StoreError> {
         self.off_thread(|| {
             let _writing = self.write_lock()?;
-            let mut removed = self.files.remove(server, issuer)?;
-            let account = account(None, server);
+            let mut removed = BlockingStore::remove(&self.files, identity, server, issuer)?;
+            let account = account(identity_of(identity), server);
             match issuer {
                 // Everything, without reading it: a damaged item goes too.
                 None => {
                     let count = self
-                        .read_server(server)
+                        .read_server(identity, server)
                         .map_or(1, |i| i.map_or(0, |i| i.entries.len()));
                     let had = self
                         .delete_value(&account)
@@ -400,7 +426,7 @@ impl TokenStore for KeyringStore {
                     removed += if had { count.max(1) } else { 0 };
                 }
                 Some(issuer) => {
-                    if let Some(mut item) = self.read_server(server)? {
+                    if let Some(mut item) = self.read_server(identity, server)? {
                         let before = item.entries.len();
                         item.entries.retain(|e| e.issuer != issuer);
                         removed += before - item.entries.len();
@@ -411,7 +437,7 @@ impl TokenStore for KeyringStore {
                     }
                 }
             }
-            self.update_index(server, false)?;
+            self.update_index(identity, server, false)?;
             Ok(removed)
         })
     }
@@ -421,26 +447,28 @@ impl TokenStore for KeyringStore {
             let mut out = Vec::new();
             for listed in self.read_index()?.servers {
                 // A listed server whose item is gone (a crash mid-write) has none.
-                if let Some(item) = self.read_server(&listed.server)? {
+                let identity = listed.identity.as_deref().unwrap_or_default();
+                if let Some(item) = self.read_server(identity, &listed.server)? {
                     out.extend(item.entries);
                 }
             }
-            for old in self.files.list()? {
-                if !out
-                    .iter()
-                    .any(|e| e.server == old.server && e.issuer == old.issuer)
-                {
+            for old in BlockingStore::list(&self.files)? {
+                if !out.iter().any(|e| {
+                    e.identity == old.identity && e.server == old.server && e.issuer == old.issuer
+                }) {
                     out.push(old);
                 }
             }
-            out.sort_by(|a, b| (&a.server, &a.issuer).cmp(&(&b.server, &b.issuer)));
+            out.sort_by(|a, b| {
+                (&a.identity, &a.server, &a.issuer).cmp(&(&b.identity, &b.server, &b.issuer))
+            });
             Ok(out)
         })
     }
 
-    fn lock(&self, server: &str) -> Result<StoreLock, StoreError> {
+    fn lock(&self, key: &LoginKey) -> Result<Box<dyn Send + Sync>, StoreError> {
         // The file store's: cross-process, whichever store holds the tokens.
-        self.files.lock(server)
+        BlockingStore::lock(&self.files, key)
     }
 }
 

@@ -75,7 +75,7 @@ fn entry(server: &str, issuer: &str, token: &str) -> StoredAuth {
 }
 
 fn token_of(store: &KeyringStore, server: &str) -> String {
-    let entries = store.load(server).unwrap();
+    let entries = store.load("", server).unwrap();
     assert_eq!(entries.len(), 1);
     entries[0]
         .tokens
@@ -160,7 +160,7 @@ fn a_damaged_entry_is_a_typed_error_and_logging_out_removes_it_whole() {
     let account = account(None, S);
     // A chunk changed behind the store's back: the digest says so.
     items.put(&format!("{account}.a.1"), "tampered");
-    let err = store.load(S).unwrap_err();
+    let err = store.load("", S).unwrap_err();
     assert!(matches!(err, StoreError::Damaged { .. }), "{err}");
     let shown = err.to_string();
     assert!(shown.contains("log in again"), "{shown}");
@@ -169,13 +169,13 @@ fn a_damaged_entry_is_a_typed_error_and_logging_out_removes_it_whole() {
 
     // An unreadable manifest: the same error, and status (list) says so.
     items.put(&account, "{not json");
-    assert!(matches!(store.load(S), Err(StoreError::Damaged { .. })));
+    assert!(matches!(store.load("", S), Err(StoreError::Damaged { .. })));
     assert!(matches!(store.list(), Err(StoreError::Damaged { .. })));
 
     // Logging out needs no reading: the manifest and every chunk go.
-    assert_eq!(store.remove(S, None).unwrap(), 1);
+    assert_eq!(store.remove("", S, None).unwrap(), 1);
     assert_eq!(items.accounts(), [INDEX.to_owned()]);
-    assert!(store.load(S).unwrap().is_empty());
+    assert!(store.load("", S).unwrap().is_empty());
     assert!(store.list().unwrap().is_empty());
 }
 
@@ -186,13 +186,13 @@ fn a_manifest_of_another_format_or_too_many_chunks_is_damaged() {
     let store = store(&d, &items);
     let account = account(None, S);
     items.put(&account, r#"{"v":2,"data":"{}"}"#);
-    let err = store.load(S).unwrap_err().to_string();
+    let err = store.load("", S).unwrap_err().to_string();
     assert!(err.contains("newer version"), "{err}");
     items.put(
         &account,
         r#"{"v":1,"slot":"a","chunks":100000,"sha256":"00"}"#,
     );
-    assert!(matches!(store.load(S), Err(StoreError::Damaged { .. })));
+    assert!(matches!(store.load("", S), Err(StoreError::Damaged { .. })));
 }
 
 #[test]
@@ -213,13 +213,13 @@ fn tokens_the_file_store_kept_are_read_and_move_into_the_keychain() {
     // A save (a refresh, a login) moves the entry; the file keeps the rest.
     store.save(&entry(S, "https://as", "refreshed")).unwrap();
     assert!(
-        files.load(S).unwrap().is_empty(),
+        files.load("", S).unwrap().is_empty(),
         "the secret left the disk"
     );
     assert_eq!(token_of(&store, S), "refreshed");
     assert_eq!(files.list().unwrap().len(), 1);
     // Logging out removes from both.
-    assert_eq!(store.remove("https://other", None).unwrap(), 1);
+    assert_eq!(store.remove("", "https://other", None).unwrap(), 1);
     assert!(files.list().unwrap().is_empty());
 }
 
@@ -234,11 +234,11 @@ fn save_load_remove_list_key_by_server_and_issuer() {
         .save(&entry("https://other", "https://as1", "t3"))
         .unwrap();
     store.save(&entry(S, "https://as1", "t1b")).unwrap();
-    assert_eq!(store.load(S).unwrap().len(), 2);
+    assert_eq!(store.load("", S).unwrap().len(), 2);
     assert_eq!(store.list().unwrap().len(), 3);
-    assert_eq!(store.remove(S, Some("https://as2")).unwrap(), 1);
-    assert_eq!(store.remove(S, Some("https://as1")).unwrap(), 1);
-    assert!(store.load(S).unwrap().is_empty());
+    assert_eq!(store.remove("", S, Some("https://as2")).unwrap(), 1);
+    assert_eq!(store.remove("", S, Some("https://as1")).unwrap(), 1);
+    assert!(store.load("", S).unwrap().is_empty());
     let listed = store.list().unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].server, "https://other");

@@ -48,6 +48,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
         only,
         era,
         auth,
+        token_store,
         in_flight,
         sequential_only,
         url: given_url,
@@ -129,7 +130,9 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
          warm-up; clients on a {runtime_name} runtime"
     );
     let url = server.url().to_owned();
-    let result = bench(&runtime, &url, &run, auth);
+    let counts = Arc::new(super::token_store::Counts::default());
+    let store = auth.then_some((token_store.as_str(), &counts));
+    let result = bench(&runtime, &url, &run, store);
     server.stop();
     let results = result?;
     let mode = match (json_response, era) {
@@ -178,6 +181,7 @@ pub(crate) fn run(args: HttpArgs) -> Result<(), String> {
              Authorization header added); the server ignores the header, so the difference\n    \
              is the client's authorization cost."
         );
+        println!("  {}", counts.summary(&token_store));
     }
     println!();
     println!(
@@ -293,8 +297,9 @@ fn bench(
     rt: &tokio::runtime::Runtime,
     url: &str,
     run: &RunConfig,
-    auth: bool,
+    store: Option<(&str, &Arc<super::token_store::Counts>)>,
 ) -> Result<Results, String> {
+    let auth = store.is_some();
     let on = |c: usize| run.clients.get(c).copied().unwrap_or(false);
     let (with_ours, with_second, with_floor) = (on(0), on(1), on(2));
     let ours = match with_ours {
@@ -305,9 +310,11 @@ fn bench(
         true => Some(rt.block_on(connect_rmcp(url))?),
         false => None,
     };
-    let ours_auth = match with_second && auth {
-        true => Some(rt.block_on(connect_ours_authorized(url))?),
-        false => None,
+    let ours_auth = match (with_second, store) {
+        (true, Some((kind, counts))) => {
+            Some(rt.block_on(connect_ours_authorized(url, kind, counts))?)
+        }
+        _ => None,
     };
     let floor = match with_floor {
         true => Some(rt.block_on(Floor::connect(url, run.widest()))?),
@@ -382,20 +389,30 @@ async fn connect_ours(url: &str) -> Result<Ours, String> {
 
 /// This stack with an OAuth client holding a valid token as the
 /// transport's authorizer.
-async fn connect_ours_authorized(url: &str) -> Result<Ours, String> {
+async fn connect_ours_authorized(
+    url: &str,
+    kind: &str,
+    counts: &Arc<super::token_store::Counts>,
+) -> Result<Ours, String> {
     use mcp_stack_auth::client::{OAuthClient, OAuthConfig};
-    use mcp_stack_auth::store::{MemoryStore, StoredAuth, StoredTokens, TokenStore};
+    use mcp_stack_auth::store::{StoredAuth, StoredTokens, TokenStore};
     let server = mcp_stack_auth::canonical::canonical_resource(url).map_err(|e| e.to_string())?;
-    let store = MemoryStore::new();
+    let store = super::token_store::open(kind, counts).await?;
     let mut entry = StoredAuth::new(server, "http://127.0.0.1/bench-issuer");
     let mut tokens = StoredTokens::bearer(mcp_stack_auth::Secret::new("bench-access-token"));
     tokens.expires_at = Some(u64::MAX / 2);
     entry.tokens = Some(tokens);
-    store.save(&entry).map_err(|e| e.to_string())?;
+    store.save(&entry).await.map_err(|e| e.to_string())?;
     let options = HttpOptions::new();
+    // The login written before the run is not a request's store operation.
+    counts.store_ops.store(0, Ordering::Relaxed);
     let client = OAuthClient::new(OAuthConfig::new(url), &options, Arc::new(store), None)
         .map_err(|e| e.to_string())?;
-    let transport = StreamableHttpTransport::connect(url, options.authorizer(Arc::new(client)))
+    let authorizer = super::token_store::CountedAuthorizer {
+        inner: client,
+        counts: counts.clone(),
+    };
+    let transport = StreamableHttpTransport::connect(url, options.authorizer(Arc::new(authorizer)))
         .await
         .map_err(|e| format!("ours + auth: {e}"))?;
     Ours::over(transport).await

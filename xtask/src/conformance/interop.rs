@@ -273,8 +273,8 @@ async fn connect(url: &str, name: &str, client: &OAuthClient) -> Result<Session,
 }
 
 /// The stored token, described (no secret).
-fn token_summary(client: &OAuthClient) -> String {
-    match client.stored() {
+async fn token_summary(client: &OAuthClient) -> String {
+    match client.stored().await {
         Ok(entries) => entries
             .iter()
             .find_map(|e| {
@@ -295,9 +295,10 @@ fn token_summary(client: &OAuthClient) -> String {
     }
 }
 
-fn access_token(client: &OAuthClient) -> Option<String> {
+async fn access_token(client: &OAuthClient) -> Option<String> {
     client
         .stored()
+        .await
         .ok()?
         .into_iter()
         .find_map(|e| Some(e.tokens?.access_token.expose().to_owned()))
@@ -349,6 +350,7 @@ async fn authorization_code(
     let seen = get_json(web, &format!("{issuer}/xtask/requests"))
         .await
         .unwrap_or(Value::Null);
+    let summary = token_summary(&client).await;
     rows.push(Row::from_result(
         row("handshake"),
         authorization_seen(&seen, url).map(|what| {
@@ -356,7 +358,7 @@ async fn authorization_code(
             format!(
                 "protocol {}; {what}; {}; the testkit: {} answered 401, {} accepted",
                 session.protocol_version(),
-                token_summary(&client),
+                summary,
                 stats.unauthorized.load(Ordering::Relaxed),
                 stats.authorized.load(Ordering::Relaxed),
             )
@@ -371,7 +373,7 @@ async fn authorization_code(
         },
     ));
     rows.push(Row::from_result(row("call/echo"), echo(&session).await));
-    let token = access_token(&client);
+    let token = access_token(&client).await;
     rows.push(Row::from_result(row("shutdown"), close(session).await));
     token
 }
@@ -482,12 +484,13 @@ async fn client_credentials(url: &str, rows: &mut Vec<Row>) {
             return;
         }
     };
+    let summary = token_summary(&client).await;
     rows.push(Row::pass(
         row("handshake"),
         format!(
             "protocol {}; {}; client authentication `none` (the server authenticates no client)",
             session.protocol_version(),
-            token_summary(&client)
+            summary
         ),
     ));
     rows.push(Row::from_result(row("call/echo"), echo(&session).await));
