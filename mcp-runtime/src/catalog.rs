@@ -279,6 +279,8 @@ pub struct RuntimeCatalog {
     failures: Vec<ServerFailure>,
     notes: Vec<ServerNote>,
     connected: Vec<ConnectedServer>,
+    /// The tools' search index, built on first search (`deferred.rs`).
+    pub(crate) search: crate::search::IndexCell,
 }
 
 /// What the catalog is built from, per connected server.
@@ -491,6 +493,7 @@ impl RuntimeCatalog {
             failures,
             notes,
             connected,
+            search: Default::default(),
         }
     }
 

@@ -154,6 +154,7 @@ mod build;
 mod catalog;
 mod clock;
 mod connector;
+mod deferred;
 mod error;
 mod expiry;
 mod fingerprint_key;
@@ -166,6 +167,7 @@ mod oauth;
 mod options;
 mod plan;
 mod reaper;
+pub mod search;
 mod settings;
 
 pub use catalog::{
@@ -176,6 +178,10 @@ pub use clock::IdleClock;
 #[cfg(feature = "http")]
 pub use connector::AuthorizerSource;
 pub use connector::{Connector, DefaultConnector};
+pub use deferred::{
+    DEFAULT_SEARCH_RESULTS, DeferredError, DeferredTools, MAX_SEARCH_LIMIT, SEARCH_TOOLS,
+    SchemaSavings, ToolMatch,
+};
 pub use error::{ConnectError, EntryKind, RuntimeError};
 pub use fingerprint_key::{KEY_FILE_NAME, KeyFileError, load_or_create_key};
 pub use lease::{RuntimeLease, SessionRuntime};

@@ -540,6 +540,7 @@ impl RuntimeManager {
             return false;
         }
         let catalog = assemble(&current.servers, current.catalog.failures().to_vec());
+        catalog.inherit_search(&current.catalog);
         let runtime = Arc::new(SessionRuntime {
             last_used: AtomicU64::new(0),
             slot: Arc::clone(slot),
