@@ -162,6 +162,57 @@ pub enum DeferredError {
 ///
 /// It holds no runtime: give it the session's lease at each call, so a
 /// catalog refreshed meanwhile (`list_changed`) is the one used.
+///
+/// # Example
+///
+/// An agent loop wires it in where it lists tools for the model and where
+/// it runs the model's tool calls:
+///
+/// ```
+/// use std::sync::Arc;
+/// use mcp_stack_config::{Options, parse_str, resolve};
+/// use mcp_stack_runtime::{DeferredError, DeferredTools, RuntimeManager, RuntimeOptions, SEARCH_TOOLS};
+/// use mcp_stack_testkit::InProcessConnector;
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # let text = r#"{"mcpServers": {"kit": {"command": "mcp-testkit"}}}"#;
+/// # let config = resolve(&parse_str(text, &Options::new()).unwrap().config, &|_: &str| None).unwrap();
+/// let manager = RuntimeManager::with_connector(
+///     RuntimeOptions::default(),
+///     Arc::new(InProcessConnector::new()),
+/// );
+/// // One per conversation: what its model is handed and may call.
+/// let deferred = DeferredTools::new().always_on(["kit__echo"]);
+///
+/// // Each turn: the session's runtime, and the tools to hand the model.
+/// let lease = manager.acquire("agent-1", &config).await?;
+/// let offered = deferred.tools(&lease);
+/// assert_eq!(offered[0].name, SEARCH_TOOLS);
+/// assert_eq!(offered[1].name, "kit__echo");
+///
+/// // Every tool call the model makes goes through `call_tool`.
+/// let found = deferred
+///     .call_tool(&lease, SEARCH_TOOLS, json!({"query": "add numbers", "limit": 1}))
+///     .await?;
+/// assert!(found.text().contains("kit__add"));
+/// let sum = deferred.call_tool(&lease, "kit__add", json!({"a": 2, "b": 3})).await?;
+/// assert_eq!(sum.text(), "5");
+///
+/// // A tool the model did not search for is refused; the error's text,
+/// // handed back as the call's result, tells it to search first.
+/// match deferred.call_tool(&lease, "kit__slow", json!({"ms": 1})).await {
+///     Err(e @ DeferredError::NotSurfaced { .. }) => assert!(e.to_string().contains(SEARCH_TOOLS)),
+///     other => panic!("{other:?}"),
+/// }
+///
+/// // What the model was not handed, in JSON bytes of tool definitions.
+/// assert!(deferred.savings().saved_bytes() > 0);
+/// drop(lease);
+/// manager.dispose_all().await;
+/// # Ok::<(), DeferredError>(())
+/// # }).unwrap();
+/// ```
 #[derive(Debug)]
 pub struct DeferredTools {
     always_on: BTreeSet<String>,
@@ -376,13 +427,14 @@ fn model_facing(t: &RuntimeTool) -> Tool {
 
 /// What a search result says of a tool: enough to call it.
 fn found_tool(t: &RuntimeTool) -> Value {
-    let mut v = json!({ "name": t.name() });
+    let mut v = serde_json::Map::new();
+    v.insert("name".into(), json!(t.name()));
     if let Some(title) = &t.tool().title {
-        v["title"] = json!(title);
+        v.insert("title".into(), json!(title));
     }
     if let Some(d) = t.description() {
-        v["description"] = json!(d);
+        v.insert("description".into(), json!(d));
     }
-    v["inputSchema"] = t.input_schema().clone();
-    v
+    v.insert("inputSchema".into(), t.input_schema().clone());
+    Value::Object(v)
 }

@@ -39,6 +39,10 @@
 //!   background and a runtime with a fresh catalog is installed, which the
 //!   next `acquire` returns (leases keep their snapshot);
 //!   [`RuntimeManager::refresh_catalog`] does it on demand.
+//! * **Tool search.** [`SessionRuntime::search_tools`] ranks the tools of
+//!   every server of the session for a query ([`search`]: BM25F over names,
+//!   titles, descriptions and parameters); [`DeferredTools`] hands a model
+//!   a `search_tools` tool instead of every definition (with an example).
 //! * **Handlers.** [`RuntimeManager::acquire_with_handlers`] gives an agent
 //!   session its own handlers of server requests (elicitation, roots,
 //!   sampling), which every server of that session gets.

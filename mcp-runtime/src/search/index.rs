@@ -168,7 +168,9 @@ impl Analyzer<'_> {
 
     fn key(&mut self, text: &str) -> Box<[u32]> {
         let mut key = Vec::new();
-        for_each_term(text, MAX_FIELD_TERMS, |t| key.push(self.vocabulary.intern(t)));
+        for_each_term(text, MAX_FIELD_TERMS, |t| {
+            key.push(self.vocabulary.intern(t))
+        });
         key.into_boxed_slice()
     }
 

@@ -70,7 +70,11 @@ fn realistic() -> Catalog {
             tool(
                 "create_issue",
                 "Create a new issue in a GitHub repository.",
-                &[("owner", "Repository owner"), ("repo", "Repository name"), ("title", "Issue title")],
+                &[
+                    ("owner", "Repository owner"),
+                    ("repo", "Repository name"),
+                    ("title", "Issue title"),
+                ],
             ),
         ),
         (
@@ -78,7 +82,11 @@ fn realistic() -> Catalog {
             tool(
                 "list_issues",
                 "List issues in a GitHub repository, filtered by state and labels.",
-                &[("owner", "Repository owner"), ("repo", "Repository name"), ("state", "open or closed")],
+                &[
+                    ("owner", "Repository owner"),
+                    ("repo", "Repository name"),
+                    ("state", "open or closed"),
+                ],
             ),
         ),
         (
@@ -86,7 +94,10 @@ fn realistic() -> Catalog {
             tool(
                 "create_pull_request",
                 "Open a pull request to merge one branch into another.",
-                &[("head", "The branch with the changes"), ("base", "The branch to merge into")],
+                &[
+                    ("head", "The branch with the changes"),
+                    ("base", "The branch to merge into"),
+                ],
             ),
         ),
         (
@@ -99,7 +110,11 @@ fn realistic() -> Catalog {
         ),
         (
             "files",
-            tool("read_file", "Read a text file.", &[("path", "Where the file is")]),
+            tool(
+                "read_file",
+                "Read a text file.",
+                &[("path", "Where the file is")],
+            ),
         ),
         (
             "files",
@@ -125,8 +140,14 @@ fn finds_tools_by_name_description_and_parameters() {
     let index = realistic().index();
     assert_eq!(index.len(), 7);
     assert_eq!(names(&index, "create issue", 1), ["github__create_issue"]);
-    assert_eq!(names(&index, "open a pull request", 1), ["github__create_pull_request"]);
-    assert_eq!(names(&index, "send a message to a channel", 1), ["slack__postMessage"]);
+    assert_eq!(
+        names(&index, "open a pull request", 1),
+        ["github__create_pull_request"]
+    );
+    assert_eq!(
+        names(&index, "send a message to a channel", 1),
+        ["slack__postMessage"]
+    );
     assert_eq!(names(&index, "post_message", 1), ["slack__postMessage"]);
     assert_eq!(names(&index, "branch", 1), ["github__create_pull_request"]);
     assert_eq!(names(&index, "attendees", 1), ["calendar__create_event"]);
@@ -169,7 +190,10 @@ fn a_name_outranks_a_description_that_repeats_the_words() {
         ("x", tool("report", "Weather for a city.", &[])),
         ("y", tool("weather", "Reports for a city.", &[])),
     ]);
-    assert_eq!(names(&catalog.index(), "weather", 2), ["y__weather", "x__report"]);
+    assert_eq!(
+        names(&catalog.index(), "weather", 2),
+        ["y__weather", "x__report"]
+    );
 }
 
 #[test]
@@ -248,7 +272,14 @@ fn an_update_reanalyzes_only_what_changed_and_ranks_as_a_build() {
     let built = after.index();
     assert_eq!(updated.reused(), 5);
     assert_eq!(built.reused(), 0);
-    for q in ["create issue", "bug report", "message", "weather city", "file", "repository"] {
+    for q in [
+        "create issue",
+        "bug report",
+        "message",
+        "weather city",
+        "file",
+        "repository",
+    ] {
         let a = updated.search(q, 10).unwrap();
         let b = built.search(q, 10).unwrap();
         assert_eq!(a, b, "{q}");
@@ -284,12 +315,29 @@ const WORDS: &[&str] = &[
 /// Words no query is made of: what an unrelated tool says.
 const OTHER: &[&str] = &["zebra", "quartz", "violin", "meadow", "harbor", "lantern"];
 
-fn words(pool: &'static [&'static str], n: std::ops::Range<usize>) -> impl Strategy<Value = Vec<&'static str>> {
+fn words(
+    pool: &'static [&'static str],
+    n: std::ops::Range<usize>,
+) -> impl Strategy<Value = Vec<&'static str>> {
     prop::collection::vec(prop::sample::select(pool), n)
 }
 
-fn any_tool(pool: &'static [&'static str]) -> impl Strategy<Value = (Vec<&'static str>, Vec<&'static str>, Vec<&'static str>, bool)> {
-    (words(pool, 1..4), words(pool, 0..12), words(pool, 0..4), any::<bool>())
+fn any_tool(
+    pool: &'static [&'static str],
+) -> impl Strategy<
+    Value = (
+        Vec<&'static str>,
+        Vec<&'static str>,
+        Vec<&'static str>,
+        bool,
+    ),
+> {
+    (
+        words(pool, 1..4),
+        words(pool, 0..12),
+        words(pool, 0..4),
+        any::<bool>(),
+    )
 }
 
 fn make(name: &[&str], description: &[&str], params: &[&str], camel: bool) -> Arc<Tool> {
@@ -301,7 +349,9 @@ fn make(name: &[&str], description: &[&str], params: &[&str], camel: bool) -> Ar
                     (*w).to_owned()
                 } else {
                     let mut c = w.chars();
-                    c.next().map(|f| f.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+                    c.next()
+                        .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                        .unwrap_or_default()
                 }
             })
             .collect::<String>()
@@ -312,7 +362,12 @@ fn make(name: &[&str], description: &[&str], params: &[&str], camel: bool) -> Ar
     tool(&name, &description.join(" "), &params)
 }
 
-type Spec = (Vec<&'static str>, Vec<&'static str>, Vec<&'static str>, bool);
+type Spec = (
+    Vec<&'static str>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+    bool,
+);
 
 fn catalog_of(specs: &[Spec]) -> Catalog {
     let servers = ["alpha", "beta", "gamma"];

@@ -82,13 +82,13 @@ fn stem(word: &mut String) {
     if word.ends_with("ies") && !word.ends_with("eies") && !word.ends_with("aies") {
         word.truncate(cut - 3);
         word.push('y');
-    } else if word.ends_with("es")
+    } else if (word.ends_with("es")
         && !word.ends_with("aes")
         && !word.ends_with("ees")
-        && !word.ends_with("oes")
+        && !word.ends_with("oes"))
+        || (word.ends_with('s') && !word.ends_with("us") && !word.ends_with("ss"))
     {
-        word.truncate(cut - 1);
-    } else if word.ends_with('s') && !word.ends_with("us") && !word.ends_with("ss") {
+        // `-es` → `-e` and `-s` → ``: both drop the `s`.
         word.truncate(cut - 1);
     }
 }
@@ -124,7 +124,10 @@ mod tests {
     #[test]
     fn plurals_fold_and_stopwords_go() {
         assert_eq!(t("queries"), ["query"]);
-        assert_eq!(t("issues files status class"), ["issue", "file", "status", "class"]);
+        assert_eq!(
+            t("issues files status class"),
+            ["issue", "file", "status", "class"]
+        );
         assert_eq!(t("the list of a repo"), ["list", "repo"]);
         // Short words are left alone.
         assert_eq!(t("has was"), ["has", "was"]);
