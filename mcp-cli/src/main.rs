@@ -41,6 +41,7 @@ mod servers;
 mod signals;
 mod target;
 mod term;
+mod tool_search;
 mod trace;
 mod words;
 
@@ -241,6 +242,19 @@ struct ToolsArgs {
     target: TargetArgs,
     #[command(flatten)]
     show: ShowArgs,
+    /// Rank the tools for QUERY (names, titles, descriptions, parameters),
+    /// best first.
+    #[arg(long, value_name = "QUERY")]
+    search: Option<String>,
+    /// With --search: how many tools to show.
+    #[arg(
+        short = 'k',
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        requires = "search"
+    )]
+    limit: usize,
 }
 
 #[derive(Debug, Args)]
@@ -373,7 +387,10 @@ fn run_cli() -> ExitCode {
             style,
             probe::SampleCall::from_args(a.call, a.args),
         )),
-        Command::Tools(a) => run_async(commands::tools(a.target, a.show, style)),
+        Command::Tools(a) => match a.search {
+            Some(q) => run_async(tool_search::search(a.target, a.show, q, a.limit, style)),
+            None => run_async(commands::tools(a.target, a.show, style)),
+        },
         Command::Call(a) => run_async(commands::call(a, style)),
         Command::Listen(a) => run_async(features::listen(a, style)),
         Command::Resources(a) => run_async(commands::resources(a.target, a.show, style)),
