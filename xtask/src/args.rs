@@ -80,6 +80,11 @@ pub(crate) enum Bench {
     /// Listing many resources across pages and reading a large blob over
     /// stdio: this stack and rmcp's client.
     Resources(ResourcesArgs),
+    /// Tool search over 10,000 generated tools: index build and update
+    /// time, p50/p99 per query over a fixed query set, and the schema bytes
+    /// a deferred catalog hands out against the full one. Needs no peers:
+    /// runs in the build it is given (use --release for the figures).
+    Search(SearchArgs),
 }
 
 /// `bench codec`.
@@ -267,6 +272,23 @@ pub(crate) struct RuntimeArgs {
     /// Sessions registered for the warm path, one figure per count.
     #[arg(long, value_name = "N,N…", value_delimiter = ',', default_values_t = [10, 1000, 100_000])]
     pub(crate) registered: Vec<usize>,
+}
+
+/// `bench search`.
+#[derive(Debug, Args)]
+pub(crate) struct SearchArgs {
+    /// Generated tools in the catalog.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) tools: usize,
+    /// Passes over the query set (each query timed on its own per pass).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) rounds: usize,
+    /// Results asked per query.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub(crate) k: usize,
+    /// The seed of the generated tools.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub(crate) seed: u64,
 }
 
 /// `soak`.

@@ -26,6 +26,7 @@ mod resources;
 mod rounds;
 #[cfg(feature = "peers")]
 mod runtime;
+mod search;
 #[cfg(feature = "peers")]
 mod stdio;
 #[cfg(feature = "peers")]
@@ -40,6 +41,10 @@ use crate::args::Bench;
 /// Runs `bench <what> [options]`.
 #[cfg(feature = "peers")]
 pub(crate) fn run(what: Bench) -> Result<(), String> {
+    let what = match what {
+        Bench::Search(args) => return search::run(args),
+        other => other,
+    };
     if cfg!(debug_assertions) {
         return rerun_optimized();
     }
@@ -51,13 +56,18 @@ pub(crate) fn run(what: Bench) -> Result<(), String> {
         Bench::Resources(args) => resources::run(args),
         Bench::Runtime(args) => runtime::run(args),
         Bench::Stdio(args) => stdio::run(args),
+        Bench::Search(args) => search::run(args),
     }
 }
 
 /// Runs `bench <what> [options]`: in this build, by building the one that can.
 #[cfg(not(feature = "peers"))]
-pub(crate) fn run(_what: Bench) -> Result<(), String> {
-    rerun_optimized()
+pub(crate) fn run(what: Bench) -> Result<(), String> {
+    match what {
+        // IO-free and on this workspace alone: no peers to build.
+        Bench::Search(args) => search::run(args),
+        _ => rerun_optimized(),
+    }
 }
 
 /// Numbers from a debug build mean nothing, and a build without the peers
