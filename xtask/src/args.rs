@@ -386,6 +386,15 @@ mod tests {
         assert_eq!(a.iters, 3);
         assert_eq!(a.seed, 1, "the default");
 
+        let cli = parse(&["bench", "search", "--tools=500", "--k", "3"]).unwrap();
+        let Some(Task::Bench {
+            what: Bench::Search(a),
+        }) = cli.task
+        else {
+            panic!("{cli:?}")
+        };
+        assert_eq!((a.tools, a.k, a.rounds, a.seed), (500, 3, 100, 1));
+
         let cli = parse(&[
             "conformance-client",
             "--protocol=2026-07-28",
