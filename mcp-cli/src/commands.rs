@@ -23,7 +23,7 @@ use crate::{CallArgs, ShowArgs, TargetArgs, arguments};
 
 /// Opens what the options name: the config's servers through the runtime
 /// (`--config`), else one server, its session set up by `adjust`.
-async fn open(
+pub(crate) async fn open(
     target: &TargetArgs,
     show: ShowArgs,
     style: Style,
@@ -39,7 +39,7 @@ async fn open(
 }
 
 /// The exit status of a listing: a failure when a server did not start.
-fn listed(some_failed: bool) -> ExitCode {
+pub(crate) fn listed(some_failed: bool) -> ExitCode {
     if some_failed {
         CliError::new(
             "server",

@@ -42,6 +42,7 @@ mod servers;
 mod signals;
 mod target;
 mod term;
+mod tool_search;
 mod trace;
 mod words;
 
@@ -258,6 +259,19 @@ struct ToolsArgs {
     /// marked) or off.
     #[arg(long, value_name = "POLICY", value_parser = cache::parse_policy)]
     pinning: Option<mcp_stack_runtime::PinPolicy>,
+    /// Rank the tools for QUERY (names, titles, descriptions, parameters),
+    /// best first.
+    #[arg(long, value_name = "QUERY")]
+    search: Option<String>,
+    /// With --search: how many tools to show.
+    #[arg(
+        short = 'k',
+        long,
+        value_name = "N",
+        default_value_t = 10,
+        requires = "search"
+    )]
+    limit: usize,
 }
 
 #[derive(Debug, Args)]
@@ -394,7 +408,10 @@ fn run_cli() -> ExitCode {
         Command::Tools(a) => {
             cache::set_pinning(a.pinning);
             cache::allow_cached_listing(a.refresh);
-            run_async(commands::tools(a.target, a.show, style))
+            match a.search {
+                Some(q) => run_async(tool_search::search(a.target, a.show, q, a.limit, style)),
+                None => run_async(commands::tools(a.target, a.show, style)),
+            }
         }
         Command::Pins(c) => cache::pins(c, style),
         Command::Call(a) => run_async(commands::call(a, style)),

@@ -295,6 +295,8 @@ pub struct RuntimeCatalog {
     notes: Vec<ServerNote>,
     connected: Vec<ConnectedServer>,
     pin_reports: Vec<crate::persist::PinReport>,
+    /// The tools' search index, built on first search (`deferred.rs`).
+    pub(crate) search: crate::search::IndexCell,
 }
 
 /// What the catalog is built from, per connected server.
@@ -528,6 +530,7 @@ impl RuntimeCatalog {
             notes,
             connected,
             pin_reports: Vec::new(),
+            search: Default::default(),
         }
     }
 

@@ -39,6 +39,10 @@
 //!   background and a runtime with a fresh catalog is installed, which the
 //!   next `acquire` returns (leases keep their snapshot);
 //!   [`RuntimeManager::refresh_catalog`] does it on demand.
+//! * **Tool search.** [`SessionRuntime::search_tools`] ranks the tools of
+//!   every server of the session for a query ([`search`]: BM25F over names,
+//!   titles, descriptions and parameters); [`DeferredTools`] hands a model
+//!   a `search_tools` tool instead of every definition (with an example).
 //! * **Handlers.** [`RuntimeManager::acquire_with_handlers`] gives an agent
 //!   session its own handlers of server requests (elicitation, roots,
 //!   sampling), which every server of that session gets.
@@ -154,6 +158,7 @@ mod build;
 mod catalog;
 mod clock;
 mod connector;
+mod deferred;
 mod error;
 mod expiry;
 mod fingerprint_key;
@@ -167,6 +172,7 @@ mod options;
 pub mod persist;
 mod plan;
 mod reaper;
+pub mod search;
 mod settings;
 
 pub use catalog::{
@@ -177,6 +183,10 @@ pub use clock::IdleClock;
 #[cfg(feature = "http")]
 pub use connector::AuthorizerSource;
 pub use connector::{Connector, DefaultConnector};
+pub use deferred::{
+    DEFAULT_SEARCH_RESULTS, DeferredError, DeferredTools, MAX_SEARCH_LIMIT, SEARCH_TOOLS,
+    SchemaSavings, ToolMatch,
+};
 pub use error::{ConnectError, EntryKind, RuntimeError};
 pub use fingerprint_key::{KEY_FILE_NAME, KeyFileError, load_or_create_key};
 pub use lease::{RuntimeLease, SessionRuntime};

@@ -662,6 +662,7 @@ impl RuntimeManager {
             current.catalog.failures().to_vec(),
             self.inner.persist.as_ref(),
         );
+        catalog.inherit_search(&current.catalog);
         let runtime = Arc::new(SessionRuntime {
             last_used: AtomicU64::new(0),
             slot: Arc::clone(slot),

@@ -87,6 +87,11 @@ pub(crate) enum Bench {
     /// start: time to catalog cold and from the persisted catalog, beside
     /// rmcp (one client per server, in turn and joined).
     Start(StartArgs),
+    /// Tool search over 10,000 generated tools: index build and update
+    /// time, p50/p99 per query over a fixed query set, and the schema bytes
+    /// a deferred catalog hands out against the full one. Needs no peers:
+    /// runs in the build it is given (use --release for the figures).
+    Search(SearchArgs),
 }
 
 /// `bench start`.
@@ -305,6 +310,23 @@ pub(crate) struct RuntimeArgs {
     pub(crate) registered: Vec<usize>,
 }
 
+/// `bench search`.
+#[derive(Debug, Args)]
+pub(crate) struct SearchArgs {
+    /// Generated tools in the catalog.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) tools: usize,
+    /// Passes over the query set (each query timed on its own per pass).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) rounds: usize,
+    /// Results asked per query.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    pub(crate) k: usize,
+    /// The seed of the generated tools.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub(crate) seed: u64,
+}
+
 /// `soak`.
 #[derive(Debug, Args)]
 pub(crate) struct SoakArgs {
@@ -399,6 +421,15 @@ mod tests {
         assert_eq!(a.mb, 4.0);
         assert_eq!(a.iters, 3);
         assert_eq!(a.seed, 1, "the default");
+
+        let cli = parse(&["bench", "search", "--tools=500", "--k", "3"]).unwrap();
+        let Some(Task::Bench {
+            what: Bench::Search(a),
+        }) = cli.task
+        else {
+            panic!("{cli:?}")
+        };
+        assert_eq!((a.tools, a.k, a.rounds, a.seed), (500, 3, 100, 1));
 
         let cli = parse(&[
             "conformance-client",

@@ -26,6 +26,7 @@ mod resources;
 mod rounds;
 #[cfg(feature = "peers")]
 mod runtime;
+mod search;
 #[cfg(feature = "peers")]
 mod start;
 #[cfg(feature = "peers")]
@@ -44,6 +45,10 @@ use crate::args::Bench;
 /// Runs `bench <what> [options]`.
 #[cfg(feature = "peers")]
 pub(crate) fn run(what: Bench) -> Result<(), String> {
+    let what = match what {
+        Bench::Search(args) => return search::run(args),
+        other => other,
+    };
     if cfg!(debug_assertions) && !matches!(&what, Bench::Start(a) if a.debug_check) {
         return rerun_optimized();
     }
@@ -56,13 +61,18 @@ pub(crate) fn run(what: Bench) -> Result<(), String> {
         Bench::Resources(args) => resources::run(args),
         Bench::Runtime(args) => runtime::run(args),
         Bench::Stdio(args) => stdio::run(args),
+        Bench::Search(args) => search::run(args),
     }
 }
 
 /// Runs `bench <what> [options]`: in this build, by building the one that can.
 #[cfg(not(feature = "peers"))]
-pub(crate) fn run(_what: Bench) -> Result<(), String> {
-    rerun_optimized()
+pub(crate) fn run(what: Bench) -> Result<(), String> {
+    match what {
+        // IO-free and on this workspace alone: no peers to build.
+        Bench::Search(args) => search::run(args),
+        _ => rerun_optimized(),
+    }
 }
 
 /// Numbers from a debug build mean nothing, and a build without the peers
