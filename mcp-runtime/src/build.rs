@@ -165,7 +165,7 @@ impl Builder<'_> {
                         let prior = old_failure
                             .filter(|f| f.fingerprint == server.fingerprint)
                             .map_or(0, |f| f.attempts);
-                        match self.offline_from_cache(server) {
+                        match self.offline_from_cache(server, &slot.identity) {
                             Some(o) => {
                                 offline.insert(name.clone(), Arc::clone(&o));
                                 deferred.push(o);
@@ -208,7 +208,7 @@ impl Builder<'_> {
                     };
                     self.counters.failed.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(session = %slot.id, "MCP {failure}");
-                    if let Some(o) = self.persisted_failure(server, &failure) {
+                    if let Some(o) = self.persisted_failure(server, &failure, &slot.identity) {
                         offline.insert(server.name.clone(), o);
                     }
                     failures.push(failure);
@@ -255,12 +255,12 @@ impl Builder<'_> {
     /// A server to connect in the background, listed meanwhile from its
     /// persisted lists (when the cache has them and connects in the
     /// background).
-    fn offline_from_cache(&self, server: &ResolvedServer) -> Option<Arc<Offline>> {
+    fn offline_from_cache(&self, server: &ResolvedServer, identity: &str) -> Option<Arc<Offline>> {
         let persist = self.persist?;
         if !persist.options.background_connect {
             return None;
         }
-        let record = persist.load(server)?;
+        let record = persist.load(server, identity)?;
         Some(Arc::new(offline_of(
             server,
             &record,
@@ -274,8 +274,9 @@ impl Builder<'_> {
         &self,
         server: &ResolvedServer,
         failure: &ServerFailure,
+        identity: &str,
     ) -> Option<Arc<Offline>> {
-        let record = self.persist?.load(server)?;
+        let record = self.persist?.load(server, identity)?;
         let state = OfflineState::Failed(failure.to_string());
         Some(Arc::new(offline_of(server, &record, state)))
     }
@@ -413,7 +414,11 @@ impl Builder<'_> {
         };
         let lists = ServerLists::fetch(&session, tools, None, None, Which::ALL).await;
         if let Some(persist) = self.persist {
-            persist.save(&server.fingerprint, &lists.to_record(server, &session));
+            persist.save(
+                &server.fingerprint,
+                &lists.to_record(server, &session),
+                &slot.identity,
+            );
         }
         let counters = Arc::clone(self.counters);
         counters.connections.fetch_add(1, Ordering::Relaxed);

@@ -367,7 +367,9 @@ impl RuntimeManager {
         let mut age = std::time::Duration::ZERO;
         let mut fresh = true;
         for (name, server) in &config.servers {
-            let record = persist.load(server)?;
+            // The single user's (the `mcp` command's): a private catalog
+            // is never another identity's.
+            let record = persist.load(server, "")?;
             age = age.max(record.age());
             fresh &= record.age() < record.fresh_for(persist.options.fresh_for);
             let lists = Arc::new(crate::lists::ServerLists::from_record(&record));
@@ -653,6 +655,7 @@ impl RuntimeManager {
                 persist.save(
                     &conn.server.fingerprint,
                     &conn.lists().to_record(&conn.server, &conn.session),
+                    &slot.identity,
                 );
             }
         }

@@ -283,12 +283,23 @@ impl Persist {
         Ok(Arc::new(Persist { options, key, pins }))
     }
 
-    fn entry_path(&self, name: &str, fingerprint: &Fingerprint, private: bool) -> PathBuf {
+    fn entry_path(
+        &self,
+        name: &str,
+        fingerprint: &Fingerprint,
+        private: bool,
+        identity: &str,
+    ) -> PathBuf {
+        // A private result is the authorization context's and the agent
+        // session's identity's alone (two users of one runtime never read
+        // each other's); a public one is shared.
         let scope = if private {
-            format!(
-                "private:{}",
-                self.options.auth_context.as_deref().unwrap_or("")
-            )
+            serde_json::json!([
+                "private",
+                self.options.auth_context.as_deref().unwrap_or(""),
+                identity
+            ])
+            .to_string()
         } else {
             "public".to_owned()
         };
@@ -306,13 +317,14 @@ impl Persist {
         self.options.dir.join(format!("{hex}.{ENTRY_EXT}"))
     }
 
-    /// The persisted lists of `server` under its fingerprint (and this
-    /// cache's authorization context), if any usable are kept.
-    pub(crate) fn load(&self, server: &ResolvedServer) -> Option<ServerRecord> {
+    /// The persisted lists of `server` under its fingerprint (and, for
+    /// private ones, this cache's authorization context and `identity`, the
+    /// agent session's user), if any usable are kept.
+    pub(crate) fn load(&self, server: &ResolvedServer, identity: &str) -> Option<ServerRecord> {
         let hex = server.fingerprint.to_hex();
         // A private file first (only this context's), then a public one.
         for private in [true, false] {
-            let path = self.entry_path(&server.name, &server.fingerprint, private);
+            let path = self.entry_path(&server.name, &server.fingerprint, private, identity);
             let body = match file::read(&path, &self.key, Kind::Entry, self.options.max_entry_bytes)
             {
                 Ok(Some(b)) => b,
@@ -342,7 +354,7 @@ impl Persist {
 
     /// Persists `record` (atomically), then evicts the oldest entries over
     /// the folder's bound.
-    pub(crate) fn save(&self, fingerprint: &Fingerprint, record: &ServerRecord) {
+    pub(crate) fn save(&self, fingerprint: &Fingerprint, record: &ServerRecord, identity: &str) {
         let body = match serde_json::to_vec(record) {
             Ok(b) => b,
             Err(e) => {
@@ -359,9 +371,9 @@ impl Persist {
             );
             return;
         }
-        let path = self.entry_path(&record.server, fingerprint, record.private);
+        let path = self.entry_path(&record.server, fingerprint, record.private, identity);
         // The other scope's file of this fingerprint is now out of date.
-        let other = self.entry_path(&record.server, fingerprint, !record.private);
+        let other = self.entry_path(&record.server, fingerprint, !record.private, identity);
         if let Err(e) = file::write(&path, &self.key, Kind::Entry, &body) {
             tracing::warn!(path = %path.display(), "cannot persist MCP catalog: {e}");
             return;
@@ -483,13 +495,30 @@ mod tests {
         let open = |ctx: Option<&str>| {
             Persist::open(CatalogCache::in_dir(&dir).auth_context(ctx.map(str::to_owned))).unwrap()
         };
-        open(Some("alice")).save(&s.fingerprint, &record(&s, true));
-        assert!(open(Some("alice")).load(&s).is_some());
-        assert!(open(Some("bob")).load(&s).is_none());
-        assert!(open(None).load(&s).is_none());
+        open(Some("alice")).save(&s.fingerprint, &record(&s, true), "");
+        assert!(open(Some("alice")).load(&s, "").is_some());
+        assert!(open(Some("bob")).load(&s, "").is_none());
+        assert!(open(None).load(&s, "").is_none());
         // A public record is shared by every context.
-        open(Some("alice")).save(&s.fingerprint, &record(&s, false));
-        assert!(open(Some("bob")).load(&s).is_some_and(|r| !r.private));
+        open(Some("alice")).save(&s.fingerprint, &record(&s, false), "");
+        assert!(open(Some("bob")).load(&s, "").is_some_and(|r| !r.private));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn private_results_are_never_read_by_another_identity() {
+        let dir = std::env::temp_dir().join(format!("mcp-persist-identity-{}", std::process::id()));
+        let s = server(
+            r#"{"mcpServers": {"h": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer abcdefgh"}}}}"#,
+        );
+        let cache = Persist::open(CatalogCache::in_dir(&dir)).unwrap();
+        cache.save(&s.fingerprint, &record(&s, true), "tenant-a/user-1");
+        assert!(cache.load(&s, "tenant-a/user-1").is_some_and(|r| r.private));
+        assert!(cache.load(&s, "tenant-a/user-2").is_none());
+        assert!(cache.load(&s, "").is_none());
+        // Another identity's own private catalog does not replace the first.
+        cache.save(&s.fingerprint, &record(&s, true), "tenant-a/user-2");
+        assert!(cache.load(&s, "tenant-a/user-1").is_some());
         let _ = fs::remove_dir_all(&dir);
     }
 }
