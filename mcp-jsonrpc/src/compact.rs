@@ -76,7 +76,7 @@ fn block_needs_escape(block: &[u8]) -> bool {
 const LEAD: usize = 16;
 
 /// Where the first byte that needs an escape is.
-fn find_escape(bytes: &[u8]) -> Option<usize> {
+pub(crate) fn find_escape(bytes: &[u8]) -> Option<usize> {
     let (lead, tail) = bytes.split_at_checked(LEAD).unwrap_or((bytes, &[]));
     if let Some(at) = find_escape_by_words(lead) {
         return Some(at);
