@@ -11,6 +11,7 @@ use crate::id::Id;
 use crate::raw::RawJson;
 
 mod batch_parse;
+mod fast;
 mod outgoing;
 mod parse;
 mod serialize;

@@ -47,11 +47,11 @@ impl RawJson {
         }))
     }
 
-    /// The value `raw`, borrowed from `text`, as a slice of `frame`, the
-    /// buffer `text` is (without copying); a copy when `text` is not in
-    /// `frame` (then `frame` is `None`, or the caller erred).
-    pub(crate) fn in_frame(frame: Option<&Bytes>, text: &str, raw: &RawValue) -> RawJson {
-        let value = raw.get();
+    /// The value `value` (one JSON value, checked), borrowed from `text`,
+    /// as a slice of `frame`, the buffer `text` is (without copying); a copy
+    /// when `text` is not in `frame` (then `frame` is `None`, or the caller
+    /// erred).
+    pub(crate) fn in_frame(frame: Option<&Bytes>, text: &str, value: &str) -> RawJson {
         if let Some(frame) = frame
             && let Some(text_at) = offset_in_bytes(frame, text)
             && let Some((start, end)) = offset_in(text, value)
@@ -190,13 +190,13 @@ mod tests {
         let frame = Bytes::from_static(br#"{"result": {"a":[1,2]} }"#);
         let text = std::str::from_utf8(&frame).unwrap();
         let value: &RawValue = serde_json::from_str(text.get(11..23).unwrap()).unwrap();
-        let raw = RawJson::in_frame(Some(&frame), text, value);
+        let raw = RawJson::in_frame(Some(&frame), text, value.get());
         assert_eq!(raw.get(), r#"{"a":[1,2]}"#);
         assert_eq!(raw.as_bytes().as_ptr(), frame.get(11..).unwrap().as_ptr());
         // Text that is not in the frame is copied.
         let other = String::from(text);
         let value: &RawValue = serde_json::from_str(other.get(11..23).unwrap()).unwrap();
-        let copied = RawJson::in_frame(Some(&frame), &other, value);
+        let copied = RawJson::in_frame(Some(&frame), &other, value.get());
         assert_eq!(copied.get(), r#"{"a":[1,2]}"#);
         assert_ne!(
             copied.as_bytes().as_ptr(),

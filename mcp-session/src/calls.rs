@@ -127,12 +127,12 @@ impl Tools {
                 request_state: input.as_ref().and_then(|(_, s)| s.as_deref()),
                 task,
             };
-            let raw = to_raw_params(method, &params)?;
+            // Written by serde straight into the outgoing frame.
             let sent = core
-                .request_raw(
+                .request_params(
                     id,
                     method,
-                    Some(raw),
+                    &params,
                     timeout,
                     options.on_progress.as_ref(),
                     &context,

@@ -26,12 +26,30 @@ pub(crate) struct Source<'a> {
 
 impl Source<'_> {
     fn keep(&self, raw: &RawValue) -> RawJson {
-        RawJson::in_frame(self.frame, self.text, raw)
+        RawJson::in_frame(self.frame, self.text, raw.get())
+    }
+
+    /// `value`, a JSON value checked and borrowed from the text.
+    pub(super) fn keep_str(&self, value: &str) -> RawJson {
+        RawJson::in_frame(self.frame, self.text, value)
     }
 }
 
-/// [`parse_payload_with`](super::parse_payload_with) after the UTF-8 check.
+/// [`parse_payload_with`](super::parse_payload_with) after the UTF-8 check:
+/// a plain success response by the fast path, anything else (or anything
+/// it is unsure of) by serde.
 pub(crate) fn parse_text(
+    source: Source<'_>,
+    batches: impl FnOnce() -> Batches,
+) -> Result<Payload, MessageError> {
+    match super::fast::response(&source) {
+        Some(message) => Ok(Payload::Single(message)),
+        None => parse_text_in_full(source, batches),
+    }
+}
+
+/// Every frame, through serde: one pass into loosely typed fields.
+pub(super) fn parse_text_in_full(
     source: Source<'_>,
     batches: impl FnOnce() -> Batches,
 ) -> Result<Payload, MessageError> {
