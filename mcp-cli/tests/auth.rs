@@ -327,7 +327,14 @@ fn keyring_login_in_one_process_is_found_by_the_next() {
         &["auth", "status", "--token-store", "keyring"],
     );
     assert!(text(&out).contains("no stored logins"), "{}", text(&out));
-    let out = mcp_keyring(&auth, &service, &[], &["tools", "--config", config]);
+    // To the server (not the catalog cache, which lists without a login):
+    // logged out, it refuses.
+    let out = mcp_keyring(
+        &auth,
+        &service,
+        &[],
+        &["tools", "--config", config, "--refresh"],
+    );
     assert!(!out.status.success(), "{}", text(&out));
 }
 
