@@ -255,7 +255,7 @@ impl Session {
     }
 
     /// Every notification the server sends from now on, as a stream (see
-    /// [`Notifications`] for its bound and what happens when you fall
+    /// [`Notifications`](crate::Notifications) for its bound and what happens when you fall
     /// behind). Any number may be open; each gets every notification, as
     /// does the [`on_notification`](SessionConfig::on_notification) callback.
     /// Dropping the stream closes it.

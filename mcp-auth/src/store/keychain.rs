@@ -72,7 +72,7 @@ const DEFAULT_CHUNK_LIMIT: usize = 1200;
 #[cfg(not(windows))]
 const DEFAULT_CHUNK_LIMIT: usize = 32 * 1024;
 
-/// A [`TokenStore`] in the OS credential store (see the module docs for its
+/// A [`TokenStore`](super::TokenStore) in the OS credential store (see the module docs for its
 /// layout, its locks and how it reads tokens the file store kept).
 ///
 /// Calls block (the OS store may ask the user to unlock it); each runs on a

@@ -13,7 +13,7 @@
 //! the URL without its query and user info), not by the config fingerprint:
 //! an edited argument or environment value keeps the pins, another program
 //! under the same name gets its own. They live in `pins/` of the cache
-//! folder, one authenticated file per server (see [`super::file`]), and are
+//! folder, one authenticated file per server (the envelope of `persist/file.rs`), and are
 //! never evicted. Every read-modify-write holds the folder's `pins.lock`.
 
 use std::collections::BTreeMap;
