@@ -232,15 +232,19 @@ async fn login_inner(args: &LoginArgs, style: Style) -> Result<StoredAuth, Strin
 }
 
 /// `mcp logout`.
-pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
-    let result = (|| -> Result<usize, String> {
+pub(crate) async fn logout(args: &ServerArgs, style: Style) -> ExitCode {
+    let result = async {
         let server = server_of(args)?;
         let key = mcp_stack_auth::canonical::canonical_resource(&server.url)
             .map_err(|e| e.to_string())?;
         // The single user's logins (identity "").
         let store = store_for(Some(&server.settings))?;
-        block_on(store.remove("", &key, None))?.map_err(|e| e.to_string())
-    })();
+        store
+            .remove("", &key, None)
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .await;
     match result {
         Ok(n) if args.json => {
             term::print_json(&json!({"removed": n}), true);
@@ -259,8 +263,11 @@ pub(crate) fn logout(args: &ServerArgs, style: Style) -> ExitCode {
 }
 
 /// `mcp auth status`.
-pub(crate) fn status(json: bool, style: Style) -> ExitCode {
-    let listed = store().and_then(|s| block_on(s.list())?.map_err(|e| e.to_string()));
+pub(crate) async fn status(json: bool, style: Style) -> ExitCode {
+    let listed = match store() {
+        Ok(s) => s.list().await.map_err(|e| e.to_string()),
+        Err(e) => Err(e),
+    };
     let entries = match listed {
         Ok(entries) => entries,
         Err(e) => return CliError::new("auth", e).report(style),
@@ -340,13 +347,4 @@ fn expiry(at: Option<u64>) -> String {
             mcp_stack_transport::describe_duration(Duration::from_secs(at - now))
         )
     }
-}
-
-/// Runs a token store call to its end (the store's API is async).
-fn block_on<T>(future: impl std::future::Future<Output = T>) -> Result<T, String> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map(|rt| rt.block_on(future))
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
 }

@@ -51,6 +51,26 @@ pub(crate) fn listed(some_failed: bool) -> ExitCode {
     }
 }
 
+/// A tool's first columns in a listing: its signature (`name(arg: type, …)`)
+/// and the first line of its description, both through the printable filter.
+pub(crate) fn tool_columns(
+    name: &str,
+    tool: &mcp_stack_protocol::types::Tool,
+    show: ShowArgs,
+    style: Style,
+) -> String {
+    let description = tool
+        .description
+        .as_deref()
+        .and_then(|d| d.lines().next())
+        .unwrap_or_default();
+    format!(
+        "{}  {}",
+        style.bold(&printable(&arguments::signature(name, &tool.input_schema))),
+        printable(&summarize(description, 100, show.full))
+    )
+}
+
 /// `mcp tools` (with `--config`: every server's, namespaced).
 pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> ExitCode {
     let servers = match open(&args, show, style, |c| c).await {
@@ -86,19 +106,9 @@ pub(crate) async fn tools(args: TargetArgs, show: ShowArgs, style: Style) -> Exi
             .as_ref()
             .map(tool_hints)
             .unwrap_or_default();
-        let description = t
-            .item
-            .description
-            .as_deref()
-            .and_then(|d| d.lines().next())
-            .unwrap_or_default();
         outln!(
-            "{}  {}{}",
-            style.bold(&printable(&arguments::signature(
-                &t.name,
-                &t.item.input_schema
-            ))),
-            printable(&summarize(description, 100, show.full)),
+            "{}{}",
+            tool_columns(&t.name, &t.item, show, style),
             if hints.is_empty() {
                 String::new()
             } else {

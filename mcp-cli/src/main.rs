@@ -426,8 +426,8 @@ fn run_cli() -> ExitCode {
         Command::Remove(a) => manage::remove(&a, style),
         Command::List(a) => run_async(list::list(a, style)),
         Command::Login(a) => run_async(auth::login(a, style)),
-        Command::Logout(a) => auth::logout(&a, style),
-        Command::Auth(auth::AuthCommand::Status { json }) => auth::status(json, style),
+        Command::Logout(a) => run_async(auth::logout(&a, style)),
+        Command::Auth(auth::AuthCommand::Status { json }) => run_async(auth::status(json, style)),
         Command::DemoServer { .. } | Command::Completions { .. } | Command::Man => {
             ExitCode::SUCCESS
         }

@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use mcp_stack_runtime::search::{IndexEntry, MAX_RESULTS, ToolIndex};
 use serde_json::Value;
 
-use crate::commands::{listed, open};
+use crate::commands::{listed, open, tool_columns};
 use crate::errors::usage_error;
-use crate::output::{Style, printable, summarize};
+use crate::output::{Style, printable};
 use crate::term::{self, errln, outln};
-use crate::{ShowArgs, TargetArgs, arguments};
+use crate::{ShowArgs, TargetArgs};
 
 /// `mcp tools --search QUERY [-k N]`.
 pub(crate) async fn search(
@@ -80,19 +80,9 @@ pub(crate) async fn search(
         );
     }
     for (h, t) in &found {
-        let description = t
-            .item
-            .description
-            .as_deref()
-            .and_then(|d| d.lines().next())
-            .unwrap_or_default();
         outln!(
-            "{}  {}  {}",
-            style.bold(&printable(&arguments::signature(
-                &t.name,
-                &t.item.input_schema
-            ))),
-            printable(&summarize(description, 100, show.full)),
+            "{}  {}",
+            tool_columns(&t.name, &t.item, show, style),
             style.dim(&format!("[score {:.2}]", h.score()))
         );
     }
