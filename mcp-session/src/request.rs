@@ -159,6 +159,15 @@ impl Inner {
                             guard.finish();
                             return Err(cannot_encode(method, &e));
                         }
+                        Err(e) if e.is_refused() => {
+                            // The server refused it (or it never left):
+                            // it is working on nothing to cancel, and a
+                            // cancellation would be one more request for
+                            // the transport (and its authorizer) to make.
+                            self.shared.lock_pending().remove(&guard.id);
+                            guard.finish();
+                            return Err(e.into());
+                        }
                         Err(e) => return Err(e.into()),
                     };
                     if let Some(outcome) = self.answered(&guard.id, answer) {

@@ -698,3 +698,115 @@ async fn a_batch_in_a_revision_without_batches_is_one_invalid_frame() {
         d.last_invalid
     );
 }
+
+/// A transport that fails the requests of one method with an error of the
+/// test's choosing, as an HTTP transport would, and forwards the rest.
+#[derive(Debug)]
+struct FailsRequests {
+    inner: Arc<mcp_stack_transport::memory::MemoryTransport>,
+    error: fn(&str) -> Option<mcp_stack_transport::TransportError>,
+    /// The ids of the requests it failed, by method.
+    failed: Mutex<Vec<(String, Value)>>,
+}
+
+impl Transport for FailsRequests {
+    fn send_with<'a>(
+        &'a self,
+        message: &'a Message,
+        context: &'a mcp_stack_transport::SendContext,
+    ) -> mcp_stack_transport::BoxFuture<'a, Result<(), mcp_stack_transport::TransportError>> {
+        self.inner.send_with(message, context)
+    }
+
+    fn request_with<'a>(
+        &'a self,
+        request: &'a Message,
+        context: &'a mcp_stack_transport::SendContext,
+    ) -> mcp_stack_transport::BoxFuture<
+        'a,
+        Result<mcp_stack_transport::Answer, mcp_stack_transport::TransportError>,
+    > {
+        match request.method().and_then(self.error) {
+            Some(e) => {
+                if let Message::Request(r) = request {
+                    let id = serde_json::to_value(&r.id).unwrap();
+                    self.failed.lock().unwrap().push((r.method.clone(), id));
+                }
+                Box::pin(std::future::ready(Err(e)))
+            }
+            None => self.inner.request_with(request, context),
+        }
+    }
+
+    fn recv(
+        &self,
+    ) -> mcp_stack_transport::BoxFuture<
+        '_,
+        Result<mcp_stack_transport::Received, mcp_stack_transport::TransportError>,
+    > {
+        self.inner.recv()
+    }
+
+    fn close(&self) -> mcp_stack_transport::BoxFuture<'_, ()> {
+        self.inner.close()
+    }
+
+    fn kind(&self) -> mcp_stack_transport::TransportKind {
+        self.inner.kind()
+    }
+}
+
+#[tokio::test]
+async fn a_refused_request_is_not_cancelled_a_broken_one_is() {
+    use mcp_stack_transport::TransportError;
+    let (t, fake) = start(tools_server(|_| None));
+    let t = FailsRequests {
+        inner: t,
+        error: |method| match method {
+            "refused" => Some(TransportError::HttpStatus {
+                status: 403,
+                url: "POST http://127.0.0.1/mcp".into(),
+                body: String::new(),
+            }),
+            "broken" => Some(TransportError::Io(std::io::Error::from(
+                std::io::ErrorKind::ConnectionReset,
+            ))),
+            _ => None,
+        },
+        failed: Mutex::new(Vec::new()),
+    };
+    let t = Arc::new(t);
+    let s = Session::connect_shared(t.clone(), config()).await.unwrap();
+    let refused = s.request("refused", None, None).await.unwrap_err();
+    assert!(refused.to_string().contains("403"), "{refused}");
+    assert_eq!(s.in_flight(), 0);
+    // The server may have taken a request whose connection broke: that
+    // one is cancelled. Had the refused one been, its cancellation (sent
+    // first, on this one-thread runtime) would be seen before this one.
+    s.request("broken", None, None).await.unwrap_err();
+    until("the broken request's cancellation", || {
+        fake.methods()
+            .iter()
+            .any(|m| m == "notifications/cancelled")
+    })
+    .await;
+    let cancelled: Vec<Value> = fake
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Notification(n) if n.method == "notifications/cancelled" => {
+                serde_json::from_str::<Value>(n.params.as_ref()?.get()).ok()
+            }
+            _ => None,
+        })
+        .collect();
+    let failed = t.failed.lock().unwrap().clone();
+    let broken = failed.iter().find(|(m, _)| m == "broken").unwrap();
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(
+        cancelled[0]["requestId"], broken.1,
+        "{cancelled:?} {failed:?}"
+    );
+}

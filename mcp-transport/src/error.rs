@@ -202,6 +202,25 @@ impl TransportError {
             || matches!(self.http_status(), Some(401 | 403))
     }
 
+    /// The message was refused, or never left: a 4xx answer, credentials
+    /// that could not be had, a session the server no longer knows, a
+    /// message that could not be encoded, a transport that could not start.
+    /// The server is not working on it, so a request that failed so has
+    /// nothing to cancel. A 5xx, a timeout or a broken connection may come
+    /// after the server took the message: those are not refusals.
+    pub fn is_refused(&self) -> bool {
+        match self {
+            TransportError::Unauthorized { .. }
+            | TransportError::SessionExpired { .. }
+            | TransportError::Encode(_)
+            | TransportError::Spawn { .. }
+            | TransportError::ProxyRefused { .. }
+            | TransportError::InvalidConfig(_) => true,
+            TransportError::HttpStatus { status, .. } => (400..500).contains(status),
+            _ => false,
+        }
+    }
+
     /// The HTTP status, when the server answered with an error status.
     pub fn http_status(&self) -> Option<u16> {
         match self {
