@@ -104,6 +104,23 @@ impl CallToolResult {
         self.is_error == Some(true)
     }
 
+    /// The text items of the content, in order, borrowed: no copy of a
+    /// large answer is made to read it.
+    ///
+    /// ```
+    /// use mcp_stack_protocol::types::{CallToolResult, Content};
+    ///
+    /// let result = CallToolResult::new(vec![Content::text("a"), Content::text("b")]);
+    /// assert_eq!(result.texts().collect::<Vec<_>>(), ["a", "b"]);
+    /// assert_eq!(result.text(), "a\nb");
+    /// ```
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|c| match c {
+            Content::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+    }
+
     /// All text content joined with newlines.
     pub fn text(&self) -> String {
         let mut out = String::new();

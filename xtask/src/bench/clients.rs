@@ -69,12 +69,20 @@ impl Ours {
 impl Ours {
     /// One `echo` call with this text; the length of the text answered.
     pub(super) async fn echo(&self, text: &str) -> Result<usize, String> {
+        /// The arguments, borrowed: `call_tool` takes any `Serialize`, so
+        /// the text is not copied into a `json!` value first (rmcp's
+        /// arguments are an owned map: its row pays that copy).
+        #[derive(serde::Serialize)]
+        struct Echo<'a> {
+            text: &'a str,
+        }
         let result = self
             .session
-            .call_tool("echo", json!({ "text": text }))
+            .call_tool("echo", Echo { text })
             .await
             .map_err(|e| format!("ours: {e}"))?;
-        Ok(result.text().len())
+        // The first text block, borrowed, as the rmcp row reads it.
+        Ok(result.texts().next().map_or(0, str::len))
     }
 
     /// Fetches the tool catalog again (`tools/list`, every page, the
