@@ -5,7 +5,8 @@
 # on 127.0.0.1 (port $MCP_TEST_POSTGRES_PORT, default 55432) with its socket
 # under /tmp, creates a database, exports MCP_TEST_POSTGRES_URL and runs the
 # tests whose names contain `postgres`. The cluster is removed on exit.
-# Extra arguments go to the test binary (a test name filter, `--nocapture`).
+# Extra arguments go to the test binary (a test name filter, `--nocapture`);
+# `--exec CMD…` runs CMD against the server instead of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_INCREMENTAL=0
@@ -50,6 +51,19 @@ trap stop EXIT
 
 echo "== PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port ($base)"
 as_db "$bin/initdb" -D "$base/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
+# TLS, for the store's own rustls connector: a throwaway CA signs the
+# server's certificate (for 127.0.0.1); the tests trust the CA's PEM
+# (MCP_TEST_POSTGRES_CA) and check that a connection without it is refused.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mcp-stack test CA" \
+  -keyout "$base/ca.key" -out "$base/ca.pem" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+  -keyout "$base/data/server.key" -out "$base/server.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' > "$base/server.ext"
+openssl x509 -req -in "$base/server.csr" -CA "$base/ca.pem" -CAkey "$base/ca.key" \
+  -CAcreateserial -days 2 -extfile "$base/server.ext" -out "$base/data/server.crt" 2>/dev/null
+chown "$user" "$base/data/server.key" "$base/data/server.crt"
+chmod 600 "$base/data/server.key"
+printf "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n" >> "$base/data/postgresql.conf"
 if ! as_db "$bin/pg_ctl" -D "$base/data" -l "$base/server.log" -w -t 60 \
   -o "-h 127.0.0.1 -p $port -k $base -c fsync=off -c max_connections=200" start >/dev/null; then
   cat "$base/server.log" >&2
@@ -59,5 +73,13 @@ fi
 as_db "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres mcp_test
 
 export MCP_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/mcp_test"
+export MCP_TEST_POSTGRES_CA="$base/ca.pem"
+if [ "${1:-}" = "--exec" ]; then
+  # `.ci/postgres.sh --exec CMD…`: CMD instead of the tests, with the same
+  # throwaway server (e.g. `cargo xtask bench http --auth --token-store postgres`).
+  shift
+  "$@"
+  exit
+fi
 echo "== cargo test (postgres)"
 cargo test -p mcp-stack-auth --features postgres --locked --test postgres -- postgres "$@"

@@ -37,6 +37,19 @@ fn url() -> String {
     }
 }
 
+/// The CA that signed the test server's certificate (PEM), from
+/// `MCP_TEST_POSTGRES_CA` (`.ci/postgres.sh` makes one and turns TLS on).
+fn ca_pem() -> String {
+    let path = std::env::var("MCP_TEST_POSTGRES_CA").unwrap_or_default();
+    if path.is_empty() {
+        panic!(
+            "MCP_TEST_POSTGRES_CA is not set: the TLS test needs the CA of a PostgreSQL server \
+             with TLS on. `.ci/postgres.sh` makes one and sets it."
+        );
+    }
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
 /// A schema of this test's own.
 fn schema(test: &str) -> String {
     format!("t_{test}_{}", std::process::id())
@@ -47,10 +60,15 @@ fn keys(id: &str, byte: u8) -> SealingKeys {
 }
 
 async fn store_with(schema: &str, keys: SealingKeys, app: &str) -> PostgresStore {
-    let options = PostgresOptions::new(url(), keys)
+    let mut options = PostgresOptions::new(url(), keys)
         .schema(schema)
         .pool_size(4)
         .application_name(app);
+    // Over TLS where the server has it (`.ci/postgres.sh` turns it on):
+    // every test then goes through the store's TLS connector.
+    if std::env::var_os("MCP_TEST_POSTGRES_CA").is_some() {
+        options = options.ca_pem(ca_pem());
+    }
     PostgresStore::connect(options).await.unwrap()
 }
 
@@ -579,4 +597,42 @@ async fn postgres_two_identities_of_one_server_never_share_a_token() {
     let s = session(&url, &alice).await;
     assert_eq!(echo(&s, "hi").await.unwrap(), "hi");
     s.close().await;
+}
+
+#[tokio::test]
+async fn postgres_over_tls_trusts_the_platform_ca_and_refuses_an_unknown_one() {
+    let schema = schema("tls");
+    let app = format!("{schema}-tls");
+    let sep = if url().contains('?') { '&' } else { '?' };
+    let tls_url = format!("{}{sep}sslmode=require", url());
+    let options = || {
+        PostgresOptions::new(tls_url.clone(), keys("k1", 1))
+            .schema(&schema)
+            .pool_size(2)
+            .application_name(&app)
+    };
+    // The throwaway CA is not in the web PKI: the server is not trusted.
+    let err = PostgresStore::connect(options()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Database { .. }), "{err:?}");
+    assert!(err.to_string().contains("certificate"), "{err}");
+
+    // With the platform's CA the store works, and its connections are TLS.
+    let store = PostgresStore::connect(options().ca_pem(ca_pem()))
+        .await
+        .unwrap();
+    let s = "https://mcp.example/mcp";
+    store.save(&entry("alice", s, "over-tls")).await.unwrap();
+    assert_eq!(token(&store.load("alice", s).await.unwrap()[0]), "over-tls");
+    let row = admin()
+        .await
+        .query_one(
+            "SELECT count(*), coalesce(bool_and(s.ssl), false) FROM pg_stat_ssl s
+             JOIN pg_stat_activity a ON a.pid = s.pid WHERE a.application_name = $1",
+            &[&app],
+        )
+        .await
+        .unwrap();
+    let (connections, all_tls): (i64, bool) = (row.get(0), row.get(1));
+    assert!(connections >= 1, "no connection of the store was found");
+    assert!(all_tls, "a connection of the store is not TLS");
 }

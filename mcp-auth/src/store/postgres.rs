@@ -144,8 +144,32 @@ fn db(e: impl fmt::Display) -> StoreError {
 fn pg(e: tokio_postgres::Error) -> StoreError {
     match e.as_db_error() {
         Some(d) => db(format_args!("{} ({})", d.message(), d.code().code())),
-        None => db(e),
+        None => db(chain(&e)),
     }
+}
+
+/// An error and its causes (`a: b: c`): the pool's and the driver's own
+/// messages stop at "error performing TLS handshake", the cause says why;
+/// an untrusted certificate gets a word on what to do.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    if text.contains("certificate") {
+        text.push_str(
+            " (the database's certificate is not trusted: give its CA with \
+             PostgresOptions::ca_pem, or `sslmode=disable` in the URL where the network is \
+             trusted)",
+        );
+    }
+    text
 }
 
 impl PostgresStore {
@@ -195,7 +219,7 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<Object, StoreError> {
-        self.inner.pool.get().await.map_err(db)
+        self.inner.pool.get().await.map_err(|e| db(chain(&e)))
     }
 
     fn sql(&self, text: &str) -> String {

@@ -106,7 +106,8 @@ impl Authorizer for CountedAuthorizer {
 }
 
 /// The store `kind` names, counted; `postgres` reads its URL from
-/// `MCP_TEST_POSTGRES_URL` (`.ci/postgres.sh` starts a server).
+/// `MCP_TEST_POSTGRES_URL` and the CA it trusts from `MCP_TEST_POSTGRES_CA`
+/// (`.ci/postgres.sh` starts a server and sets both).
 pub(crate) async fn open(kind: &str, counts: &Arc<Counts>) -> Result<Counted, String> {
     let inner: Arc<dyn TokenStore> = match kind {
         "memory" => Arc::new(MemoryStore::new()),
@@ -122,9 +123,15 @@ pub(crate) async fn open(kind: &str, counts: &Arc<Counts>) -> Result<Counted, St
                     .to_owned()
             })?;
             let key = SealingKey::new("bench", [7; 32]).map_err(|e| e.to_string())?;
-            let options = PostgresOptions::new(url, SealingKeys::new(key))
+            let mut options = PostgresOptions::new(url, SealingKeys::new(key))
                 .schema(format!("bench_{}", std::process::id()))
                 .application_name("mcp-bench");
+            // The CA of a server with TLS on (`.ci/postgres.sh` makes one).
+            if let Ok(path) = std::env::var("MCP_TEST_POSTGRES_CA") {
+                let pem = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("MCP_TEST_POSTGRES_CA: cannot read {path}: {e}"))?;
+                options = options.ca_pem(pem);
+            }
             Arc::new(
                 PostgresStore::connect(options)
                     .await
