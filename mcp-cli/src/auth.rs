@@ -239,23 +239,50 @@ pub(crate) async fn logout(args: &ServerArgs, style: Style) -> ExitCode {
             .map_err(|e| e.to_string())?;
         // The single user's logins (identity "").
         let store = store_for(Some(&server.settings))?;
-        store
+        let removed = store
             .remove("", &key, None)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        // The catalogs only a login could fetch go with it: of this server
+        // when named in a config, else of every server (the cache knows
+        // servers by name, not by URL; a public catalog stays).
+        let name = args
+            .url
+            .is_none()
+            .then_some(args.server.as_deref())
+            .flatten();
+        let forgotten = match crate::cache::dir() {
+            Some(dir) => mcp_stack_runtime::persist::forget_private(&dir, name).map_err(|e| {
+                format!(
+                    "the login was removed, but not the catalogs cached under it ({}): {e}",
+                    dir.display()
+                )
+            })?,
+            None => 0,
+        };
+        Ok::<_, String>((removed, forgotten))
     }
     .await;
     match result {
-        Ok(n) if args.json => {
-            term::print_json(&json!({"removed": n}), true);
+        Ok((n, forgotten)) if args.json => {
+            term::print_json(
+                &json!({"removed": n, "cachedCatalogsRemoved": forgotten}),
+                true,
+            );
             ExitCode::SUCCESS
         }
-        Ok(0) => {
-            outln!("no stored login for that server");
-            ExitCode::SUCCESS
-        }
-        Ok(n) => {
-            outln!("{} removed {n} stored login(s)", style.ok("✓"));
+        Ok((n, forgotten)) => {
+            if n == 0 {
+                outln!("no stored login for that server");
+            } else {
+                outln!("{} removed {n} stored login(s)", style.ok("✓"));
+            }
+            if forgotten > 0 {
+                outln!(
+                    "{} removed {forgotten} catalog(s) cached under a login",
+                    style.ok("✓")
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(e) => CliError::new("auth", e).report(style),

@@ -66,6 +66,8 @@ impl AuthDir {
             .args(args)
             .env("NO_COLOR", "1")
             .env("MCP_AUTH_DIR", &self.0)
+            // A catalog cache of its own: a logout drops cached catalogs.
+            .env("MCP_CACHE_DIR", self.0.join("cache"))
             .env_remove("MCP_BROWSER")
             .output()
             .expect("run mcp")
@@ -225,6 +227,7 @@ fn mcp_keyring(auth: &AuthDir, service: &str, env: &[(&str, &str)], args: &[&str
         .args(args)
         .env("NO_COLOR", "1")
         .env("MCP_AUTH_DIR", &auth.0)
+        .env("MCP_CACHE_DIR", auth.0.join("cache"))
         .env("MCP_KEYRING_SERVICE", service)
         .env_remove("MCP_TOKEN_STORE")
         .env_remove("MCP_BROWSER")
@@ -320,6 +323,11 @@ fn keyring_login_in_one_process_is_found_by_the_next() {
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("removed 1 stored login"), "{t}");
+    // The catalog `tools --config` cached under the login goes with it.
+    assert!(
+        t.contains("removed 1 catalog(s) cached under a login"),
+        "{t}"
+    );
     let out = mcp_keyring(
         &auth,
         &service,
@@ -327,15 +335,17 @@ fn keyring_login_in_one_process_is_found_by_the_next() {
         &["auth", "status", "--token-store", "keyring"],
     );
     assert!(text(&out).contains("no stored logins"), "{}", text(&out));
-    // To the server (not the catalog cache, which lists without a login):
-    // logged out, it refuses.
-    let out = mcp_keyring(
-        &auth,
-        &service,
-        &[],
-        &["tools", "--config", config, "--refresh"],
-    );
-    assert!(!out.status.success(), "{}", text(&out));
+    // Logged out, nothing lists the server's tools: not the cache (its
+    // catalog was dropped), and not the server, which refuses.
+    for args in [
+        &["tools", "--config", config][..],
+        &["tools", "--config", config, "--refresh"][..],
+    ] {
+        let out = mcp_keyring(&auth, &service, &[], args);
+        let t = text(&out);
+        assert!(!out.status.success(), "{args:?}: {t}");
+        assert!(!t.contains("echo"), "{args:?}: {t}");
+    }
 }
 
 #[test]

@@ -263,7 +263,7 @@ impl Builder<'_> {
         let record = persist.load(server, identity)?;
         Some(Arc::new(offline_of(
             server,
-            &record,
+            record,
             OfflineState::Connecting,
         )))
     }
@@ -278,7 +278,7 @@ impl Builder<'_> {
     ) -> Option<Arc<Offline>> {
         let record = self.persist?.load(server, identity)?;
         let state = OfflineState::Failed(failure.to_string());
-        Some(Arc::new(offline_of(server, &record, state)))
+        Some(Arc::new(offline_of(server, record, state)))
     }
 
     /// Opens a server's transport (starts its process), within its handshake timeout.
@@ -413,10 +413,11 @@ impl Builder<'_> {
             }
         };
         let lists = ServerLists::fetch(&session, tools, None, None, Which::ALL).await;
+        let authorized = self.connector.authorizes(server);
         if let Some(persist) = self.persist {
             persist.save(
                 &server.fingerprint,
-                &lists.to_record(server, &session),
+                &lists.to_record(server, &session, authorized),
                 &slot.identity,
             );
         }
@@ -439,6 +440,7 @@ impl Builder<'_> {
             server: server.clone(),
             session,
             lists: Mutex::new(Arc::new(lists)),
+            authorized,
             changes,
             in_flight: AtomicUsize::new(0),
             idle: Notify::new(),
@@ -479,7 +481,7 @@ pub(crate) async fn teardown(conn: Arc<ServerConn>, drain: Duration, why: &'stat
 /// An offline server from its persisted record.
 fn offline_of(
     server: &ResolvedServer,
-    record: &crate::persist::ServerRecord,
+    record: crate::persist::ServerRecord,
     state: OfflineState,
 ) -> Offline {
     let protocol = record
@@ -542,8 +544,13 @@ pub(crate) fn assemble(
             Some(p) => {
                 let tools: Vec<_> = s.lists.tools.iter().collect();
                 let policy = p.options.policy_for(s.server);
-                p.pins
-                    .check(s.server, &tools, policy, p.options.on_pin_event.as_ref())
+                p.pins.check(
+                    s.server,
+                    &tools,
+                    s.lists.pin_hashes(),
+                    policy,
+                    p.options.on_pin_event.as_ref(),
+                )
             }
             None => Default::default(),
         })

@@ -37,6 +37,21 @@ pub trait Connector: Send + Sync + fmt::Debug + 'static {
         let _ = identity;
         self.connect(server)
     }
+
+    /// Whether this connector may send credentials of its own to `server`
+    /// (an OAuth client, a token of the application's): then what the
+    /// server lists may be the identity's alone, and the runtime keeps its
+    /// persisted catalog private to the identity, never shared. The
+    /// default says so of every HTTP server (a connector of the
+    /// application's own may authorize any of them); stdio servers take
+    /// their credentials from their config's environment, which their
+    /// fingerprint covers.
+    fn authorizes(&self, server: &ResolvedServer) -> bool {
+        matches!(
+            server.transport,
+            mcp_stack_config::TransportConfig::Http { .. }
+        )
+    }
 }
 
 /// Starts stdio servers as child processes ([`StdioTransport`]): the
@@ -102,6 +117,21 @@ pub trait AuthorizerSource: Send + Sync + fmt::Debug + 'static {
 }
 
 impl Connector for DefaultConnector {
+    /// HTTP servers, when it has an [`AuthorizerSource`] (it may give any
+    /// of them an authorizer); a configured `Authorization` header counts
+    /// wherever the runtime looks at a server.
+    fn authorizes(&self, server: &ResolvedServer) -> bool {
+        #[cfg(feature = "http")]
+        let has_source = self.authorizers.is_some();
+        #[cfg(not(feature = "http"))]
+        let has_source = false;
+        has_source
+            && matches!(
+                server.transport,
+                mcp_stack_config::TransportConfig::Http { .. }
+            )
+    }
+
     fn connect<'a>(
         &'a self,
         server: &'a ResolvedServer,

@@ -72,6 +72,9 @@ pub(crate) struct ServerConn {
     pub(crate) session: Session,
     /// What it offers, as last fetched.
     pub(crate) lists: Mutex<Arc<ServerLists>>,
+    /// Its connector may send it credentials ([`Connector::authorizes`](crate::connector::Connector::authorizes)):
+    /// its persisted lists are private.
+    pub(crate) authorized: bool,
     /// The lists it said changed since.
     pub(crate) changes: Arc<ChangeFlags>,
     pub(crate) in_flight: AtomicUsize,

@@ -168,6 +168,9 @@ pub(crate) struct ServerLists {
     /// The tool catalog's diagnostics and the failed fetches, for the
     /// catalog's notes.
     pub(crate) notes: Vec<String>,
+    /// Each tool's pin hash by name, computed once (or read from the
+    /// persisted record): see [`ServerLists::pin_hashes`].
+    pin_hashes: std::sync::OnceLock<std::collections::BTreeMap<String, String>>,
 }
 
 impl ServerLists {
@@ -228,11 +231,27 @@ impl ServerLists {
             templates,
             prompts,
             notes,
+            pin_hashes: std::sync::OnceLock::new(),
         }
     }
 
+    /// Each tool's pin hash ([`definition_hash`](crate::persist::pins::definition_hash))
+    /// by name: computed on first use, once per fetched list; a list read
+    /// from the persisted catalog has them from its record.
+    pub(crate) fn pin_hashes(&self) -> &std::collections::BTreeMap<String, String> {
+        self.pin_hashes.get_or_init(|| {
+            self.tools
+                .iter()
+                .filter_map(|t| {
+                    let (_, hash) = crate::persist::pins::definition_hash(t)?;
+                    Some((t.name.clone(), hash))
+                })
+                .collect()
+        })
+    }
+
     /// The lists a persisted record holds (nothing fetched: no session yet).
-    pub(crate) fn from_record(record: &crate::persist::ServerRecord) -> ServerLists {
+    pub(crate) fn from_record(record: crate::persist::ServerRecord) -> ServerLists {
         fn listed<T: Clone>(items: &[T]) -> Listed<T> {
             let source = Arc::new(items.to_vec());
             Listed {
@@ -241,7 +260,18 @@ impl ServerLists {
                 error: None,
             }
         }
-        let tools = Arc::new(ToolCatalog::new(record.tools.clone(), Vec::new()));
+        let hashes = std::sync::OnceLock::new();
+        // Trusted only when they cover exactly the record's tools (a record
+        // written before they were kept has none: they are computed).
+        if record.pin_hashes.len() == record.tools.len()
+            && record
+                .tools
+                .iter()
+                .all(|t| record.pin_hashes.contains_key(&t.name))
+        {
+            let _ = hashes.set(record.pin_hashes);
+        }
+        let tools = Arc::new(ToolCatalog::new(record.tools, Vec::new()));
         ServerLists {
             notes: tools.diagnostics().to_vec(),
             tools,
@@ -249,14 +279,18 @@ impl ServerLists {
             resources: listed(&record.resources),
             templates: listed(&record.templates),
             prompts: listed(&record.prompts),
+            pin_hashes: hashes,
         }
     }
 
     /// A record of these lists, to persist.
+    /// `authorized`: fetched with credentials (a configured header, or an
+    /// authorizer the connector gave): then the record is private.
     pub(crate) fn to_record(
         &self,
         server: &mcp_stack_config::ResolvedServer,
         session: &Session,
+        authorized: bool,
     ) -> crate::persist::ServerRecord {
         let info = session.server().clone();
         let hints = crate::persist::ServerRecord::hints_of(&info);
@@ -268,13 +302,16 @@ impl ServerLists {
             fingerprint: server.fingerprint.to_hex(),
             saved_at_ms: crate::persist::now_ms(),
             ttl_ms: hints.map(|h| u64::try_from(h.ttl.as_millis()).unwrap_or(u64::MAX)),
-            private: hints.is_some_and(|h| h.private) || crate::persist::authorized(server),
+            private: hints.is_some_and(|h| h.private)
+                || authorized
+                || crate::persist::authorized(server),
             protocol: session.protocol_version().as_str().to_owned(),
             info,
             tools: self.tools.iter().map(|t| (**t).clone()).collect(),
             resources: own(&self.resources.items),
             templates: own(&self.templates.items),
             prompts: own(&self.prompts.items),
+            pin_hashes: self.pin_hashes().clone(),
         }
     }
 

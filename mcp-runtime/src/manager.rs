@@ -372,11 +372,11 @@ impl RuntimeManager {
             let record = persist.load(server, "")?;
             age = age.max(record.age());
             fresh &= record.age() < record.fresh_for(persist.options.fresh_for);
-            let lists = Arc::new(crate::lists::ServerLists::from_record(&record));
             let protocol = record
                 .protocol
                 .parse()
                 .unwrap_or(ProtocolVersion::V2025_11_25);
+            let lists = Arc::new(crate::lists::ServerLists::from_record(record));
             let o = Offline::new(server.clone(), lists, protocol, OfflineState::Connecting);
             offline.insert(name.clone(), Arc::new(o));
         }
@@ -654,7 +654,9 @@ impl RuntimeManager {
             for (conn, _) in current.servers.values().zip(&changed).filter(|(_, c)| **c) {
                 persist.save(
                     &conn.server.fingerprint,
-                    &conn.lists().to_record(&conn.server, &conn.session),
+                    &conn
+                        .lists()
+                        .to_record(&conn.server, &conn.session, conn.authorized),
                     &slot.identity,
                 );
             }

@@ -191,3 +191,60 @@ async fn each_identity_uses_its_own_login_and_never_another_users() {
     assert_eq!(n(&server.stats().oauth.authorizations), 1);
     m.dispose_all().await;
 }
+
+/// A manager like [`manager`], over a persisted catalog in `dir`.
+fn manager_with_cache(store: &Arc<dyn TokenStore>, dir: &std::path::Path) -> RuntimeManager {
+    let logins = StoredLogins::new(store.clone(), hint());
+    let connector = DefaultConnector::new().with_authorizers(Arc::new(logins));
+    let options = RuntimeOptions::default()
+        .retry_backoff(Duration::ZERO, Duration::ZERO)
+        .catalog_cache(mcp_stack_runtime::CatalogCache::in_dir(dir));
+    RuntimeManager::with_connector(options, Arc::new(connector))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_fetched_with_a_users_login_is_never_handed_to_another_user_from_the_cache() {
+    let server = oauth_server().await;
+    let url = server.url();
+    // No `oauth` block and no header: only the connector's authorizer
+    // makes this server's answers a user's own.
+    let cfg = kit_config(&url);
+    let store: Arc<dyn TokenStore> = Arc::new(MemoryStore::new());
+    log_in_as(&url, &store, "alice").await;
+    let dir = std::env::temp_dir().join(format!("mcp-runtime-private-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let first = manager_with_cache(&store, &dir);
+    let alice = first.acquire_as("alice", "alice-1", &cfg).await.unwrap();
+    assert!(!alice.catalog().tools().is_empty());
+    drop(alice);
+    first.dispose_all().await;
+
+    // A new process: Alice's catalog comes from the cache at once …
+    let second = manager_with_cache(&store, &dir);
+    let alice = second.acquire_as("alice", "alice-2", &cfg).await.unwrap();
+    assert!(
+        alice
+            .catalog()
+            .tools()
+            .iter()
+            .any(|t| t.status() == mcp_stack_runtime::ToolStatus::Connecting),
+        "alice's catalog was not read from the cache"
+    );
+    // … and Bob, who has no login, gets none of it: his server fails to
+    // start, with nothing listed.
+    let bob = second.acquire_as("bob", "bob-1", &cfg).await.unwrap();
+    assert!(
+        bob.catalog().tools().is_empty(),
+        "bob was handed alice's tools: {:?}",
+        bob.catalog()
+            .tools()
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect::<Vec<_>>()
+    );
+    assert!(bob.catalog().failures().iter().any(|f| f.server == "kit"));
+    drop((alice, bob));
+    second.dispose_all().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -214,6 +214,12 @@ pub(crate) struct ServerRecord {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) prompts: Vec<Prompt>,
+    /// Each tool's pin hash ([`pins::definition_hash`]), by name, as
+    /// computed when the record was written: a start from the cache
+    /// compares them with the pins without writing every definition out
+    /// again. The file's MAC covers them with the tools.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) pin_hashes: BTreeMap<String, String>,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -452,6 +458,40 @@ pub fn clear_cache_dir(dir: &Path) -> io::Result<usize> {
     Ok(n)
 }
 
+/// Removes the persisted catalogs of `dir` that were fetched under an
+/// authorization or marked private (of the server named `server`, or of
+/// every server with `None`), whatever the context or identity they were
+/// kept for: what a logout calls, so that a catalog only a login could
+/// fetch is not listed from the cache after it. Public catalogs and pins
+/// are kept. Files that are damaged or not this folder's are left to the
+/// next write. How many were removed; none when the folder does not exist.
+pub fn forget_private(dir: &Path, server: Option<&str>) -> io::Result<usize> {
+    if !dir.exists() {
+        return Ok(0);
+    }
+    let key = crate::fingerprint_key::load_or_create_key(dir).map_err(io::Error::other)?;
+    let key = *key.expose_bytes();
+    let _lock = DirLock::take(dir, LOCK_NAME)?;
+    let mut removed = 0;
+    for (path, ..) in entries(dir)? {
+        // Any size: the bound is for what is trusted, not for what is removed.
+        let Ok(Some(body)) = file::read(&path, &key, Kind::Entry, u64::MAX / 2) else {
+            continue;
+        };
+        let Ok(record) = serde_json::from_slice::<ServerRecord>(&body) else {
+            continue;
+        };
+        if record.private && server.is_none_or(|name| record.server == name) {
+            match fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,6 +522,7 @@ mod tests {
             resources: Vec::new(),
             templates: Vec::new(),
             prompts: Vec::new(),
+            pin_hashes: BTreeMap::new(),
         }
     }
 
@@ -502,6 +543,32 @@ mod tests {
         // A public record is shared by every context.
         open(Some("alice")).save(&s.fingerprint, &record(&s, false), "");
         assert!(open(Some("bob")).load(&s, "").is_some_and(|r| !r.private));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn forgetting_private_catalogs_keeps_public_ones_and_other_servers() {
+        let dir = std::env::temp_dir().join(format!("mcp-persist-forget-{}", std::process::id()));
+        let authorized = |name: &str| {
+            server(&format!(
+                r#"{{"mcpServers": {{"{name}": {{"url": "https://example.com/{name}", "headers": {{"Authorization": "Bearer abcdefgh"}}}}}}}}"#
+            ))
+        };
+        let (a, b) = (authorized("a"), authorized("b"));
+        let public = server(r#"{"mcpServers": {"p": {"url": "https://example.com/p"}}}"#);
+        let cache =
+            Persist::open(CatalogCache::in_dir(&dir).auth_context(Some("ctx".into()))).unwrap();
+        cache.save(&a.fingerprint, &record(&a, true), "");
+        cache.save(&a.fingerprint, &record(&a, true), "user-2");
+        cache.save(&b.fingerprint, &record(&b, true), "");
+        cache.save(&public.fingerprint, &record(&public, false), "");
+        assert_eq!(forget_private(&dir, Some("a")).unwrap(), 2);
+        assert!(cache.load(&a, "").is_none() && cache.load(&a, "user-2").is_none());
+        assert!(cache.load(&b, "").is_some());
+        assert_eq!(forget_private(&dir, None).unwrap(), 1);
+        assert!(cache.load(&b, "").is_none());
+        assert!(cache.load(&public, "").is_some());
+        assert_eq!(forget_private(&dir.join("absent"), None).unwrap(), 0);
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -170,6 +170,29 @@ fn hash(definition: &str) -> String {
     base16ct::lower::encode_string(&Sha256::digest(definition.as_bytes()))
 }
 
+/// A tool's pinned definition (the fields a pin covers, as canonical JSON
+/// text) and its hash; `None` for a tool that cannot be written as JSON.
+pub(crate) fn definition_hash(tool: &Tool) -> Option<(String, String)> {
+    let value = serde_json::to_value(tool).ok()?;
+    let def = diff::definition(&value).to_string();
+    let h = hash(&def);
+    Some((def, h))
+}
+
+/// A pins file read for its hashes only: what a check of an unchanged
+/// list needs (the definitions' text, there for diffs, is skipped over).
+#[derive(Deserialize)]
+struct PinIndex {
+    tools: BTreeMap<String, PinHashes>,
+}
+
+#[derive(Deserialize)]
+struct PinHashes {
+    hash: String,
+    offered_hash: Option<String>,
+    present: bool,
+}
+
 /// A pinned definition's text, parsed for a diff.
 fn parsed(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
@@ -219,12 +242,41 @@ impl PinStore {
         file::write(path, &self.key, Kind::Pins, &body)
     }
 
+    /// Whether every tool of `tools` is pinned with the hash `hashes`
+    /// gives it, nothing else pinned is marked present, and nothing is
+    /// offered in place of a pin: then a check has nothing to report or
+    /// write. Reads the file's hashes only.
+    fn unchanged(
+        &self,
+        path: &Path,
+        tools: &[&Arc<Tool>],
+        hashes: &BTreeMap<String, String>,
+    ) -> bool {
+        let Ok(Some(body)) = file::read(path, &self.key, Kind::Pins, MAX_PIN_BYTES) else {
+            return false;
+        };
+        let Ok(index) = serde_json::from_slice::<PinIndex>(&body) else {
+            return false;
+        };
+        let listed = tools
+            .iter()
+            .all(|t| match (index.tools.get(&t.name), hashes.get(&t.name)) {
+                (Some(pin), Some(h)) => pin.present && pin.offered_hash.is_none() && pin.hash == *h,
+                _ => false,
+            });
+        let present = index.tools.values().filter(|p| p.present).count();
+        listed && present == tools.len()
+    }
+
     /// Compares `tools` with the server's pins under `policy`, pinning what
     /// is new, and tells `listener` what it sees for the first time.
+    /// `hashes` holds the tools' pin hashes by name where they are known
+    /// (the others are computed).
     pub(crate) fn check(
         &self,
         server: &ResolvedServer,
         tools: &[&Arc<Tool>],
+        hashes: &BTreeMap<String, String>,
         policy: PinPolicy,
         listener: Option<&PinListener>,
     ) -> Checked {
@@ -237,6 +289,10 @@ impl PinStore {
             let _lock = DirLock::take(&self.dir, LOCK_NAME)?;
             let target = target(server);
             let path = self.path(&server.name, &target);
+            // The common case, a list as pinned: its hashes alone decide.
+            if self.unchanged(&path, tools, hashes) {
+                return Ok(());
+            }
             let mut pins = self.read(&path).unwrap_or_else(|| PinFile {
                 server: server.name.clone(),
                 target: target.clone(),
@@ -247,11 +303,9 @@ impl PinStore {
             let mut events = Vec::new();
             let mut seen = std::collections::BTreeSet::new();
             for tool in tools {
-                let Ok(value) = serde_json::to_value(&***tool) else {
+                let Some((def, h)) = definition_hash(tool) else {
                     continue;
                 };
-                let def = diff::definition(&value).to_string();
-                let h = hash(&def);
                 seen.insert(tool.name.clone());
                 match pins.tools.get_mut(&tool.name) {
                     None => {
