@@ -58,6 +58,7 @@ pub use codec::{
     DEFAULT_MAX_FRAME_LENGTH, EncodeError, Frame, Malformed, NewlineCodec, Oversized, Truncated,
     excerpt,
 };
+pub use compact::find_escape;
 pub use id::Id;
 pub use message::{
     ErrorObject, ErrorResponse, Message, MessageError, Notification, OutgoingRequest, Payload,

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 mod content;
 mod elicitation;
+mod plain;
 mod resources;
 mod sampling;
 mod typed;

@@ -159,22 +159,27 @@ impl Tools {
             // Read as a tool result first, the common case: `resultType` and
             // `task` then sit among its other members. Only when it is not
             // one (or does not read as one) is it read again as what it is.
-            let (complete, kind, task_object) =
-                match parse_result::<<ToolsCall as Request>::Result>(method, &result) {
-                    Ok(r) => {
-                        let kind =
-                            ResultType::named(r.extra.get(ResultType::KEY).and_then(Value::as_str));
-                        let task_object = r.extra.get("task").is_some_and(Value::is_object);
-                        (Ok(r), kind, task_object)
-                    }
-                    Err(e) => {
-                        // A scan that builds nothing says what it is instead.
-                        let shape: ResultShape = parse_result(method, &result)?;
-                        let kind =
-                            ResultType::named(shape.result_type.as_ref().and_then(Value::as_str));
-                        (Err(e), kind, shape.task.is_some_and(|t| t.0))
-                    }
-                };
+            let read = CallToolResult::from_json_str(result.get()).map_err(|e| {
+                SessionError::InvalidResponse {
+                    method: method.to_string(),
+                    reason: e.to_string(),
+                }
+            });
+            let (complete, kind, task_object) = match read {
+                Ok(r) => {
+                    let kind =
+                        ResultType::named(r.extra.get(ResultType::KEY).and_then(Value::as_str));
+                    let task_object = r.extra.get("task").is_some_and(Value::is_object);
+                    (Ok(r), kind, task_object)
+                }
+                Err(e) => {
+                    // A scan that builds nothing says what it is instead.
+                    let shape: ResultShape = parse_result(method, &result)?;
+                    let kind =
+                        ResultType::named(shape.result_type.as_ref().and_then(Value::as_str));
+                    (Err(e), kind, shape.task.is_some_and(|t| t.0))
+                }
+            };
             match kind {
                 ResultType::InputRequired => {
                     rounds += 1;

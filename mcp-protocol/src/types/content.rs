@@ -80,6 +80,29 @@ impl<'de> Deserialize<'de> for CallToolResult {
 }
 
 impl CallToolResult {
+    /// Reads a result from its JSON text: the plain shape most tools send
+    /// (text items and perhaps `isError`) without serde, in one pass over
+    /// each text; anything else with serde. The same value either way.
+    ///
+    /// ```
+    /// use mcp_stack_protocol::types::CallToolResult;
+    ///
+    /// let r = CallToolResult::from_json_str(
+    ///     r#"{"content": [{"type": "text", "text": "done"}], "isError": false}"#,
+    /// )?;
+    /// assert_eq!(r.text(), "done");
+    /// assert!(!r.is_error());
+    /// // Other shapes are serde's, errors included.
+    /// assert!(CallToolResult::from_json_str(r#"{"content": 7}"#).is_err());
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn from_json_str(text: &str) -> Result<Self, serde_json::Error> {
+        match super::plain::call_result(text) {
+            Some(result) => Ok(result),
+            None => serde_json::from_str(text),
+        }
+    }
+
     /// A result with this content (no structured content, not an error).
     pub fn new(content: Vec<Content>) -> Self {
         CallToolResult {
