@@ -615,6 +615,7 @@ async fn postgres_over_tls_trusts_the_platform_ca_and_refuses_an_unknown_one() {
     let err = PostgresStore::connect(options()).await.unwrap_err();
     assert!(matches!(err, StoreError::Database { .. }), "{err:?}");
     assert!(err.to_string().contains("certificate"), "{err}");
+    assert!(err.to_string().contains("ca_pem"), "{err}");
 
     // With the platform's CA the store works, and its connections are TLS.
     let store = PostgresStore::connect(options().ca_pem(ca_pem()))

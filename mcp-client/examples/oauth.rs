@@ -17,70 +17,45 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_stack_client::auth::agent::{Launcher, LoopbackAgent};
 use mcp_stack_client::auth::client::{OAuthClient, OAuthConfig};
-use mcp_stack_client::auth::store::{BlockingStore, LoginKey, StoreError, StoredAuth};
+use mcp_stack_client::auth::store::{BlockingStore, LoginKey, MemoryStore, StoreError, StoredAuth};
 use mcp_stack_client::serde_json::json;
 use mcp_stack_client::{HttpOptions, SessionConfig};
 use mcp_stack_testkit::http::{HttpServer, HttpServerOptions, OAuthOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The application's token store: here a map that says what it is asked to
-/// keep (a real one writes its database or the OS keychain). Entries are
-/// keyed by identity (the application's user; `""` for a single user),
-/// server and issuer; `lock` serializes refreshes per login. A store whose
-/// calls return at once implements `BlockingStore` and gets `TokenStore`;
-/// one on an async driver implements `TokenStore` itself.
+/// The application's token store: here the stack's in-memory map, with a
+/// word on what it is asked to keep (a real one writes its database or the
+/// OS keychain). Entries are keyed by identity (the application's user;
+/// `""` for a single user), server and issuer; `lock` serializes refreshes
+/// per login. A store whose calls return at once implements
+/// `BlockingStore` and gets `TokenStore`; one on an async driver
+/// implements `TokenStore` itself.
 #[derive(Debug, Default, Clone)]
 struct AppStore {
-    state: Arc<AppState>,
-}
-
-type Key = (String, String, String);
-
-#[derive(Debug, Default)]
-struct AppState {
-    entries: Mutex<BTreeMap<Key, StoredAuth>>,
-    locks: Mutex<BTreeMap<Key, Arc<tokio::sync::Mutex<()>>>>,
-    saves: AtomicUsize,
-}
-
-impl AppStore {
-    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<Key, StoredAuth>> {
-        self.state.entries.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    kept: MemoryStore,
+    saves: Arc<AtomicUsize>,
 }
 
 impl BlockingStore for AppStore {
     fn load(&self, identity: &str, server: &str) -> Result<Vec<StoredAuth>, StoreError> {
-        let entries = self.entries();
-        Ok(entries
-            .values()
-            .filter(|e| e.identity == identity && e.server == server)
-            .cloned()
-            .collect())
+        BlockingStore::load(&self.kept, identity, server)
     }
 
     fn save(&self, entry: &StoredAuth) -> Result<(), StoreError> {
-        self.state.saves.fetch_add(1, Ordering::Relaxed);
+        self.saves.fetch_add(1, Ordering::Relaxed);
         // `StoredAuth`'s Debug redacts the tokens: safe to log.
         println!(
             "  store: saving the login for {} (issuer {})",
             entry.server, entry.issuer
         );
-        let key = (
-            entry.identity.clone(),
-            entry.server.clone(),
-            entry.issuer.clone(),
-        );
-        self.entries().insert(key, entry.clone());
-        Ok(())
+        BlockingStore::save(&self.kept, entry)
     }
 
     fn remove(
@@ -89,26 +64,15 @@ impl BlockingStore for AppStore {
         server: &str,
         issuer: Option<&str>,
     ) -> Result<usize, StoreError> {
-        let mut entries = self.entries();
-        let before = entries.len();
-        entries.retain(|(id, s, i), _| {
-            !(id == identity && s == server && issuer.is_none_or(|want| want == i))
-        });
-        Ok(before - entries.len())
+        BlockingStore::remove(&self.kept, identity, server, issuer)
     }
 
     fn list(&self) -> Result<Vec<StoredAuth>, StoreError> {
-        Ok(self.entries().values().cloned().collect())
+        BlockingStore::list(&self.kept)
     }
 
     fn lock(&self, key: &LoginKey) -> Result<Box<dyn Send + Sync>, StoreError> {
-        let lock = {
-            let mut locks = self.state.locks.lock().unwrap_or_else(|e| e.into_inner());
-            let key = (key.identity.clone(), key.server.clone(), key.issuer.clone());
-            locks.entry(key).or_default().clone()
-        };
-        // The flow takes store locks on a blocking thread: blocking is fine.
-        Ok(Box::new(lock.blocking_lock_owned()))
+        BlockingStore::lock(&self.kept, key)
     }
 }
 
@@ -244,7 +208,7 @@ async fn run(url: Option<String>) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "connected again with the stored login; the browser opened {} time(s), the store saved {} time(s)",
         opened.load(Ordering::Relaxed),
-        store.state.saves.load(Ordering::Relaxed)
+        store.saves.load(Ordering::Relaxed)
     );
     if opened.load(Ordering::Relaxed) != 1 {
         return Err("expected exactly one browser opening".into());

@@ -21,7 +21,9 @@ use crate::catalog::Tools;
 use crate::config::CallOptions;
 use crate::conn::Inner;
 use crate::error::SessionError;
-use crate::parse::{CallMeta, CallParams, ResultShape, parse_result, to_raw_params};
+use crate::parse::{
+    CallMeta, CallParams, ResultShape, parse_call_result, parse_result, to_raw_params,
+};
 use crate::tools::ToolCatalog;
 
 /// A task as the call that created it returned it.
@@ -159,13 +161,7 @@ impl Tools {
             // Read as a tool result first, the common case: `resultType` and
             // `task` then sit among its other members. Only when it is not
             // one (or does not read as one) is it read again as what it is.
-            let read = CallToolResult::from_json_str(result.get()).map_err(|e| {
-                SessionError::InvalidResponse {
-                    method: method.to_string(),
-                    reason: e.to_string(),
-                }
-            });
-            let (complete, kind, task_object) = match read {
+            let (complete, kind, task_object) = match parse_call_result(method, &result) {
                 Ok(r) => {
                     let kind =
                         ResultType::named(r.extra.get(ResultType::KEY).and_then(Value::as_str));

@@ -82,10 +82,7 @@ pub(crate) fn parse_value<R: DeserializeOwned>(
     method: &str,
     value: Value,
 ) -> Result<R, SessionError> {
-    serde_json::from_value(value).map_err(|e| SessionError::InvalidResponse {
-        method: method.to_string(),
-        reason: e.to_string(),
-    })
+    serde_json::from_value(value).map_err(|e| invalid_response(method, &e))
 }
 
 /// Parses a result into `R`, once, straight from its text (a slice of the
@@ -94,10 +91,25 @@ pub(crate) fn parse_result<R: DeserializeOwned>(
     method: &str,
     raw: &RawJson,
 ) -> Result<R, SessionError> {
-    raw.parse().map_err(|e| SessionError::InvalidResponse {
+    raw.parse().map_err(|e| invalid_response(method, &e))
+}
+
+/// A tool's result (`tools/call`, `tasks/result`), read as
+/// [`CallToolResult::from_json_str`] reads it: the plain shape in one pass,
+/// any other with serde.
+pub(crate) fn parse_call_result(
+    method: &str,
+    raw: &RawJson,
+) -> Result<mcp_stack_protocol::types::CallToolResult, SessionError> {
+    mcp_stack_protocol::types::CallToolResult::from_json_str(raw.get())
+        .map_err(|e| invalid_response(method, &e))
+}
+
+fn invalid_response(method: &str, e: &serde_json::Error) -> SessionError {
+    SessionError::InvalidResponse {
         method: method.to_string(),
         reason: e.to_string(),
-    })
+    }
 }
 
 /// `tools/call` parameters, serialized straight from borrowed parts.

@@ -50,7 +50,7 @@ use crate::config::CallOptions;
 use crate::conn::Inner;
 use crate::error::SessionError;
 use crate::paging::Page;
-use crate::parse::{parse_result, parse_value};
+use crate::parse::{parse_call_result, parse_value};
 use crate::pending::Deadline;
 
 /// How often to poll a task that gives no interval.
@@ -396,7 +396,7 @@ impl TaskHandle {
             .await
         {
             Ok(raw) => {
-                let result: <TasksResult as Request>::Result = parse_result(method, &raw)?;
+                let result: <TasksResult as Request>::Result = parse_call_result(method, &raw)?;
                 self.checked(result).await
             }
             Err(SessionError::Protocol { error, .. }) => Err(SessionError::TaskFailed {

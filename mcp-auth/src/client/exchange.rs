@@ -263,6 +263,22 @@ impl OAuthClient {
         Tokens::from_response(response, requested, now_unix())
     }
 
+    /// The store's lock of this client's login at `issuer`, and what the
+    /// store holds for it under that lock.
+    async fn locked(
+        &self,
+        issuer: &str,
+    ) -> Result<(crate::store::StoreLock, Option<StoredAuth>), AuthError> {
+        let mut lock = self
+            .inner
+            .store
+            .lock(&self.login_key(issuer))
+            .await
+            .map_err(store_error)?;
+        let stored = lock.load().await.map_err(store_error)?;
+        Ok((lock, stored))
+    }
+
     /// Refreshes the token in use under the store's lock; adopts a newer
     /// token another process (or replica) wrote instead of spending the
     /// refresh token. What the refresh got is written through the lock
@@ -273,13 +289,7 @@ impl OAuthClient {
         let Some(entry) = flow.entry.clone() else {
             return Err(self.needs_login("no stored login"));
         };
-        let mut lock = self
-            .inner
-            .store
-            .lock(&self.login_key(&entry.issuer))
-            .await
-            .map_err(store_error)?;
-        let stored = lock.load().await.map_err(store_error)?;
+        let (mut lock, stored) = self.locked(&entry.issuer).await?;
         let stored_tokens_now = stored.as_ref().and_then(|s| s.tokens.clone());
         let latest = match (stored, &flow.unsaved_over) {
             // Our unsaved refresh replaced what the store still holds.
@@ -376,13 +386,7 @@ impl OAuthClient {
             self.set_unsaved(false);
             return Ok(());
         };
-        let mut lock = self
-            .inner
-            .store
-            .lock(&self.login_key(&entry.issuer))
-            .await
-            .map_err(store_error)?;
-        let stored = lock.load().await.map_err(store_error)?;
+        let (mut lock, stored) = self.locked(&entry.issuer).await?;
         match stored {
             Some(theirs) if theirs.tokens != over && theirs.tokens.is_some() => {
                 lock.release().await.map_err(store_error)?;

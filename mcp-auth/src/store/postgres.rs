@@ -151,18 +151,22 @@ fn pg(e: tokio_postgres::Error) -> StoreError {
 /// An error and its causes (`a: b: c`): the pool's and the driver's own
 /// messages stop at "error performing TLS handshake", the cause says why;
 /// an untrusted certificate gets a word on what to do.
-fn chain(e: &dyn std::error::Error) -> String {
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
-    let mut source = e.source();
+    let mut untrusted = false;
+    let mut source = Some(e);
     while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
+        untrusted |= is_certificate_error(cause);
+        if !std::ptr::addr_eq(cause, e) {
+            let more = cause.to_string();
+            if !text.ends_with(&more) {
+                text.push_str(": ");
+                text.push_str(&more);
+            }
         }
         source = cause.source();
     }
-    if text.contains("certificate") {
+    if untrusted {
         text.push_str(
             " (the database's certificate is not trusted: give its CA with \
              PostgresOptions::ca_pem, or `sslmode=disable` in the URL where the network is \
@@ -170,6 +174,21 @@ fn chain(e: &dyn std::error::Error) -> String {
         );
     }
     text
+}
+
+/// rustls refused the server's certificate: the error itself, or inside
+/// the `io::Error` the TLS stream reports it in.
+fn is_certificate_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let inner = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+        .map(|inner| inner as &(dyn std::error::Error + 'static));
+    [Some(e), inner].into_iter().flatten().any(|e| {
+        matches!(
+            e.downcast_ref::<rustls::Error>(),
+            Some(rustls::Error::InvalidCertificate(_))
+        )
+    })
 }
 
 impl PostgresStore {

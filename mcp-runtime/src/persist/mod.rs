@@ -474,8 +474,9 @@ pub fn forget_private(dir: &Path, server: Option<&str>) -> io::Result<usize> {
     let _lock = DirLock::take(dir, LOCK_NAME)?;
     let mut removed = 0;
     for (path, ..) in entries(dir)? {
-        // Any size: the bound is for what is trusted, not for what is removed.
-        let Ok(Some(body)) = file::read(&path, &key, Kind::Entry, u64::MAX / 2) else {
+        // Bounded by the folder's own bound: no entry this cache keeps is
+        // larger, and a planted file is not read whole into memory.
+        let Ok(Some(body)) = file::read(&path, &key, Kind::Entry, DEFAULT_MAX_TOTAL_BYTES) else {
             continue;
         };
         let Ok(record) = serde_json::from_slice::<ServerRecord>(&body) else {
