@@ -2,6 +2,7 @@
 //! templates and prompts under namespaced names, sorted, with the failures
 //! of servers that did not start.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -327,11 +328,12 @@ fn name_kind<T>(
     per_server: Vec<(&str, Vec<ToName<'_, T>>)>,
     notes: &mut Vec<ServerNote>,
 ) -> Vec<(String, String, Arc<T>)> {
-    let mut pairs = BTreeSet::new();
-    let mut by_pair: BTreeMap<(String, String), Arc<T>> = BTreeMap::new();
+    // (server, raw name, item): unique by (server, raw name).
+    let mut entries: Vec<(&str, Cow<'_, str>, &Arc<T>)> = Vec::new();
     for (server, mut items) in per_server {
         items.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let mut ids = HashSet::new();
+        let mut ids = HashSet::with_capacity(items.len());
+        let mut raws: HashSet<Cow<'_, str>> = HashSet::with_capacity(items.len());
         let mut shared_names = BTreeSet::new();
         let mut previous: Option<&str> = None;
         for (name, id, item) in items {
@@ -342,25 +344,23 @@ fn name_kind<T>(
                 });
                 continue;
             }
-            let raw = if previous == Some(name) {
+            let raw: Cow<'_, str> = if previous == Some(name) {
                 shared_names.insert(name);
-                format!("{name}@{id}")
+                Cow::Owned(format!("{name}@{id}"))
             } else {
-                name.to_owned()
+                Cow::Borrowed(name)
             };
             previous = Some(name);
-            let pair = (server.to_owned(), raw);
-            if !pairs.insert(pair.clone()) {
+            if !raws.insert(raw.clone()) {
                 notes.push(ServerNote {
                     server: server.to_owned(),
                     message: format!(
-                        "{kind} `{id}` is left out: another {kind} of this server is literally named `{}`",
-                        pair.1
+                        "{kind} `{id}` is left out: another {kind} of this server is literally named `{raw}`"
                     ),
                 });
                 continue;
             }
-            by_pair.insert(pair, Arc::clone(item));
+            entries.push((server, raw, item));
         }
         for name in shared_names {
             notes.push(ServerNote {
@@ -372,19 +372,22 @@ fn name_kind<T>(
             });
         }
     }
-    let (names, left_out) = naming::assign_kind(&pairs, &kind.to_string());
+    // Unique already: server names are, and raw names within a server.
+    entries.sort_unstable_by(|a, b| (a.0, &*a.1).cmp(&(b.0, &*b.1)));
+    let pairs: Vec<(&str, &str)> = entries.iter().map(|(s, raw, _)| (*s, &**raw)).collect();
+    let (names, left_out) = naming::assign_sorted(&pairs, &kind.to_string());
     notes.extend(left_out.into_iter().map(|message| ServerNote {
         server: String::new(),
         message,
     }));
     let mut out: Vec<(String, String, Arc<T>)> = names
         .into_iter()
-        .filter_map(|(pair, name)| {
-            let item = by_pair.remove(&pair)?;
-            Some((name, pair.0, item))
+        .zip(&entries)
+        .filter_map(|(name, (server, _, item))| {
+            Some((name?, (*server).to_owned(), Arc::clone(item)))
         })
         .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     out
 }
 

@@ -252,11 +252,10 @@ impl ServerLists {
 
     /// The lists a persisted record holds (nothing fetched: no session yet).
     pub(crate) fn from_record(record: crate::persist::ServerRecord) -> ServerLists {
-        fn listed<T: Clone>(items: &[T]) -> Listed<T> {
-            let source = Arc::new(items.to_vec());
+        fn listed<T: Clone>(items: Vec<T>) -> Listed<T> {
             Listed {
-                items: source.iter().cloned().map(Arc::new).collect(),
-                source: Some(source),
+                items: items.iter().cloned().map(Arc::new).collect(),
+                source: Some(Arc::new(items)),
                 error: None,
             }
         }
@@ -276,9 +275,9 @@ impl ServerLists {
             notes: tools.diagnostics().to_vec(),
             tools,
             tools_error: None,
-            resources: listed(&record.resources),
-            templates: listed(&record.templates),
-            prompts: listed(&record.prompts),
+            resources: listed(record.resources),
+            templates: listed(record.templates),
+            prompts: listed(record.prompts),
             pin_hashes: hashes,
         }
     }

@@ -18,17 +18,24 @@ pub const SEPARATOR: &str = "__";
 /// Hex digits of the hash suffix that keeps long or clashing names unique.
 const SUFFIX_HEX: usize = 8;
 
+/// Whether `c` stays as it is in a namespaced name.
+fn kept(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
 /// Replaces every character outside `[A-Za-z0-9_-]` with `_`.
 pub fn sanitize(part: &str) -> String {
-    part.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(part.len());
+    push_sanitized(&mut out, part);
+    out
+}
+
+fn push_sanitized(out: &mut String, part: &str) {
+    if part.chars().all(kept) {
+        out.push_str(part);
+    } else {
+        out.extend(part.chars().map(|c| if kept(c) { c } else { '_' }));
+    }
 }
 
 /// A short, stable hash of the (server, tool) pair.
@@ -54,12 +61,23 @@ fn with_suffix(name: &str, server: &str, tool: &str) -> String {
 /// The name a tool gets when nothing clashes with it: `SERVER__TOOL`,
 /// sanitized; a name over 64 characters is cut and gets a hash suffix.
 pub fn candidate(server: &str, tool: &str) -> String {
-    let plain = format!("{}{SEPARATOR}{}", sanitize(server), sanitize(tool));
+    let mut plain = String::with_capacity(server.len() + SEPARATOR.len() + tool.len());
+    push_sanitized(&mut plain, server);
+    plain.push_str(SEPARATOR);
+    push_sanitized(&mut plain, tool);
     if plain.len() > MAX_TOOL_NAME_LEN {
         with_suffix(&plain, server, tool)
     } else {
         plain
     }
+}
+
+/// Whether `name` is `server__tool` as it is: no character replaced,
+/// nothing cut.
+fn is_exact(name: &str, server: &str, tool: &str) -> bool {
+    name.strip_prefix(server)
+        .and_then(|rest| rest.strip_prefix(SEPARATOR))
+        == Some(tool)
 }
 
 /// Names every (server, tool) pair, uniquely and deterministically.
@@ -85,45 +103,69 @@ pub fn assign_kind(
     pairs: &BTreeSet<(String, String)>,
     kind: &str,
 ) -> (BTreeMap<(String, String), String>, Vec<String>) {
-    let mut wanted: BTreeMap<String, Vec<&(String, String)>> = BTreeMap::new();
-    for pair in pairs {
-        wanted
-            .entry(candidate(&pair.0, &pair.1))
-            .or_default()
-            .push(pair);
-    }
-    let mut named: Vec<(&(String, String), String)> = Vec::with_capacity(pairs.len());
-    for (name, claimants) in wanted {
-        if let [only] = claimants.as_slice() {
-            named.push((only, name));
+    let borrowed: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(s, t)| (s.as_str(), t.as_str()))
+        .collect();
+    let (names, notes) = assign_sorted(&borrowed, kind);
+    let out = pairs
+        .iter()
+        .zip(names)
+        .filter_map(|(pair, name)| Some((pair.clone(), name?)))
+        .collect();
+    (out, notes)
+}
+
+/// [`assign_kind`] over `pairs` sorted by (server, tool), without
+/// duplicates: each pair's name, in the same order (`None`: left out,
+/// with a note).
+pub(crate) fn assign_sorted(
+    pairs: &[(&str, &str)],
+    kind: &str,
+) -> (Vec<Option<String>>, Vec<String>) {
+    debug_assert!(pairs.is_sorted_by(|a, b| a < b), "sorted, no duplicates");
+    // (name, index, server, tool): the pairs that want each name come
+    // together, in (server, tool) order.
+    let mut slots: Vec<(String, usize, &str, &str)> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(server, tool))| (candidate(server, tool), i, server, tool))
+        .collect();
+    slots.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    for claimants in slots.chunk_by_mut(|a, b| a.0 == b.0) {
+        if claimants.len() < 2 {
             continue;
         }
-        // Claimants come in (server, tool) order: the first exact one wins.
+        // The first exact claimant keeps the name; the others get a suffix.
         let mut kept = false;
-        for pair in claimants {
-            let exact = format!("{}{SEPARATOR}{}", pair.0, pair.1) == name;
-            if exact && !kept {
+        for (name, _, server, tool) in claimants {
+            if !kept && is_exact(name, server, tool) {
                 kept = true;
-                named.push((pair, name.clone()));
             } else {
-                named.push((pair, with_suffix(&name, &pair.0, &pair.1)));
+                *name = with_suffix(name, server, tool);
             }
         }
     }
-    named.sort_by(|a, b| a.0.cmp(b.0));
-    let mut taken = BTreeSet::new();
-    let mut out = BTreeMap::new();
+    slots.sort_unstable_by_key(|slot| slot.1);
+    let names: Vec<String> = slots.into_iter().map(|slot| slot.0).collect();
+    let mut taken = std::collections::HashSet::with_capacity(names.len());
+    let keep: Vec<bool> = names.iter().map(|n| taken.insert(n.as_str())).collect();
     let mut notes = Vec::new();
-    for (pair, name) in named {
-        if taken.insert(name.clone()) {
-            out.insert(pair.clone(), name);
-        } else {
-            notes.push(format!(
-                "{kind} `{}` of server `{}` is left out: its namespaced name `{name}` is taken by another {kind}",
-                pair.1, pair.0
-            ));
-        }
-    }
+    let out = names
+        .into_iter()
+        .zip(keep)
+        .zip(pairs)
+        .map(|((name, keep), (server, tool))| {
+            if keep {
+                Some(name)
+            } else {
+                notes.push(format!(
+                    "{kind} `{tool}` of server `{server}` is left out: its namespaced name `{name}` is taken by another {kind}"
+                ));
+                None
+            }
+        })
+        .collect();
     (out, notes)
 }
 
@@ -212,5 +254,57 @@ mod tests {
         let distinct: BTreeSet<_> = names.values().collect();
         assert_eq!(distinct.len(), pairs.len());
         assert!(names.values().all(|n| valid(n)), "{names:?}");
+    }
+
+    /// The first, map-based statement of the rules: the index-based
+    /// [`assign_sorted`] must name every set of pairs exactly as it does.
+    fn reference(pairs: &BTreeSet<(String, String)>) -> BTreeMap<(String, String), String> {
+        let mut wanted: BTreeMap<String, Vec<&(String, String)>> = BTreeMap::new();
+        for pair in pairs {
+            wanted
+                .entry(candidate(&pair.0, &pair.1))
+                .or_default()
+                .push(pair);
+        }
+        let mut named = Vec::new();
+        for (name, claimants) in wanted {
+            let mut kept = claimants.len() == 1;
+            if kept {
+                named.push((claimants[0], name));
+                continue;
+            }
+            for pair in claimants {
+                if !kept && format!("{}{SEPARATOR}{}", pair.0, pair.1) == name {
+                    kept = true;
+                    named.push((pair, name.clone()));
+                } else {
+                    named.push((pair, with_suffix(&name, &pair.0, &pair.1)));
+                }
+            }
+        }
+        named.sort_by(|a, b| a.0.cmp(b.0));
+        let mut taken = BTreeSet::new();
+        named
+            .into_iter()
+            .filter(|(_, name)| taken.insert(name.clone()))
+            .map(|(pair, name)| (pair.clone(), name))
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn names_match_the_reference_and_account_for_every_pair(
+            pairs in proptest::collection::btree_set(
+                ("[ab_. ]{1,4}", "[ab_. ]{1,4}|[ab]{60,64}"),
+                0..24,
+            )
+        ) {
+            let (names, notes) = assign(&pairs);
+            proptest::prop_assert_eq!(&names, &reference(&pairs));
+            proptest::prop_assert_eq!(names.len() + notes.len(), pairs.len());
+            let distinct: BTreeSet<_> = names.values().collect();
+            proptest::prop_assert_eq!(distinct.len(), names.len());
+            proptest::prop_assert!(names.values().all(|n| valid(n)), "{:?}", names);
+        }
     }
 }

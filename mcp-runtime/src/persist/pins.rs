@@ -284,15 +284,18 @@ impl PinStore {
         if policy == PinPolicy::Off {
             return out;
         }
+        let target = target(server);
+        let path = self.path(&server.name, &target);
+        // The common case, a list as pinned: its hashes alone decide, with
+        // no lock (pin files are replaced whole, by rename, so a reader
+        // sees the old file or the new one). Anything else is compared
+        // again, tool by tool, under the lock.
+        if self.unchanged(&path, tools, hashes) {
+            return out;
+        }
         let result = (|| -> io::Result<()> {
             file::create_dir(&self.dir)?;
             let _lock = DirLock::take(&self.dir, LOCK_NAME)?;
-            let target = target(server);
-            let path = self.path(&server.name, &target);
-            // The common case, a list as pinned: its hashes alone decide.
-            if self.unchanged(&path, tools, hashes) {
-                return Ok(());
-            }
             let mut pins = self.read(&path).unwrap_or_else(|| PinFile {
                 server: server.name.clone(),
                 target: target.clone(),
