@@ -14,6 +14,7 @@ mod elicitation;
 mod plain;
 mod resources;
 mod sampling;
+mod tool;
 mod typed;
 
 pub use content::{BinaryContent, CallToolResult, Content, TaggedFields, TextContent};
@@ -268,7 +269,9 @@ pub struct Icon {
 }
 
 /// A tool the server offers.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+// Deserialize by hand (`tool.rs`): `#[serde(flatten)]` would buffer every
+// member, schemas included, before reading it a second time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// The tool's name, unique on its server.
@@ -296,7 +299,7 @@ pub struct Tool {
     pub extra: Extra,
 }
 
-fn empty_object_schema() -> Value {
+pub(crate) fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object"})
 }
 

@@ -334,13 +334,13 @@ fn classify(value: Value) -> Content {
 
 /// A map key: the index of one of the names a reader knows (read without
 /// allocating), or any other name, owned.
-enum Field {
+pub(super) enum Field {
     Known(usize),
     Other(String),
 }
 
 /// Reads a [`Field`] among these names.
-struct Key(&'static [&'static str]);
+pub(super) struct Key(pub(super) &'static [&'static str]);
 
 impl<'de> DeserializeSeed<'de> for Key {
     type Value = Field;

@@ -1,0 +1,172 @@
+//! [`Tool`] read by hand: one pass over each member, where serde's derive
+//! (with `#[serde(flatten)]` for `extra`) would first buffer the whole
+//! object, schemas included, and then read it again. A `tools/list`
+//! answer and a persisted catalog are mostly tools.
+
+use serde::Deserialize;
+use serde::de::{Deserializer, Error, MapAccess, Visitor};
+use serde_json::Value;
+
+use super::content::{Field, Key};
+use super::{Extra, Icon, Tool, ToolAnnotations, empty_object_schema};
+
+const FIELDS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "icons",
+];
+
+/// Reads `slot`'s member once; a second one is an error, as with derive.
+fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+    map: &mut A,
+    slot: &mut Option<T>,
+    index: usize,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        let name = FIELDS.get(index).copied().unwrap_or("member");
+        return Err(A::Error::duplicate_field(name));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for Tool {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> Visitor<'de> for Fields {
+            type Value = Tool;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tool object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tool, A::Error> {
+                let mut name: Option<String> = None;
+                let mut title: Option<Option<String>> = None;
+                let mut description: Option<Option<String>> = None;
+                let mut input_schema: Option<Value> = None;
+                let mut output_schema: Option<Option<Value>> = None;
+                let mut annotations: Option<Option<ToolAnnotations>> = None;
+                let mut icons: Option<Option<Vec<Icon>>> = None;
+                let mut extra = Extra::new();
+                while let Some(key) = map.next_key_seed(Key(FIELDS))? {
+                    match key {
+                        Field::Known(i @ 0) => once(&mut map, &mut name, i)?,
+                        Field::Known(i @ 1) => once(&mut map, &mut title, i)?,
+                        Field::Known(i @ 2) => once(&mut map, &mut description, i)?,
+                        Field::Known(i @ 3) => once(&mut map, &mut input_schema, i)?,
+                        Field::Known(i @ 4) => once(&mut map, &mut output_schema, i)?,
+                        Field::Known(i @ 5) => once(&mut map, &mut annotations, i)?,
+                        Field::Known(i) => once(&mut map, &mut icons, i)?,
+                        Field::Other(key) => {
+                            let value = map.next_value::<Value>()?;
+                            extra.insert(key, value);
+                        }
+                    }
+                }
+                Ok(Tool {
+                    name: name.ok_or_else(|| A::Error::missing_field("name"))?,
+                    title: title.flatten(),
+                    description: description.flatten(),
+                    input_schema: input_schema.unwrap_or_else(empty_object_schema),
+                    output_schema: output_schema.flatten(),
+                    annotations: annotations.flatten(),
+                    icons: icons.flatten(),
+                    extra,
+                })
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The derived reader this one replaces: same struct, serde's derive.
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Derived {
+        name: String,
+        #[serde(default)]
+        title: Option<String>,
+        #[serde(default)]
+        description: Option<String>,
+        #[serde(default = "empty_object_schema")]
+        input_schema: Value,
+        #[serde(default)]
+        output_schema: Option<Value>,
+        #[serde(default)]
+        annotations: Option<ToolAnnotations>,
+        #[serde(default)]
+        icons: Option<Vec<Icon>>,
+        #[serde(flatten)]
+        extra: Extra,
+    }
+
+    fn derived(v: &Value) -> Result<Tool, serde_json::Error> {
+        let d = Derived::deserialize(v)?;
+        Ok(Tool {
+            name: d.name,
+            title: d.title,
+            description: d.description,
+            input_schema: d.input_schema,
+            output_schema: d.output_schema,
+            annotations: d.annotations,
+            icons: d.icons,
+            extra: d.extra,
+        })
+    }
+
+    #[test]
+    fn reads_what_the_derive_read() {
+        let cases = [
+            json!({"name": "t"}),
+            json!({"name": "t", "title": null, "inputSchema": null, "annotations": null}),
+            json!({
+                "name": "read", "title": "Read", "description": "Reads.",
+                "inputSchema": {"type": "object", "properties": {"p": {"type": "string"}}},
+                "outputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true, "x": 1},
+                "icons": [{"src": "https://e.example/i.png"}],
+                "_meta": {"k": [1, 2]}, "execution": {"taskSupport": "optional"}
+            }),
+        ];
+        for case in cases {
+            let ours: Tool = serde_json::from_str(&case.to_string()).unwrap();
+            assert_eq!(ours, derived(&case).unwrap(), "{case}");
+            // And from a Value, as the session's typed reads do.
+            assert_eq!(Tool::deserialize(&case).unwrap(), ours);
+            // What it writes reads back the same.
+            let again: Tool = serde_json::from_value(serde_json::to_value(&ours).unwrap()).unwrap();
+            assert_eq!(again, ours);
+        }
+    }
+
+    #[test]
+    fn refuses_what_the_derive_refused() {
+        for bad in [
+            json!({"title": "no name"}),
+            json!({"name": 7}),
+            json!({"name": "t", "title": 7}),
+            json!({"name": "t", "annotations": "no"}),
+            json!([1, 2]),
+            json!("tool"),
+        ] {
+            assert!(derived(&bad).is_err(), "{bad}");
+            assert!(Tool::deserialize(&bad).is_err(), "{bad}");
+            assert!(
+                serde_json::from_str::<Tool>(&bad.to_string()).is_err(),
+                "{bad}"
+            );
+        }
+        let twice = r#"{"name": "a", "name": "b"}"#;
+        let err = serde_json::from_str::<Tool>(twice).unwrap_err();
+        assert!(err.to_string().contains("duplicate field `name`"), "{err}");
+    }
+}
