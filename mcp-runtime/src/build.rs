@@ -140,6 +140,7 @@ impl Builder<'_> {
         let mut deferred = Vec::new();
         let mut failures = Vec::new();
         let mut to_start = Vec::new();
+        let mut to_open = Vec::new();
         for (name, step) in &plan.steps {
             let old_conn = old.and_then(|o| o.servers.get(name));
             let old_offline = old.and_then(|o| o.offline.get(name));
@@ -165,15 +166,23 @@ impl Builder<'_> {
                         let prior = old_failure
                             .filter(|f| f.fingerprint == server.fingerprint)
                             .map_or(0, |f| f.attempts);
-                        match self.offline_from_cache(server, &slot.identity) {
-                            Some(o) => {
-                                offline.insert(name.clone(), Arc::clone(&o));
-                                deferred.push(o);
-                            }
-                            None => to_start.push((server, prior)),
-                        }
+                        to_open.push((server, prior));
                     }
                 }
+            }
+        }
+        // Listed from the persisted catalog where it holds them (read on
+        // every core), else started now.
+        let cached = crate::par::map(&to_open, |(server, _)| {
+            self.offline_from_cache(server, &slot.identity)
+        });
+        for ((server, prior), cached) in to_open.into_iter().zip(cached) {
+            match cached {
+                Some(o) => {
+                    offline.insert(server.name.clone(), Arc::clone(&o));
+                    deferred.push(o);
+                }
+                None => to_start.push((server, prior)),
             }
         }
         let started = futures_util::future::join_all(
@@ -479,7 +488,7 @@ pub(crate) async fn teardown(conn: Arc<ServerConn>, drain: Duration, why: &'stat
 }
 
 /// An offline server from its persisted record.
-fn offline_of(
+pub(crate) fn offline_of(
     server: &ResolvedServer,
     record: crate::persist::ServerRecord,
     state: OfflineState,
@@ -538,9 +547,9 @@ pub(crate) fn assemble(
         },
     }));
     let mut reports = Vec::new();
-    let checked: Vec<crate::persist::pins::Checked> = sources
-        .iter()
-        .map(|s| match persist {
+    // Each server's pins on its own (a file each), on every core.
+    let checked: Vec<crate::persist::pins::Checked> =
+        crate::par::map(&sources, |s| match persist {
             Some(p) => {
                 let tools: Vec<_> = s.lists.tools.iter().collect();
                 let policy = p.options.policy_for(s.server);
@@ -553,8 +562,7 @@ pub(crate) fn assemble(
                 )
             }
             None => Default::default(),
-        })
-        .collect();
+        });
     let entries: Vec<ServerEntries<'_>> = sources
         .iter()
         .zip(&checked)

@@ -169,6 +169,7 @@ pub mod naming;
 #[cfg(feature = "oauth")]
 mod oauth;
 mod options;
+mod par;
 pub mod persist;
 mod plan;
 mod reaper;

@@ -366,18 +366,20 @@ impl RuntimeManager {
         let mut offline = std::collections::BTreeMap::new();
         let mut age = std::time::Duration::ZERO;
         let mut fresh = true;
-        for (name, server) in &config.servers {
-            // The single user's (the `mcp` command's): a private catalog
-            // is never another identity's.
+        let servers: Vec<_> = config.servers.iter().collect();
+        // Read, checked and parsed on every core. The single user's (the
+        // `mcp` command's): a private catalog is never another identity's.
+        let loaded = crate::par::map(&servers, |(_, server)| {
             let record = persist.load(server, "")?;
-            age = age.max(record.age());
-            fresh &= record.age() < record.fresh_for(persist.options.fresh_for);
-            let protocol = record
-                .protocol
-                .parse()
-                .unwrap_or(ProtocolVersion::V2025_11_25);
-            let lists = Arc::new(crate::lists::ServerLists::from_record(record));
-            let o = Offline::new(server.clone(), lists, protocol, OfflineState::Connecting);
+            let age = record.age();
+            let fresh = age < record.fresh_for(persist.options.fresh_for);
+            let o = crate::build::offline_of(server, record, OfflineState::Connecting);
+            Some((age, fresh, o))
+        });
+        for ((name, _), one) in servers.into_iter().zip(loaded) {
+            let (one_age, one_fresh, o) = one?;
+            age = age.max(one_age);
+            fresh &= one_fresh;
             offline.insert(name.clone(), Arc::new(o));
         }
         let catalog = assemble(

@@ -11,7 +11,8 @@
 //!   each connected and its tools listed: the reference.
 //!
 //! Every figure is a new set of server processes; each variant runs once
-//! per round, in turn, and the median and best are printed.
+//! per round, in turn, after the processes of the one before have exited,
+//! and the median and best are printed.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -167,6 +168,32 @@ async fn rmcp_joined(program: &str, servers: usize, delay_ms: u64) -> Result<Dur
     Ok(elapsed)
 }
 
+/// Waits (up to 10 s) until the server processes of the variant before
+/// have exited and been reaped: a hundred processes exiting share the CPU
+/// with the next timing otherwise (a stdio close or rmcp's `cancel` does
+/// not wait for the process to be gone). Linux only; elsewhere it returns
+/// at once.
+async fn settle() {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while children() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// This process's child processes, from every thread's `children` file.
+fn children() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .map(|t| {
+            std::fs::read_to_string(t.path().join("children"))
+                .map_or(0, |s| s.split_whitespace().count())
+        })
+        .sum()
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -197,10 +224,14 @@ async fn bench(args: &StartArgs, program: &str) -> Result<(), String> {
     let mut tools = 0;
     for _ in 0..args.rounds {
         cold.push(ours_cold(&cfg, &dir, &mut tools).await?);
+        settle().await;
         cached.push(ours_cached(&cfg, &dir, tools).await?);
+        settle().await;
         joined.push(rmcp_joined(program, args.servers, args.delay_ms).await?);
+        settle().await;
         if !args.no_sequential {
             sequential.push(rmcp_sequential(program, args.servers, args.delay_ms).await?);
+            settle().await;
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
