@@ -92,7 +92,9 @@ pub struct CatalogCache {
     /// wins over `pinning`.
     pub server_pinning: BTreeMap<String, PinPolicy>,
     /// Told of every pin event (a tool changed, added, removed) as it is
-    /// first seen.
+    /// first seen. One server's events come in order, from one thread;
+    /// several servers are compared at once, on threads of their own, so
+    /// their events may interleave.
     pub on_pin_event: Option<PinListener>,
 }
 
