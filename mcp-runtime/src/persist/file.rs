@@ -35,6 +35,8 @@ pub(crate) enum Kind {
     Entry = 1,
     /// A server's pinned tool definitions.
     Pins = 2,
+    /// The hashes of a server's pins alone (`pins.rs`'s index).
+    PinIndex = 3,
 }
 
 /// HMAC-SHA256 (RFC 2104) over `parts`.

@@ -15,6 +15,13 @@
 //! under the same name gets its own. They live in `pins/` of the cache
 //! folder, one authenticated file per server (the envelope of `persist/file.rs`), and are
 //! never evicted. Every read-modify-write holds the folder's `pins.lock`.
+//!
+//! Beside each pin file, its *index* (`.pidx`, authenticated too): the
+//! hashes alone, a tenth of the size, which is all a check of an unchanged
+//! list reads. A write removes the index first and writes it again after
+//! the pin file, and a reset removes it first: an index is never newer than
+//! its pin file, and a missing one only sends the check the long way
+//! (which writes it again).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -33,6 +40,7 @@ use super::file::{self, DirLock, Kind};
 
 const LOCK_NAME: &str = "pins.lock";
 const PIN_EXT: &str = "pins";
+const INDEX_EXT: &str = "pidx";
 /// A pin file holds definitions: bounded like an entry.
 const MAX_PIN_BYTES: u64 = 16 << 20;
 
@@ -179,18 +187,36 @@ pub(crate) fn definition_hash(tool: &Tool) -> Option<(String, String)> {
     Some((def, h))
 }
 
-/// A pins file read for its hashes only: what a check of an unchanged
-/// list needs (the definitions' text, there for diffs, is skipped over).
-#[derive(Deserialize)]
+/// A pin file's hashes alone: what a check of an unchanged list needs,
+/// written beside the pin file as its index.
+#[derive(Serialize, Deserialize)]
 struct PinIndex {
     tools: BTreeMap<String, PinHashes>,
 }
 
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 struct PinHashes {
     hash: String,
     offered_hash: Option<String>,
     present: bool,
+}
+
+impl PinIndex {
+    fn of(pins: &PinFile) -> PinIndex {
+        let tools = pins
+            .tools
+            .iter()
+            .map(|(name, pin)| {
+                let hashes = PinHashes {
+                    hash: pin.hash.clone(),
+                    offered_hash: pin.offered_hash.clone(),
+                    present: pin.present,
+                };
+                (name.clone(), hashes)
+            })
+            .collect();
+        PinIndex { tools }
+    }
 }
 
 /// A pinned definition's text, parsed for a diff.
@@ -237,22 +263,46 @@ impl PinStore {
         serde_json::from_slice(&body).ok()
     }
 
+    /// The index beside the pin file at `path`.
+    fn index_path(path: &Path) -> PathBuf {
+        path.with_extension(INDEX_EXT)
+    }
+
+    /// Removes the index of the pin file at `path`, if there is one.
+    fn remove_index(path: &Path) -> io::Result<()> {
+        match std::fs::remove_file(Self::index_path(path)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes the index of `pins` beside the pin file at `path`.
+    fn write_index(&self, path: &Path, pins: &PinFile) -> io::Result<()> {
+        let body = serde_json::to_vec(&PinIndex::of(pins)).map_err(io::Error::other)?;
+        file::write(&Self::index_path(path), &self.key, Kind::PinIndex, &body)
+    }
+
+    /// Replaces the pin file at `path`, and its index: the old index goes
+    /// first, so that no reader takes it for the new file's.
     fn write(&self, path: &Path, pins: &PinFile) -> io::Result<()> {
         let body = serde_json::to_vec(pins).map_err(io::Error::other)?;
-        file::write(path, &self.key, Kind::Pins, &body)
+        Self::remove_index(path)?;
+        file::write(path, &self.key, Kind::Pins, &body)?;
+        self.write_index(path, pins)
     }
 
     /// Whether every tool of `tools` is pinned with the hash `hashes`
     /// gives it, nothing else pinned is marked present, and nothing is
     /// offered in place of a pin: then a check has nothing to report or
-    /// write. Reads the file's hashes only.
+    /// write. Reads the file's index only (no index: not known unchanged).
     fn unchanged(
         &self,
         path: &Path,
         tools: &[&Arc<Tool>],
         hashes: &BTreeMap<String, String>,
     ) -> bool {
-        let Ok(Some(body)) = file::read(path, &self.key, Kind::Pins, MAX_PIN_BYTES) else {
+        let index = Self::index_path(path);
+        let Ok(Some(body)) = file::read(&index, &self.key, Kind::PinIndex, MAX_PIN_BYTES) else {
             return false;
         };
         let Ok(index) = serde_json::from_slice::<PinIndex>(&body) else {
@@ -383,6 +433,10 @@ impl PinStore {
             }
             if dirty {
                 self.write(&path, &pins)?;
+            } else if path.exists() && !Self::index_path(&path).exists() {
+                // A pin file from before indexes, or one whose index a
+                // crash left unwritten.
+                self.write_index(&path, &pins)?;
             }
             drop(_lock);
             for e in &events {
@@ -484,9 +538,127 @@ pub fn reset(cache_dir: &Path, server: Option<&str>) -> io::Result<usize> {
     let mut n = 0;
     for (path, f) in each_file(&store)? {
         if server.is_none_or(|s| s == f.server) {
+            PinStore::remove_index(&path)?;
             std::fs::remove_file(path)?;
             n += 1;
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use mcp_stack_config::{FingerprintKey, Options, parse_str, resolve_with_key};
+    use serde_json::json;
+
+    use super::*;
+
+    fn server() -> ResolvedServer {
+        let text = r#"{"mcpServers": {"files": {"command": "files-server"}}}"#;
+        let loaded = parse_str(text, &Options::new()).unwrap();
+        let key = FingerprintKey::from_bytes([3; 32]);
+        let cfg = resolve_with_key(&loaded.config, &|_: &str| None, &key).unwrap();
+        cfg.servers["files"].clone()
+    }
+
+    fn tools(description: &str) -> Vec<Arc<Tool>> {
+        ["read", "write"]
+            .iter()
+            .map(|name| {
+                let tool = json!({"name": name, "description": description, "inputSchema": {"type": "object"}});
+                Arc::new(serde_json::from_value(tool).unwrap())
+            })
+            .collect()
+    }
+
+    fn hashes(tools: &[Arc<Tool>]) -> BTreeMap<String, String> {
+        tools
+            .iter()
+            .map(|t| (t.name.clone(), definition_hash(t).unwrap().1))
+            .collect()
+    }
+
+    /// Checks `tools` under `Warn`: the statuses reported, by tool.
+    fn check(store: &PinStore, tools: &[Arc<Tool>]) -> Vec<(String, PinStatus)> {
+        let refs: Vec<&Arc<Tool>> = tools.iter().collect();
+        let checked = store.check(&server(), &refs, &hashes(tools), PinPolicy::Warn, None);
+        checked
+            .reports
+            .into_iter()
+            .map(|r| (r.tool, r.status))
+            .collect()
+    }
+
+    fn store(name: &str) -> (PinStore, PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("mcp-pins-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = PinStore::new(dir.join("pins"), [5; 32]);
+        let s = server();
+        let path = store.path(&s.name, &target(&s));
+        let index = PinStore::index_path(&path);
+        (store, path, index)
+    }
+
+    #[test]
+    fn an_unchanged_list_is_decided_by_its_index_alone() {
+        let (store, path, index) = store("index-alone");
+        assert!(check(&store, &tools("v1")).is_empty(), "first seen: pinned");
+        assert!(path.exists() && index.exists());
+        // A pin file the long way would not read (and would write again).
+        std::fs::write(&path, b"damaged").unwrap();
+        assert!(check(&store, &tools("v1")).is_empty());
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"damaged",
+            "not read, not written"
+        );
+        let _ = std::fs::remove_dir_all(store.dir.parent().unwrap());
+    }
+
+    #[test]
+    fn a_pin_file_without_its_index_is_read_whole_and_indexed() {
+        let (store, path, index) = store("no-index");
+        assert!(check(&store, &tools("v1")).is_empty());
+        // A pin file from before indexes.
+        std::fs::remove_file(&index).unwrap();
+        assert!(check(&store, &tools("v1")).is_empty());
+        assert!(index.exists(), "indexed again");
+        std::fs::remove_file(&index).unwrap();
+        let reports = check(&store, &tools("v2"));
+        assert_eq!(
+            reports,
+            [
+                ("read".to_owned(), PinStatus::Changed),
+                ("write".to_owned(), PinStatus::Changed),
+            ]
+        );
+        // The index now holds what is offered: the next check of the same
+        // list goes the long way again (it is still changed) and says so.
+        assert!(index.exists());
+        assert_eq!(check(&store, &tools("v2")).len(), 2);
+        assert!(path.exists());
+        let _ = std::fs::remove_dir_all(store.dir.parent().unwrap());
+    }
+
+    #[test]
+    fn an_index_is_no_pin_file_and_a_reset_removes_both() {
+        let (store, path, index) = store("reset");
+        assert!(check(&store, &tools("v1")).is_empty());
+        // The index's envelope is its own kind: as a pin file it is refused.
+        std::fs::copy(&index, &path).unwrap();
+        assert!(store.read(&path).is_none());
+        assert!(check(&store, &tools("v1")).is_empty());
+        let cache = store.dir.parent().unwrap().to_path_buf();
+        let store = pin_store(&cache).unwrap();
+        let s = server();
+        let path = store.path(&s.name, &target(&s));
+        let index = PinStore::index_path(&path);
+        assert!(check(&store, &tools("v1")).is_empty());
+        assert!(path.exists() && index.exists());
+        assert_eq!(reset(&cache, Some("files")).unwrap(), 1);
+        assert!(!path.exists() && !index.exists(), "both gone");
+        // Forgotten: a changed list is pinned as first seen.
+        assert!(check(&store, &tools("v2")).is_empty());
+        let _ = std::fs::remove_dir_all(&cache);
+    }
 }
