@@ -2,6 +2,7 @@
 //! persisted catalog, comparing pins) spread over the machine's cores.
 
 use std::num::NonZeroUsize;
+use std::sync::OnceLock;
 use std::thread;
 
 /// Fewer items than this per thread are done on the calling thread: a
@@ -14,9 +15,12 @@ const MIN_PER_THREAD: usize = 4;
 /// be started leaves its share to the caller; a panic in `f` goes on in
 /// the caller, as it would have without threads.
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cores = thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let threads = cores.min(items.len() / MIN_PER_THREAD).max(1);
-    if threads == 1 {
+    let threads = if items.len() < 2 * MIN_PER_THREAD {
+        1
+    } else {
+        cores().min(items.len() / MIN_PER_THREAD)
+    };
+    if threads <= 1 {
         return items.iter().map(f).collect();
     }
     let chunk = items.len().div_ceil(threads);
@@ -44,6 +48,14 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> 
         }
         out
     })
+}
+
+/// The machine's cores, asked once: `available_parallelism` reads the
+/// cgroup's CPU quota on Linux (about 20 system calls, 11 µs), and every
+/// catalog build calls [`map`].
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| thread::available_parallelism().map_or(1, NonZeroUsize::get))
 }
 
 #[cfg(test)]
