@@ -68,6 +68,18 @@ pub(crate) fn arguments_json(
     })
 }
 
+/// A server that asks for a call to be sent again (`input_required`) on a
+/// revision that has no input rounds; the call's arguments were not kept.
+fn no_second_round(core: &Inner, method: &str) -> SessionError {
+    SessionError::InvalidResponse {
+        method: method.into(),
+        reason: format!(
+            "the server asked for the call again (input_required), which protocol {} does not have (only 2026-07-28 has input rounds)",
+            core.revision.version().as_str()
+        ),
+    }
+}
+
 /// `base` with the `Mcp-Param-*` headers of a call, for the transport.
 fn param_context(
     base: SendContext,
@@ -88,12 +100,12 @@ impl Tools {
         &self,
         core: &Inner,
         name: &str,
-        arguments: &Value,
+        arguments: Value,
         options: &CallOptions,
         task: Option<&TaskMetadata>,
     ) -> Result<CallAnswer, SessionError> {
         let mut catalog = self.catalog_naming(core, name).await?;
-        let entry = Tools::checked_entry(core, &catalog, name, arguments)?;
+        let entry = Tools::checked_entry(core, &catalog, name, &arguments)?;
 
         let _serial = if core.config.supports_parallel_tool_calls {
             None
@@ -105,15 +117,24 @@ impl Tools {
         let mirror_headers = core.mirrors_headers();
         let base = core.named_context(name);
         let mut context = if mirror_headers {
-            param_context(base.clone(), entry.header_params(), arguments)
+            param_context(base.clone(), entry.header_params(), &arguments)
         } else {
             base.clone()
         };
+        // The arguments are kept only while a later request may send them
+        // again: the retry after a header mismatch, or an input round.
+        // Otherwise they are freed once the answer is in, before it is
+        // parsed: a call with large arguments and a large result never
+        // holds both parsed (and the allocator reuses the arguments' memory
+        // for the result).
+        let sends_again = mirror_headers || core.revision.has_input_rounds();
+        let mut kept = Some(arguments);
         let tasks_by_extension = core.revision.tasks_by_extension();
         let mut refetched = false;
         let mut input: Option<(serde_json::Map<String, Value>, Option<String>)> = None;
         let mut rounds = 0usize;
         loop {
+            let arguments = kept.as_ref().ok_or_else(|| no_second_round(core, method))?;
             let id = core.next_id();
             let token = id.id();
             let meta = CallMeta {
@@ -140,6 +161,9 @@ impl Tools {
                     &context,
                 )
                 .await;
+            if !sends_again {
+                kept = None;
+            }
             let result = match sent {
                 Err(SessionError::Protocol { error, .. })
                     if mirror_headers && !refetched && error.code == mcp_codes::HEADER_MISMATCH =>
@@ -152,6 +176,7 @@ impl Tools {
                     // arguments are checked against it before the retry, and
                     // the output after.
                     catalog = self.refresh(core).await?;
+                    let arguments = kept.as_ref().ok_or_else(|| no_second_round(core, method))?;
                     let entry = Tools::checked_entry(core, &catalog, name, arguments)?;
                     context = param_context(base.clone(), entry.header_params(), arguments);
                     continue;
@@ -178,6 +203,9 @@ impl Tools {
             };
             match kind {
                 ResultType::InputRequired => {
+                    if !core.revision.has_input_rounds() {
+                        return Err(no_second_round(core, method));
+                    }
                     rounds += 1;
                     if rounds > core.config.max_input_rounds {
                         return Err(SessionError::InvalidResponse {

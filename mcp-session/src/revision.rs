@@ -71,6 +71,12 @@ impl Revision {
         self.tasks() == TaskModel::Extension
     }
 
+    /// Whether a call may be answered with `input_required`, and then sent
+    /// again with the answers (multi-round-trip requests, 2026-07-28).
+    pub(crate) fn has_input_rounds(self) -> bool {
+        self.version.has_result_types()
+    }
+
     /// Whether requests mirror tool arguments into `Mcp-Param-*` headers
     /// and names into `Mcp-Name`: a 2026-07-28 session over streamable HTTP.
     pub(crate) fn mirrors_headers(self) -> bool {
@@ -92,6 +98,7 @@ mod tests {
         assert_eq!(handshake.tasks(), TaskModel::None);
         assert!(!handshake.tasks_by_extension());
         assert!(!handshake.mirrors_headers());
+        assert!(!handshake.has_input_rounds());
 
         let requested = Revision::new(ProtocolVersion::V2025_11_25, TransportKind::Stdio);
         assert_eq!(requested.tasks(), TaskModel::Requested);
@@ -103,6 +110,7 @@ mod tests {
         assert!(discovered.cache_hints());
         assert_eq!(discovered.listening(), Listening::Stream);
         assert!(discovered.tasks_by_extension());
+        assert!(discovered.has_input_rounds());
         assert_eq!(discovered.version(), ProtocolVersion::V2026_07_28);
     }
 

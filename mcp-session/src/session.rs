@@ -338,7 +338,9 @@ impl Session {
     /// The arguments are serialized to JSON once, here (a `Value` is
     /// copied); a value that serde cannot write as JSON (a map with
     /// non-string keys, say) is [`SessionError::InvalidArguments`], and
-    /// nothing is sent.
+    /// nothing is sent. That copy is freed when the answer comes in, before
+    /// the result is read, unless the call may be sent again (a 2026-07-28
+    /// input round or header-mismatch retry).
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -349,7 +351,7 @@ impl Session {
         let start = Instant::now();
         let Parts { core, tools, .. } = &*self.inner;
         let timeout = options.timeout.unwrap_or(core.config.request_timeout);
-        match tools.call(core, name, &arguments, &options, None).await? {
+        match tools.call(core, name, arguments, &options, None).await? {
             CallAnswer::Complete(result, catalog) => Tools::checked_output(&catalog, name, result),
             CallAnswer::Task(started) => {
                 tracing::debug!(server = %core.config.server_name, tool = name, task = %started.summary().task_id, "the server answered with a task; waiting for it");

@@ -477,7 +477,7 @@ impl<'a> Tasks<'a> {
         };
         match self
             .tools
-            .call(self.core, name, &arguments, &options, task)
+            .call(self.core, name, arguments, &options, task)
             .await?
         {
             CallAnswer::Complete(result, catalog) => Ok(TaskCall::Complete(Tools::checked_output(

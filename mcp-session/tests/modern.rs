@@ -310,6 +310,28 @@ async fn without_a_handler_elicitation_is_declined_and_rounds_are_bounded() {
 }
 
 #[tokio::test]
+async fn input_required_is_a_2026_answer_only() {
+    // A 2025-11-25 server that answers a call with an input round: that
+    // revision has none, so the call is not sent again (its arguments are
+    // not kept for it) and the error names the revision.
+    let calls = Arc::new(Mutex::new(0usize));
+    let c2 = Arc::clone(&calls);
+    let (t, _fake) = start(common::tools_server(move |r| {
+        (r.method == "tools/call").then(|| {
+            *c2.lock().unwrap() += 1;
+            Reply::Ok(json!({"resultType": "input_required", "inputRequests": {"q": {
+                "method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}}}))
+        })
+    }));
+    let s = Session::connect_shared(t, common::config()).await.unwrap();
+    assert_eq!(s.protocol_version(), ProtocolVersion::V2025_11_25);
+    let err = s.call_tool("echo", json!({"text": "x"})).await.unwrap_err();
+    assert!(matches!(err, SessionError::InvalidResponse { .. }), "{err}");
+    assert!(err.to_string().contains("2025-11-25"), "{err}");
+    assert_eq!(*calls.lock().unwrap(), 1, "sent once, not again");
+}
+
+#[tokio::test]
 async fn sampling_without_a_handler_is_an_error_not_a_guess() {
     let (t, _fake) = start(discover_server(None, |_| {
         Reply::Ok(
