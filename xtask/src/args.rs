@@ -189,6 +189,9 @@ pub(crate) struct PayloadArgs {
     /// Rounds, interleaved between the clients.
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub(crate) rounds: usize,
+    /// The client's tokio runtime: multi or current.
+    #[arg(long, value_name = "FLAVOR", default_value = "multi")]
+    pub(crate) runtime: String,
     /// Count the instructions per `tools/call` of each client and size under
     /// valgrind (callgrind) instead of timing: reproducible on a noisy machine.
     #[arg(long)]

@@ -45,15 +45,19 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
         return super::instructions::payload(&args);
     }
     if let Some(client) = &args.only {
-        return only(client, &args.sizes, args.calls);
+        return only(client, &args.sizes, args.calls, &args.runtime);
     }
     let PayloadArgs {
-        sizes, mb, rounds, ..
+        sizes,
+        mb,
+        rounds,
+        runtime,
+        ..
     } = args;
     if !(mb > 0.0 && mb <= 1000.0) || rounds == 0 {
         return Err("--mb must be in (0, 1000], --rounds at least 1".into());
     }
-    let (rt, runtime_name) = client_runtime("multi")?;
+    let (rt, runtime_name) = client_runtime(&runtime)?;
     let testkit = build_testkit()?;
     let (_, fast, fast_args) = fast_server()?;
     println!(
@@ -173,8 +177,8 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
 
 /// One client alone, `calls` echo calls of each size, nothing printed (what
 /// `--instructions` counts under valgrind).
-fn only(client: &str, sizes: &[usize], calls: usize) -> Result<(), String> {
-    let (rt, _) = client_runtime("multi")?;
+fn only(client: &str, sizes: &[usize], calls: usize, runtime: &str) -> Result<(), String> {
+    let (rt, _) = client_runtime(runtime)?;
     let (_, fast, fast_args) = fast_server()?;
     for &size in sizes {
         let text = text_of(size);
