@@ -3,6 +3,7 @@
 
 use std::num::NonZeroUsize;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 /// Fewer items than this per thread are done on the calling thread: a
@@ -11,9 +12,12 @@ use std::thread;
 const MIN_PER_THREAD: usize = 4;
 
 /// `items.iter().map(f).collect()`, in order, on up to as many threads as
-/// the machine has cores (the caller's among them). A thread that cannot
-/// be started leaves its share to the caller; a panic in `f` goes on in
-/// the caller, as it would have without threads.
+/// the machine has cores (the caller's among them). Items are handed out
+/// one at a time to whichever thread is free, so a thread that starts late
+/// (a core woken from idle can take a millisecond) leaves its items to the
+/// others instead of holding the result back; a thread that cannot be
+/// started at all just takes none. A panic in `f` goes on in the caller, as
+/// it would have without threads.
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = if items.len() < 2 * MIN_PER_THREAD {
         1
@@ -23,31 +27,40 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> 
     if threads <= 1 {
         return items.iter().map(f).collect();
     }
-    let chunk = items.len().div_ceil(threads);
+    let next = AtomicUsize::new(0);
+    // Takes items until none is left; each with its place in `items`.
+    let take = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, f(item)));
+        }
+    };
     let span = tracing::Span::current();
-    thread::scope(|scope| {
-        let f = &f;
-        let mut chunks = items.chunks(chunk);
-        let mine = chunks.next().unwrap_or_default();
-        let others: Vec<_> = chunks
-            .map(|part| {
+    let mut all = thread::scope(|scope| {
+        let take = &take;
+        let others: Vec<_> = (1..threads)
+            .filter_map(|_| {
                 let span = span.clone();
-                let run = move || span.in_scope(|| part.iter().map(f).collect::<Vec<R>>());
-                (part, thread::Builder::new().spawn_scoped(scope, run).ok())
+                thread::Builder::new()
+                    .spawn_scoped(scope, move || span.in_scope(take))
+                    .ok()
             })
             .collect();
-        let mut out: Vec<R> = mine.iter().map(f).collect();
-        for (part, handle) in others {
-            match handle {
-                Some(h) => match h.join() {
-                    Ok(done) => out.extend(done),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                },
-                None => out.extend(part.iter().map(f)),
+        let mut all = take();
+        for handle in others {
+            match handle.join() {
+                Ok(done) => all.extend(done),
+                Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        out
-    })
+        all
+    });
+    all.sort_unstable_by_key(|&(i, _)| i);
+    all.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The machine's cores, asked once: `available_parallelism` reads the
@@ -62,6 +75,7 @@ fn cores() -> usize {
 mod tests {
     use std::collections::HashSet;
     use std::sync::Mutex;
+    use std::time::{Duration, Instant};
 
     use super::*;
 
@@ -84,14 +98,46 @@ mod tests {
     #[test]
     fn many_items_use_more_than_one_thread_where_there_are_cores() {
         let items: Vec<usize> = (0..64).collect();
+        let want = cores().min(64 / MIN_PER_THREAD);
         let threads = Mutex::new(HashSet::new());
+        let deadline = Instant::now() + Duration::from_secs(10);
         map(&items, |_| {
             threads.lock().unwrap().insert(thread::current().id());
+            // Each item waits (up to the deadline) for every thread to have
+            // started: the caller alone would otherwise take them all.
+            while threads.lock().unwrap().len() < want && Instant::now() < deadline {
+                thread::yield_now();
+            }
         });
-        let cores = thread::available_parallelism().map_or(1, NonZeroUsize::get);
-        assert_eq!(
-            threads.into_inner().unwrap().len(),
-            cores.min(64 / MIN_PER_THREAD)
+        assert_eq!(threads.into_inner().unwrap().len(), want);
+    }
+
+    #[test]
+    fn a_thread_that_starts_late_leaves_its_items_to_the_others() {
+        if cores() < 2 {
+            return; // One thread: nothing is handed out.
+        }
+        let caller = thread::current().id();
+        let items: Vec<usize> = (0..64).collect();
+        let by_caller = AtomicUsize::new(0);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let out = map(&items, |&i| {
+            if thread::current().id() == caller {
+                by_caller.fetch_add(1, Ordering::SeqCst);
+            } else {
+                // Late: this thread's first item waits for the caller to
+                // have done 60. Fixed shares (half each) never get there.
+                while by_caller.load(Ordering::SeqCst) < 60 && Instant::now() < deadline {
+                    thread::yield_now();
+                }
+            }
+            i
+        });
+        assert_eq!(out, items);
+        assert!(
+            by_caller.load(Ordering::SeqCst) >= 60,
+            "the caller did {} items",
+            by_caller.load(Ordering::SeqCst)
         );
     }
 

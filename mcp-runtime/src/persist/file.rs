@@ -68,26 +68,33 @@ fn header(key: &[u8; 32], kind: Kind, body: &[u8]) -> Vec<u8> {
 }
 
 /// The body of an envelope, if it is one of ours, of this kind, whole and
-/// authentic.
-pub(crate) fn open_envelope(key: &[u8; 32], kind: Kind, bytes: &[u8]) -> Option<Vec<u8>> {
-    let (head, body) = bytes.split_at_checked(HEADER)?;
-    let (magic, rest) = head.split_at_checked(MAGIC.len())?;
-    let (version, rest) = rest.split_at_checked(2)?;
-    let (len, mac) = rest.split_at_checked(8)?;
-    if magic != MAGIC || version != [VERSION, kind as u8] {
-        return None;
-    }
-    let len = u64::from_le_bytes(len.try_into().ok()?);
-    if len != body.len() as u64 {
-        return None;
-    }
-    let expected = hmac(key, &[MAGIC, version, &len.to_le_bytes(), body]);
-    // Not secret-dependent timing that matters here, but cheap to do right.
-    let diff = expected
-        .iter()
-        .zip(mac)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-    (diff == 0).then(|| body.to_vec())
+/// authentic: `bytes` with the header taken off in place (no second copy of
+/// the body).
+pub(crate) fn open_envelope(key: &[u8; 32], kind: Kind, mut bytes: Vec<u8>) -> Option<Vec<u8>> {
+    let authentic = {
+        let (head, body) = bytes.split_at_checked(HEADER)?;
+        let (magic, rest) = head.split_at_checked(MAGIC.len())?;
+        let (version, rest) = rest.split_at_checked(2)?;
+        let (len, mac) = rest.split_at_checked(8)?;
+        if magic != MAGIC || version != [VERSION, kind as u8] {
+            return None;
+        }
+        let len = u64::from_le_bytes(len.try_into().ok()?);
+        if len != body.len() as u64 {
+            return None;
+        }
+        let expected = hmac(key, &[MAGIC, version, &len.to_le_bytes(), body]);
+        // Not secret-dependent timing that matters here, but cheap to do right.
+        let diff = expected
+            .iter()
+            .zip(mac)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        diff == 0
+    };
+    authentic.then(|| {
+        bytes.drain(..HEADER);
+        bytes
+    })
 }
 
 /// Reads `path` (at most `limit` bytes: a longer file is ignored) and opens
@@ -103,14 +110,17 @@ pub(crate) fn read(
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(HEADER as u64 + 1))
-        .read_to_end(&mut bytes)?;
+    let bound = limit.saturating_add(HEADER as u64 + 1);
+    // Sized from the file's length at once (`take` hides it from
+    // `read_to_end`, which would grow the buffer by doubling).
+    let size = file.metadata().map_or(0, |m| m.len()).min(bound);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    file.take(bound).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit.saturating_add(HEADER as u64) {
         tracing::debug!(path = %path.display(), "persisted MCP catalog file over its bound; ignored");
         return Ok(None);
     }
-    let body = open_envelope(key, kind, &bytes);
+    let body = open_envelope(key, kind, bytes);
     if body.is_none() {
         tracing::warn!(
             path = %path.display(),
@@ -214,21 +224,21 @@ mod tests {
         let mut file = header(&key, Kind::Entry, body);
         file.extend_from_slice(body);
         assert_eq!(
-            open_envelope(&key, Kind::Entry, &file).as_deref(),
+            open_envelope(&key, Kind::Entry, file.clone()).as_deref(),
             Some(&body[..])
         );
         // Another kind, another key, a flipped bit anywhere, a cut.
-        assert!(open_envelope(&key, Kind::Pins, &file).is_none());
-        assert!(open_envelope(&[8u8; 32], Kind::Entry, &file).is_none());
+        assert!(open_envelope(&key, Kind::Pins, file.clone()).is_none());
+        assert!(open_envelope(&[8u8; 32], Kind::Entry, file.clone()).is_none());
         for i in 0..file.len() {
             let mut bad = file.clone();
             bad[i] ^= 1;
-            assert!(open_envelope(&key, Kind::Entry, &bad).is_none(), "byte {i}");
+            assert!(open_envelope(&key, Kind::Entry, bad).is_none(), "byte {i}");
         }
         for cut in 0..file.len() {
-            assert!(open_envelope(&key, Kind::Entry, &file[..cut]).is_none());
+            assert!(open_envelope(&key, Kind::Entry, file[..cut].to_vec()).is_none());
         }
-        assert!(open_envelope(&key, Kind::Entry, b"").is_none());
+        assert!(open_envelope(&key, Kind::Entry, Vec::new()).is_none());
     }
 
     #[test]
