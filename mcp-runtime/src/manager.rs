@@ -369,8 +369,17 @@ impl RuntimeManager {
         let servers: Vec<_> = config.servers.iter().collect();
         // Read, checked and parsed on every core. The single user's (the
         // `mcp` command's): a private catalog is never another identity's.
+        // One server missing makes the answer `None`: the others still to
+        // be read are then skipped.
+        let missing = std::sync::atomic::AtomicBool::new(false);
         let loaded = crate::par::map(&servers, |(_, server)| {
-            let record = persist.load(server, "")?;
+            if missing.load(std::sync::atomic::Ordering::Relaxed) {
+                return None;
+            }
+            let Some(record) = persist.load(server, "") else {
+                missing.store(true, std::sync::atomic::Ordering::Relaxed);
+                return None;
+            };
             let age = record.age();
             let fresh = age < record.fresh_for(persist.options.fresh_for);
             let o = crate::build::offline_of(server, record, OfflineState::Connecting);

@@ -9,7 +9,10 @@
 //!   whatever N);
 //! - ours, `persisted_catalog` (what `mcp tools --config` lists from the
 //!   cache): the same reads, checks and parses with nothing started, timed
-//!   over 100 calls in one manager, a steadier figure than a start;
+//!   over 100 calls in one manager, a steadier figure than a start; then 20
+//!   calls each after 50 ms asleep, which shows what a start pays for
+//!   coming after an idle wait (cores woken from idle run the same work
+//!   slower);
 //! - rmcp, one client per server, sequentially and joined (`join_all`),
 //!   each connected and its tools listed: the reference.
 //!
@@ -114,24 +117,44 @@ async fn ours_cached(
 /// Calls of `persisted_catalog` timed one by one.
 const LISTED_CALLS: usize = 100;
 
+/// Calls of `persisted_catalog` each after the machine was left idle.
+const IDLE_CALLS: usize = 20;
+
 /// Ours, the catalog from the cache alone (`mcp tools --config` from the
 /// cache): `persisted_catalog`, which starts nothing, so it can be called
-/// over and over in one manager; steadier than a start.
-fn ours_listed(cfg: &ResolvedConfig, dir: &PathBuf, tools: usize) -> Result<Vec<Duration>, String> {
+/// over and over in one manager; steadier than a start. Timed back to back,
+/// then each call after 50 ms asleep, as a start comes after the machine
+/// waited for the previous variant's servers to exit: with its cores gone
+/// idle the same work takes longer, which is most of the distance between
+/// the start's figure and the back-to-back one.
+async fn ours_listed(
+    cfg: &ResolvedConfig,
+    dir: &PathBuf,
+    tools: usize,
+) -> Result<(Vec<Duration>, Vec<Duration>), String> {
     let m = manager(dir);
-    let mut times = Vec::with_capacity(LISTED_CALLS);
-    for _ in 0..LISTED_CALLS {
+    let list = || -> Result<Duration, String> {
         let started = Instant::now();
         let listed = m.persisted_catalog(cfg).ok_or("the cache has no catalog")?;
-        times.push(started.elapsed());
+        let elapsed = started.elapsed();
         if listed.catalog.len() != tools {
             return Err(format!(
                 "persisted_catalog listed {} tools of {tools}",
                 listed.catalog.len()
             ));
         }
+        Ok(elapsed)
+    };
+    let mut back_to_back = Vec::with_capacity(LISTED_CALLS);
+    for _ in 0..LISTED_CALLS {
+        back_to_back.push(list()?);
     }
-    Ok(times)
+    let mut after_idle = Vec::with_capacity(IDLE_CALLS);
+    for _ in 0..IDLE_CALLS {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        after_idle.push(list()?);
+    }
+    Ok((back_to_back, after_idle))
 }
 
 type RmcpClient = rmcp::service::RunningService<rmcp::RoleClient, ()>;
@@ -260,7 +283,7 @@ async fn bench(args: &StartArgs, program: &str) -> Result<(), String> {
             settle().await;
         }
     }
-    let listed = ours_listed(&cfg, &dir, tools)?;
+    let (listed, after_idle) = ours_listed(&cfg, &dir, tools).await?;
     let _ = std::fs::remove_dir_all(&dir);
     println!(
         "bench start: {} stdio servers (mcp-testkit --startup-delay-ms {}), {} tools in all, {} rounds{}",
@@ -290,6 +313,7 @@ async fn bench(args: &StartArgs, program: &str) -> Result<(), String> {
         listed,
         None,
     );
+    summary("ours, persisted_catalog, after idle", after_idle, None);
     summary("rmcp, one client per server, joined", joined, None);
     if !args.no_sequential {
         summary("rmcp, one client per server, in turn", sequential, None);
