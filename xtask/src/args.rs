@@ -192,6 +192,13 @@ pub(crate) struct PayloadArgs {
     /// The client's tokio runtime: multi or current.
     #[arg(long, value_name = "FLAVOR", default_value = "multi")]
     pub(crate) runtime: String,
+    /// Where the `tools/call` rows of ours and rmcp await their calls:
+    /// `task`, in one task spawned on the runtime (as `bench stdio` does), or
+    /// `main`, in `block_on` on this thread, one call at a time. On a
+    /// multi-thread runtime `main` adds a hop per call: tokio's IO driver
+    /// runs on the workers, which then wake this thread.
+    #[arg(long, value_name = "WHERE", default_value = "task")]
+    pub(crate) caller: String,
     /// Count the instructions per `tools/call` of each client and size under
     /// valgrind (callgrind) instead of timing: reproducible on a noisy machine.
     #[arg(long)]

@@ -13,6 +13,7 @@ use super::stdio::{spawn_in_flight, spawn_sequential};
 pub(super) const TEXT: &str = "hello, bench";
 
 /// This stack.
+#[derive(Clone)]
 pub(super) struct Ours {
     session: Session,
 }
@@ -173,12 +174,23 @@ impl Rmcp {
 
     /// One `echo` call with this text; the length of the text answered.
     pub(super) async fn echo(&self, text: &str) -> Result<usize, String> {
+        Self::echo_on(self.service.peer(), text).await
+    }
+
+    /// A handle to the client that a task can own (`echo_on` calls through it).
+    pub(super) fn peer(&self) -> rmcp::Peer<rmcp::RoleClient> {
+        self.service.peer().clone()
+    }
+
+    /// [`echo`](Self::echo) through a peer handle.
+    pub(super) async fn echo_on(
+        peer: &rmcp::Peer<rmcp::RoleClient>,
+        text: &str,
+    ) -> Result<usize, String> {
         let mut arguments = serde_json::Map::new();
         arguments.insert("text".into(), Value::String(text.to_owned()));
         let params = rmcp::model::CallToolRequestParams::new("echo").with_arguments(arguments);
-        let result = self
-            .service
-            .peer()
+        let result = peer
             .call_tool(params)
             .await
             .map_err(|e| format!("rmcp: {e}"))?;

@@ -10,7 +10,16 @@
 //!
 //! Each size and kind gets its own rounds, interleaved between the clients
 //! as in `bench stdio`; calls per run shrink as the size grows (`--mb` of
-//! payload per run).
+//! payload per run). A run of `tools/call` is awaited in one task on the
+//! client runtime, as `bench stdio`'s are (`--caller task`, the default);
+//! `--caller main` awaits each call in `block_on` on the main thread, which
+//! on a multi-thread runtime adds a wake-up of that thread per call (tokio's
+//! IO driver runs on the workers), for every client alike. The floor is one
+//! blocking thread either way.
+//!
+//! On a VM with idle cores the floor's rows vary by 2–3x between runs (a
+//! wake-up across cores costs tens of microseconds, and whether a round
+//! trip pays it is luck); `taskset -c 0` gives figures that repeat.
 //!
 //! The floor of `tools/call` is the least work any client given the text
 //! must do for the same call: write the request from the text (check it
@@ -23,6 +32,7 @@
 //! sizes the two are the same; at 1 MB the per-call floor checks the text
 //! but copies nothing, so it is not weaker than the pre-formatted one.
 
+use super::clients::Rmcp;
 use super::rounds::{Mode, Results, RunConfig, Timed, run_rounds, show};
 use super::stdio::{Floor, build_testkit, client_runtime, connect_ours, connect_rmcp, fast_server};
 use crate::args::PayloadArgs;
@@ -52,8 +62,14 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
         mb,
         rounds,
         runtime,
+        caller,
         ..
     } = args;
+    let in_task = match caller.as_str() {
+        "main" => false,
+        "task" => true,
+        other => return Err(format!("--caller: unknown `{other}` (known: main, task)")),
+    };
     if !(mb > 0.0 && mb <= 1000.0) || rounds == 0 {
         return Err("--mb must be in (0, 1000], --rounds at least 1".into());
     }
@@ -63,7 +79,12 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
     println!(
         "bench payload: one request at a time over stdio, {mb} MB of payload per run (10 to 5000 \
          calls), best and median of {rounds} interleaved rounds after a warm-up; clients on a \
-         {runtime_name} runtime"
+         {runtime_name} runtime{}",
+        if in_task {
+            " (the tools/call rows of ours and rmcp awaited in a task on it)"
+        } else {
+            ""
+        }
     );
     println!();
     println!(
@@ -88,6 +109,30 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
         let params = format!(r#"{{"name":"echo","arguments":{{"text":"{text}"}}}}"#);
         let calls = calls_for(size, mb);
         let one_run = |c: usize, _: Mode, calls: usize| -> Result<Timed, String> {
+            if in_task && c < 2 {
+                // The whole run in one task on the runtime, as bench stdio's.
+                let (ours, peer, text) = (ours.clone(), rmcp.peer(), text.clone());
+                let run = rt.spawn(async move {
+                    let mut latencies = Vec::with_capacity(calls);
+                    for _ in 0..calls {
+                        let start = std::time::Instant::now();
+                        let got = if c == 0 {
+                            ours.echo(&text).await?
+                        } else {
+                            Rmcp::echo_on(&peer, &text).await?
+                        };
+                        if got != size {
+                            return Err(format!("echo answered {got} bytes of {size}"));
+                        }
+                        latencies.push(start.elapsed());
+                    }
+                    Ok::<_, String>(latencies)
+                });
+                let latencies = rt
+                    .block_on(run)
+                    .map_err(|e| format!("the calls' task failed: {e}"))??;
+                return Ok(latencies.into());
+            }
             let mut latencies = Vec::with_capacity(calls);
             for _ in 0..calls {
                 let start = std::time::Instant::now();
