@@ -371,13 +371,13 @@ impl RuntimeManager {
         // `mcp` command's): a private catalog is never another identity's.
         // One server missing makes the answer `None`: the others still to
         // be read are then skipped.
-        let missing = std::sync::atomic::AtomicBool::new(false);
+        let missing = AtomicBool::new(false);
         let loaded = crate::par::map(&servers, |(_, server)| {
-            if missing.load(std::sync::atomic::Ordering::Relaxed) {
+            if missing.load(Ordering::Relaxed) {
                 return None;
             }
             let Some(record) = persist.load(server, "") else {
-                missing.store(true, std::sync::atomic::Ordering::Relaxed);
+                missing.store(true, Ordering::Relaxed);
                 return None;
             };
             let age = record.age();

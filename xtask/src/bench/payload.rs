@@ -121,9 +121,7 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
                         } else {
                             Rmcp::echo_on(&peer, &text).await?
                         };
-                        if got != size {
-                            return Err(format!("echo answered {got} bytes of {size}"));
-                        }
+                        check(size, got)?;
                         latencies.push(start.elapsed());
                     }
                     Ok::<_, String>(latencies)
@@ -145,9 +143,7 @@ pub(crate) fn run(args: PayloadArgs) -> Result<(), String> {
                         size
                     }
                 };
-                if got != size {
-                    return Err(format!("echo answered {got} bytes of {size}"));
-                }
+                check(size, got)?;
                 latencies.push(start.elapsed());
             }
             Ok(latencies.into())
@@ -267,6 +263,7 @@ fn only(client: &str, sizes: &[usize], calls: usize, runtime: &str) -> Result<()
     Ok(())
 }
 
+/// Whether an echo call answered the whole text.
 fn check(size: usize, got: usize) -> Result<(), String> {
     if got == size {
         Ok(())
