@@ -547,10 +547,13 @@ pub(crate) fn assemble(
         },
     }));
     let mut reports = Vec::new();
-    // Each server's pins on its own (a file each), on every core.
+    // Each server's pins on its own, on every core: decided by the pins'
+    // summary (read once) where it holds the list, else by a file or two
+    // of the server's.
+    let summary = persist.map(|p| p.pins.summary());
     let checked: Vec<crate::persist::pins::Checked> =
-        crate::par::map(&sources, |s| match persist {
-            Some(p) => {
+        crate::par::map(&sources, |s| match (persist, &summary) {
+            (Some(p), Some(summary)) => {
                 let tools: Vec<_> = s.lists.tools.iter().collect();
                 let policy = p.options.policy_for(s.server);
                 p.pins.check(
@@ -559,10 +562,15 @@ pub(crate) fn assemble(
                     s.lists.pin_hashes(),
                     policy,
                     p.options.on_pin_event.as_ref(),
+                    summary,
                 )
             }
-            None => Default::default(),
+            _ => Default::default(),
         });
+    if let Some(p) = persist {
+        let verified: Vec<_> = checked.iter().filter_map(|c| c.verified.clone()).collect();
+        p.pins.remember_listed(&verified);
+    }
     let entries: Vec<ServerEntries<'_>> = sources
         .iter()
         .zip(&checked)

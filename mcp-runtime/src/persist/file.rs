@@ -37,13 +37,16 @@ pub(crate) enum Kind {
     Pins = 2,
     /// The hashes of a server's pins alone (`pins.rs`'s index).
     PinIndex = 3,
+    /// The servers whose pins were found as listed (`pins.rs`'s summary).
+    PinSummary = 4,
 }
 
 impl Kind {
     /// Whether a write must be on disk before it takes the file's name.
     ///
     /// Only pins are: a pin lost to a crash would let a changed tool pass
-    /// as first seen. Cached lists and a pin file's index can be rebuilt,
+    /// as first seen. Cached lists, a pin file's index and the pins'
+    /// summary can be rebuilt,
     /// and a crash that leaves one empty or cut short leaves a file whose
     /// MAC fails, which is ignored and replaced. Not syncing them keeps a
     /// cold start from paying a disk flush per server, one after another on
