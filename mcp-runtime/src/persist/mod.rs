@@ -20,10 +20,13 @@
 //! [`CatalogCache::max_age`] (7 days) is not used at all.
 //!
 //! Size: a file over [`CatalogCache::max_entry_bytes`] is not written (nor
-//! read); after each write, when the folder's entries exceed
+//! read); after a write, when the folder's entries exceed
 //! [`CatalogCache::max_total_bytes`], the least recently written are
-//! removed, under the folder's lock file. Pins live in their own files and
-//! are never evicted.
+//! removed, under the folder's lock file. The folder's sizes are read only
+//! when this process's writes since the last such scan may pass the bound,
+//! or that scan is over 30 s old (other processes write too), so a start
+//! that saves one entry per server does not read every entry's size each
+//! time. Pins live in their own files and are never evicted.
 
 pub(crate) mod diff;
 pub(crate) mod file;
@@ -265,11 +268,24 @@ pub(crate) fn authorized(server: &ResolvedServer) -> bool {
     }
 }
 
+/// How long a scan of the folder's sizes is trusted, with this process's
+/// own writes added to it, before a write scans again.
+const RESCAN_AFTER: Duration = Duration::from_secs(30);
+
 /// An open cache folder.
 pub(crate) struct Persist {
     pub(crate) options: CatalogCache,
     key: [u8; 32],
     pub(crate) pins: pins::PinStore,
+    usage: std::sync::Mutex<Usage>,
+}
+
+/// What this process knows of the folder's entries' size: the last scan's
+/// total (after eviction) and every byte written since.
+#[derive(Default)]
+struct Usage {
+    bytes: u64,
+    scanned: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for Persist {
@@ -288,7 +304,12 @@ impl Persist {
             crate::fingerprint_key::load_or_create_key(&options.dir).map_err(io::Error::other)?;
         let key = *key.expose_bytes();
         let pins = pins::PinStore::new(options.dir.join("pins"), key);
-        Ok(Arc::new(Persist { options, key, pins }))
+        Ok(Arc::new(Persist {
+            options,
+            key,
+            pins,
+            usage: std::sync::Mutex::default(),
+        }))
     }
 
     fn entry_path(
@@ -389,15 +410,35 @@ impl Persist {
         if !record.private {
             let _ = fs::remove_file(other);
         }
-        if let Err(e) = self.evict() {
-            tracing::debug!(dir = %self.options.dir.display(), "cache eviction failed: {e}");
+        if self.over_or_unknown(body.len() as u64) {
+            match evict_dir(&self.options.dir, self.options.max_total_bytes) {
+                Ok(total) => self.scanned(total),
+                Err(e) => {
+                    tracing::debug!(dir = %self.options.dir.display(), "cache eviction failed: {e}");
+                }
+            }
         }
     }
 
-    /// Removes the least recently written entries while the folder's
-    /// entries are over the bound (under the folder's lock).
-    pub(crate) fn evict(&self) -> io::Result<()> {
-        evict_dir(&self.options.dir, self.options.max_total_bytes)
+    /// Counts `written` bytes; whether the folder must be scanned (and the
+    /// oldest entries evicted): when the count may pass the bound, or the
+    /// last scan is too old to trust (other processes write too). A start
+    /// saves one entry per server, and a scan per save read every entry's
+    /// size each time: 10,000 `stat`s for 100 servers.
+    fn over_or_unknown(&self, written: u64) -> bool {
+        let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        usage.bytes = usage.bytes.saturating_add(written);
+        match usage.scanned {
+            Some(at) => at.elapsed() >= RESCAN_AFTER || usage.bytes > self.options.max_total_bytes,
+            None => true,
+        }
+    }
+
+    /// Records a scan that left `total` bytes of entries.
+    fn scanned(&self, total: u64) {
+        let mut usage = self.usage.lock().unwrap_or_else(|p| p.into_inner());
+        usage.bytes = total;
+        usage.scanned = Some(std::time::Instant::now());
     }
 }
 
@@ -419,7 +460,9 @@ fn entries(dir: &Path) -> io::Result<Vec<(PathBuf, u64, SystemTime)>> {
     Ok(out)
 }
 
-fn evict_dir(dir: &Path, max_total: u64) -> io::Result<()> {
+/// Evicts the oldest entries of `dir` while they are over `max_total`: the
+/// bytes of entries left.
+fn evict_dir(dir: &Path, max_total: u64) -> io::Result<u64> {
     let _lock = DirLock::take(dir, LOCK_NAME)?;
     let list = entries(dir)?;
     let mut total: u64 = list.iter().map(|e| e.1).sum();
@@ -434,7 +477,7 @@ fn evict_dir(dir: &Path, max_total: u64) -> io::Result<()> {
         }
         tracing::debug!(path = %path.display(), "evicted persisted MCP catalog");
     }
-    Ok(())
+    Ok(total)
 }
 
 /// The lines that say how the tool definition `new` differs from `old`
@@ -572,6 +615,27 @@ mod tests {
         assert!(cache.load(&b, "").is_none());
         assert!(cache.load(&public, "").is_some());
         assert_eq!(forget_private(&dir.join("absent"), None).unwrap(), 0);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_save_scans_the_folder_only_when_its_bound_may_be_passed() {
+        let dir = std::env::temp_dir().join(format!("mcp-persist-scan-{}", std::process::id()));
+        let cache = Persist::open(CatalogCache::in_dir(&dir).max_bytes(1000, 10_000)).unwrap();
+        assert!(cache.over_or_unknown(100), "nothing known yet: scan");
+        cache.scanned(4_000);
+        assert!(!cache.over_or_unknown(3_000), "7,000 of 10,000: no scan");
+        assert!(!cache.over_or_unknown(3_000), "10,000 of 10,000: no scan");
+        assert!(cache.over_or_unknown(1), "past the bound: scan");
+        cache.scanned(9_000);
+        assert!(cache.over_or_unknown(1_500));
+        // Real saves: the first scans, and the bound holds.
+        let s = server(r#"{"mcpServers": {"p": {"url": "https://example.com/p"}}}"#);
+        let fresh = Persist::open(CatalogCache::in_dir(&dir)).unwrap();
+        fresh.save(&s.fingerprint, &record(&s, false), "");
+        let usage = fresh.usage.lock().unwrap();
+        assert!(usage.scanned.is_some() && usage.bytes > 0);
+        drop(usage);
         let _ = fs::remove_dir_all(&dir);
     }
 
