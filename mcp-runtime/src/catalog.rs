@@ -282,16 +282,14 @@ pub struct ConnectedServer {
 /// twice (same URI, same prompt name) is kept once.
 #[derive(Debug, Default)]
 pub struct RuntimeCatalog {
+    // Each kind sorted by namespaced name (unique): found by binary search,
+    // with no map of names to build (2,400 names at 100 servers).
     tools: Vec<RuntimeTool>,
-    index: HashMap<String, usize>,
     resources: Vec<RuntimeResource>,
-    resource_index: HashMap<String, usize>,
     /// URI → the resources (of any server) at it.
     uris: HashMap<String, Vec<usize>>,
     templates: Vec<RuntimeResourceTemplate>,
-    template_index: HashMap<String, usize>,
     prompts: Vec<RuntimePrompt>,
-    prompt_index: HashMap<String, usize>,
     failures: Vec<ServerFailure>,
     notes: Vec<ServerNote>,
     connected: Vec<ConnectedServer>,
@@ -391,8 +389,10 @@ fn name_kind<T>(
     out
 }
 
-fn index_of<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<String, usize> {
-    names.enumerate().map(|(i, n)| (n.to_owned(), i)).collect()
+/// The entry of `sorted` (sorted by `name_of`, unique) named `name`.
+fn by_name<'a, T>(sorted: &'a [T], name: &str, name_of: impl Fn(&T) -> &str) -> Option<&'a T> {
+    let at = sorted.binary_search_by(|e| name_of(e).cmp(name)).ok()?;
+    sorted.get(at)
 }
 
 impl RuntimeCatalog {
@@ -520,14 +520,10 @@ impl RuntimeCatalog {
             uris.entry(r.uri().to_owned()).or_default().push(i);
         }
         RuntimeCatalog {
-            index: index_of(tools.iter().map(RuntimeTool::name)),
             tools,
-            resource_index: index_of(resources.iter().map(RuntimeResource::name)),
             resources,
             uris,
-            template_index: index_of(templates.iter().map(RuntimeResourceTemplate::name)),
             templates,
-            prompt_index: index_of(prompts.iter().map(RuntimePrompt::name)),
             prompts,
             failures,
             notes,
@@ -563,7 +559,7 @@ impl RuntimeCatalog {
 
     /// A tool by namespaced name.
     pub fn get(&self, name: &str) -> Option<&RuntimeTool> {
-        self.index.get(name).and_then(|&i| self.tools.get(i))
+        by_name(&self.tools, name, RuntimeTool::name)
     }
 
     /// The resources, sorted by namespaced name.
@@ -573,9 +569,7 @@ impl RuntimeCatalog {
 
     /// A resource by namespaced name.
     pub fn resource(&self, name: &str) -> Option<&RuntimeResource> {
-        self.resource_index
-            .get(name)
-            .and_then(|&i| self.resources.get(i))
+        by_name(&self.resources, name, RuntimeResource::name)
     }
 
     /// The resources at `uri`, of every server that lists it (sorted by
@@ -595,9 +589,7 @@ impl RuntimeCatalog {
 
     /// A resource template by namespaced name.
     pub fn resource_template(&self, name: &str) -> Option<&RuntimeResourceTemplate> {
-        self.template_index
-            .get(name)
-            .and_then(|&i| self.templates.get(i))
+        by_name(&self.templates, name, RuntimeResourceTemplate::name)
     }
 
     /// The prompts, sorted by namespaced name.
@@ -607,9 +599,7 @@ impl RuntimeCatalog {
 
     /// A prompt by namespaced name.
     pub fn prompt(&self, name: &str) -> Option<&RuntimePrompt> {
-        self.prompt_index
-            .get(name)
-            .and_then(|&i| self.prompts.get(i))
+        by_name(&self.prompts, name, RuntimePrompt::name)
     }
 
     /// How many tools there are.
@@ -730,6 +720,44 @@ mod tests {
             .map(|s| (s.server.as_str(), s.protocol.as_str()))
             .collect();
         assert_eq!(connected, [("alpha", "2025-11-25"), ("zeta", "2026-07-28")]);
+    }
+
+    proptest::proptest! {
+        /// Lookups by name are binary searches over the sorted entries:
+        /// every entry is found under its own name, and nothing else is.
+        #[test]
+        fn every_entry_is_found_by_its_name(
+            names in proptest::collection::vec(
+                ("[a-cA-C]{1,2}", "[a-cA-C_.-]{1,6}"),
+                1..40,
+            )
+        ) {
+            let open = ToolFilter::default();
+            let mut by_server: BTreeMap<&str, Vec<Arc<Tool>>> = BTreeMap::new();
+            let mut prompts: BTreeMap<&str, Vec<Arc<Prompt>>> = BTreeMap::new();
+            for (server, name) in &names {
+                by_server.entry(server).or_default().push(tool(name, true));
+                prompts.entry(server).or_default().push(prompt(name));
+            }
+            let servers: Vec<ServerEntries<'_>> = by_server
+                .iter()
+                .map(|(server, tools)| ServerEntries {
+                    tools: tools.iter().collect(),
+                    ..entries(server, &open, &[], &[], &prompts[server])
+                })
+                .collect();
+            let c = RuntimeCatalog::build(&servers, Vec::new());
+            proptest::prop_assert!(!c.tools().is_empty());
+            for t in c.tools() {
+                let found = c.get(t.name()).map(RuntimeTool::name);
+                proptest::prop_assert_eq!(found, Some(t.name()));
+                let missing = format!("{}~", t.name());
+                proptest::prop_assert!(c.get(&missing).is_none());
+            }
+            for p in c.prompts() {
+                proptest::prop_assert_eq!(c.prompt(p.name()).map(RuntimePrompt::name), Some(p.name()));
+            }
+        }
     }
 
     fn resource(uri: &str, name: &str) -> Arc<Resource> {
