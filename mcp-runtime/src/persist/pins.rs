@@ -721,6 +721,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&cache);
     }
 
+    /// A store opened as `approve` and `reset` open it, and its cache folder.
+    fn cache_store(name: &str) -> (PinStore, PathBuf) {
+        let (store, ..) = store(name);
+        let cache = store.dir.parent().unwrap().to_path_buf();
+        (pin_store(&cache).unwrap(), cache)
+    }
+
     #[test]
     fn an_unchanged_list_is_decided_by_the_summary_once_its_index_held_it() {
         let (store, path, index) = store("summary");
@@ -751,9 +758,7 @@ mod tests {
 
     #[test]
     fn the_summary_never_vouches_for_a_list_the_pins_no_longer_hold() {
-        let (store, ..) = store("summary-stale");
-        let cache = store.dir.parent().unwrap().to_path_buf();
-        let store = pin_store(&cache).unwrap();
+        let (store, cache) = cache_store("summary-stale");
         assert!(check(&store, &tools("v1")).is_empty());
         assert!(check(&store, &tools("v1")).is_empty());
         assert!(store.summary_path().exists(), "v1 remembered");
@@ -775,9 +780,7 @@ mod tests {
 
     #[test]
     fn a_list_found_before_a_write_is_not_remembered_after_it() {
-        let (store, ..) = store("summary-race");
-        let cache = store.dir.parent().unwrap().to_path_buf();
-        let store = pin_store(&cache).unwrap();
+        let (store, cache) = cache_store("summary-race");
         assert!(check(&store, &tools("v1")).is_empty());
         // Found as pinned, not yet remembered…
         let found = check_only(&store, &tools("v1"));
@@ -793,9 +796,7 @@ mod tests {
 
     #[test]
     fn a_reset_of_every_server_removes_the_summary() {
-        let (store, ..) = store("summary-reset");
-        let cache = store.dir.parent().unwrap().to_path_buf();
-        let store = pin_store(&cache).unwrap();
+        let (store, cache) = cache_store("summary-reset");
         assert!(check(&store, &tools("v1")).is_empty());
         assert!(check(&store, &tools("v1")).is_empty());
         assert!(store.summary_path().exists());
