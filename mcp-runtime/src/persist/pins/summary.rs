@@ -100,13 +100,26 @@ impl PinStore {
     }
 
     /// Takes the pin file at `path` out of the summary, before it or its
-    /// index is written or removed. Under the folder's lock.
+    /// index is written or removed. Under the folder's lock. A summary
+    /// that cannot be read now (an IO error) may still be read later, so
+    /// it is removed whole rather than left to vouch for the old pins.
     pub(super) fn forget_listed(&self, path: &Path) -> io::Result<()> {
         let Some(stem) = stem(path) else {
             return Ok(());
         };
-        let mut summary = self.summary();
-        if summary.listed.remove(stem).is_some() {
+        let read = file::read(
+            &self.summary_path(),
+            &self.key,
+            Kind::PinSummary,
+            MAX_PIN_BYTES,
+        );
+        let mut summary = match read {
+            // Absent, or not one to trust: no reader takes its word.
+            Ok(None) => return Ok(()),
+            Ok(Some(body)) => serde_json::from_slice::<PinSummary>(&body).unwrap_or_default(),
+            Err(_) => PinSummary::default(),
+        };
+        if summary.listed.remove(stem).is_some() || summary.listed.is_empty() {
             self.write_summary(&summary)?;
         }
         Ok(())
