@@ -73,18 +73,23 @@ impl PinStore {
         self.dir.join(SUMMARY_NAME)
     }
 
-    /// The folder's summary (empty when there is none, or none to trust).
-    pub(crate) fn summary(&self) -> PinSummary {
+    /// The summary file's body: `None` when there is none, or none to trust.
+    fn read_summary(&self) -> io::Result<Option<Vec<u8>>> {
         file::read(
             &self.summary_path(),
             &self.key,
             Kind::PinSummary,
             MAX_PIN_BYTES,
         )
-        .ok()
-        .flatten()
-        .and_then(|body| serde_json::from_slice(&body).ok())
-        .unwrap_or_default()
+    }
+
+    /// The folder's summary (empty when there is none, or none to trust).
+    pub(crate) fn summary(&self) -> PinSummary {
+        self.read_summary()
+            .ok()
+            .flatten()
+            .and_then(|body| serde_json::from_slice(&body).ok())
+            .unwrap_or_default()
     }
 
     /// Replaces the summary. Under the folder's lock.
@@ -107,13 +112,7 @@ impl PinStore {
         let Some(stem) = stem(path) else {
             return Ok(());
         };
-        let read = file::read(
-            &self.summary_path(),
-            &self.key,
-            Kind::PinSummary,
-            MAX_PIN_BYTES,
-        );
-        let mut summary = match read {
+        let mut summary = match self.read_summary() {
             // Absent, or not one to trust: no reader takes its word.
             Ok(None) => return Ok(()),
             Ok(Some(body)) => serde_json::from_slice::<PinSummary>(&body).unwrap_or_default(),
