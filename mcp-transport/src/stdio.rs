@@ -59,7 +59,6 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
 use std::sync::atomic::AtomicBool;
@@ -67,7 +66,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use mcp_stack_jsonrpc::{Frame, NewlineCodec, OutgoingRequest};
-use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::{Mutex, OnceCell, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -99,7 +97,7 @@ use process::{Signal, read_stderr, reap};
 /// Must be created inside a tokio runtime with IO and time enabled.
 pub struct StdioTransport {
     shared: Arc<Shared>,
-    writer: LineWriter<ChildStdin>,
+    writer: LineWriter<spawn::Stdin>,
     reader: Mutex<Reader>,
     /// Whether batches are accepted (shared with the codec).
     batches: BatchGate,
@@ -142,7 +140,7 @@ struct StderrState {
 }
 
 struct Reader {
-    frames: Option<FramedRead<ChildStdout, NewlineCodec>>,
+    frames: Option<FramedRead<spawn::Stdout, NewlineCodec>>,
     /// Items of a batch not handed out yet.
     pending: VecDeque<Received>,
     /// Why stdout ended, once it has.
@@ -214,32 +212,25 @@ impl StdioTransport {
             )));
         }
 
-        let mut command = Command::new(&config.program);
-        command.args(&config.args).env_clear();
-        for key in ENV_ALLOWLIST {
-            if let Some(value) = std::env::var_os(key) {
-                command.env(key, value);
-            }
-        }
-        command.envs(&config.env);
-        if let Some(cwd) = &config.cwd {
-            command.current_dir(cwd);
-        }
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-
-        let mut child = spawn::spawn(command, config.parent_death_signal).map_err(spawn_error)?;
-        // Dropping `child` on the error paths below kills it (`kill_on_drop`).
-        let missing = || spawn_error(io::Error::other("the child's stdio pipes are missing"));
-        let pid = child.id().ok_or_else(missing)?;
-        let stdin = child.stdin.take().ok_or_else(missing)?;
-        let stdout = child.stdout.take().ok_or_else(missing)?;
-        let stderr = child.stderr.take().ok_or_else(missing)?;
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = ENV_ALLOWLIST
+            .iter()
+            .filter(|key| !config.env.contains_key(**key))
+            .filter_map(|key| std::env::var_os(key).map(|value| ((*key).into(), value)))
+            .collect();
+        env.extend(config.env.iter().map(|(k, v)| (k.into(), v.into())));
+        let spec = spawn::Spec {
+            program: config.program.clone(),
+            args: config.args.clone(),
+            env,
+            cwd: config.cwd.clone(),
+        };
+        let spawn::Spawned {
+            pid,
+            stdin,
+            stdout,
+            stderr,
+            child,
+        } = spawn::spawn(spec, config.parent_death_signal).map_err(spawn_error)?;
 
         let server_name = config.name().to_owned();
         tracing::debug!(server = %server_name, program = %config.program, pid, "started stdio server");

@@ -7,12 +7,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, ChildStderr};
 use tokio::time::Instant;
 
 use crate::ExitInfo;
 
 use super::config::{GROUP_POLL_INTERVAL, KILL_TIMEOUT};
+use super::spawn::{Child, Stderr};
 use super::{Shared, StderrState};
 
 #[derive(Debug, Clone, Copy)]
@@ -120,7 +120,7 @@ pub(super) fn exit_info(status: ExitStatus) -> ExitInfo {
 }
 
 /// Reads stderr line by line, each line cut at the maximum length.
-pub(super) async fn read_stderr(stderr: ChildStderr, shared: Arc<Shared>) {
+pub(super) async fn read_stderr(stderr: Stderr, shared: Arc<Shared>) {
     let max = shared.stderr.max_line_length;
     let mut reader = BufReader::with_capacity(8 * 1024, stderr);
     let mut line: Vec<u8> = Vec::new();
