@@ -234,6 +234,14 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 impl ServerRecord {
+    /// A record from a file's body. The body is checked as UTF-8 once,
+    /// whole, then parsed as text: parsing bytes checks every string on
+    /// its own, and a record is mostly short strings (names, schema keys).
+    pub(crate) fn parse(body: &[u8]) -> Option<ServerRecord> {
+        let text = std::str::from_utf8(body).ok()?;
+        serde_json::from_str(text).ok()
+    }
+
     /// How long ago it was fetched.
     pub(crate) fn age(&self) -> Duration {
         Duration::from_millis(now_ms().saturating_sub(self.saved_at_ms))
@@ -363,7 +371,7 @@ impl Persist {
                     continue;
                 }
             };
-            let Ok(record) = serde_json::from_slice::<ServerRecord>(&body) else {
+            let Some(record) = ServerRecord::parse(&body) else {
                 tracing::warn!(path = %path.display(), "persisted MCP catalog does not parse; ignored");
                 continue;
             };
@@ -524,7 +532,7 @@ pub fn forget_private(dir: &Path, server: Option<&str>) -> io::Result<usize> {
         let Ok(Some(body)) = file::read(&path, &key, Kind::Entry, DEFAULT_MAX_TOTAL_BYTES) else {
             continue;
         };
-        let Ok(record) = serde_json::from_slice::<ServerRecord>(&body) else {
+        let Some(record) = ServerRecord::parse(&body) else {
             continue;
         };
         if record.private && server.is_none_or(|name| record.server == name) {
@@ -570,6 +578,18 @@ mod tests {
             prompts: Vec::new(),
             pin_hashes: BTreeMap::new(),
         }
+    }
+
+    #[test]
+    fn a_record_parses_from_its_bytes_and_not_from_invalid_utf8() {
+        let s = server(r#"{"mcpServers": {"a": {"command": "x"}}}"#);
+        let mut body = serde_json::to_vec(&record(&s, false)).unwrap();
+        let parsed = ServerRecord::parse(&body).unwrap();
+        assert_eq!((parsed.server.as_str(), parsed.private), ("a", false));
+        // A byte that is not UTF-8 inside a string: the whole body is refused.
+        let at = body.windows(3).position(|w| w == b"\"a\"").unwrap() + 1;
+        body[at] = 0xff;
+        assert!(ServerRecord::parse(&body).is_none());
     }
 
     #[test]
