@@ -14,6 +14,7 @@ mod elicitation;
 mod plain;
 mod resources;
 mod sampling;
+mod schema;
 mod tool;
 mod typed;
 
@@ -27,6 +28,8 @@ pub use resources::{
     TextResourceContents,
 };
 pub use sampling::{CreateMessageParams, CreateMessageResult, SamplingMessage};
+pub use schema::Schema;
+pub use tool::LazyTool;
 pub use typed::{DecodeError, ToolError};
 
 /// Fields a type does not name, kept as they came.
@@ -282,12 +285,12 @@ pub struct Tool {
     /// What it does, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of the arguments.
-    #[serde(default = "empty_object_schema")]
-    pub input_schema: Value,
+    /// JSON Schema of the arguments (`{"type": "object"}` when the server
+    /// gave none).
+    pub input_schema: Schema,
     /// JSON Schema of `structuredContent`, when the tool declares one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Schema>,
     /// Behaviour hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,

@@ -284,7 +284,8 @@ impl DeferredTools {
                     }
                 },
                 "required": ["query"]
-            }),
+            })
+            .into(),
             output_schema: None,
             annotations: None,
             icons: None,

@@ -166,6 +166,44 @@ async fn the_persisted_catalog_says_its_age_and_freshness() {
 }
 
 #[tokio::test]
+async fn the_persisted_catalog_parses_no_schema_until_one_is_looked_into() {
+    let dir = temp_dir("lazy-schemas");
+    let cfg = config(r#"{"mcpServers": {"a": {"command": "kit"}}}"#);
+    let (m1, lease) = run(CatalogCache::in_dir(&dir), &cfg).await;
+    let live: Vec<(String, serde_json::Value)> = lease
+        .catalog()
+        .tools()
+        .iter()
+        .map(|t| (t.name().to_owned(), t.input_schema().clone()))
+        .collect();
+    assert!(live.len() > 1);
+    drop(lease);
+    m1.dispose_all().await;
+
+    let m0 = runtime(
+        CatalogCache::in_dir(&dir),
+        Arc::new(InProcessConnector::new()),
+    );
+    let listed = m0.persisted_catalog(&cfg).unwrap();
+    let tools = listed.catalog.tools();
+    assert_eq!(tools.len(), live.len());
+    // Read, pinned, checked and catalogued: not one schema parsed.
+    for t in tools {
+        assert!(
+            t.tool().input_schema.is_unparsed(),
+            "{} was parsed",
+            t.name()
+        );
+    }
+    // Looked into, each is the server's.
+    for (name, schema) in &live {
+        let t = listed.catalog.get(name).unwrap();
+        assert_eq!(t.input_schema(), schema, "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
 async fn a_server_that_fails_to_start_keeps_its_cached_tools_marked_unavailable() {
     let dir = temp_dir("failing");
     let cfg = config(

@@ -82,17 +82,18 @@ fn read_only() -> ToolAnnotations {
     }
 }
 
-/// A read-only tool with no output schema; `input_schema` is its JSON
-/// Schema (a schema is JSON by nature: [`Tool::input_schema`] is a `Value`).
 /// The most polls a `countdown` takes.
 pub(crate) const MAX_POLLS: u64 = 10_000;
 
+/// A read-only tool with no output schema; `input_schema` is its JSON
+/// Schema (a schema is JSON by nature: [`Tool::input_schema`] is a `Value`,
+/// kept as a [`Schema`](mcp_stack_protocol::types::Schema)).
 pub(crate) fn tool(name: &str, title: &str, description: &str, input_schema: Value) -> Tool {
     Tool {
         name: name.to_owned(),
         title: Some(title.to_owned()),
         description: Some(description.to_owned()),
-        input_schema,
+        input_schema: input_schema.into(),
         output_schema: None,
         annotations: Some(read_only()),
         icons: None,
@@ -240,11 +241,14 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
             }),
         ),
         Tool {
-            output_schema: Some(json!({
-                "type": "object",
-                "properties": {"sum": {"type": "number"}},
-                "required": ["sum"]
-            })),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {"sum": {"type": "number"}},
+                    "required": ["sum"]
+                })
+                .into(),
+            ),
             ..tool(
                 "add",
                 "Add",
@@ -329,11 +333,14 @@ pub(crate) static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
             }),
         ),
         Tool {
-            output_schema: Some(json!({
-                "type": "object",
-                "properties": {"count": {"type": "integer"}},
-                "required": ["count"]
-            })),
+            output_schema: Some(
+                json!({
+                    "type": "object",
+                    "properties": {"count": {"type": "integer"}},
+                    "required": ["count"]
+                })
+                .into(),
+            ),
             ..tool(
                 "bad_output",
                 "Bad output",

@@ -41,7 +41,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_stack_config::{Fingerprint, ResolvedServer, TransportConfig};
 use mcp_stack_session::protocol::results::CacheHints;
-use mcp_stack_session::types::{InitializeResult, Prompt, Resource, ResourceTemplate, Tool};
+use mcp_stack_session::types::{
+    InitializeResult, LazyTool, Prompt, Resource, ResourceTemplate, Tool,
+};
 use serde::{Deserialize, Serialize};
 
 use self::file::{DirLock, Kind};
@@ -215,6 +217,9 @@ pub(crate) struct ServerRecord {
     pub(crate) private: bool,
     pub(crate) protocol: String,
     pub(crate) info: InitializeResult,
+    /// Read with their schemas kept as text ([`LazyTool`]): a start from
+    /// the cache parses a schema only when something looks into it.
+    #[serde(deserialize_with = "lazy_tools")]
     pub(crate) tools: Vec<Tool>,
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
@@ -225,6 +230,15 @@ pub(crate) struct ServerRecord {
     /// again. The file's MAC covers them with the tools.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) pin_hashes: BTreeMap<String, String>,
+}
+
+/// The record's tools, their schemas kept as text. Takes serde_json's own
+/// reader ([`ServerRecord::parse`]).
+fn lazy_tools<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Tool>, D::Error> {
+    Ok(Vec::<LazyTool>::deserialize(d)?
+        .into_iter()
+        .map(|t| t.0)
+        .collect())
 }
 
 pub(crate) fn now_ms() -> u64 {

@@ -281,7 +281,7 @@ fn check_tool_params(headers: &HeaderMap, params: &Map<String, Value>) -> Result
         .find(|t| Some(t.name.as_str()) == name);
     let schema = tool.map(|t| &t.input_schema);
     let arguments = params.get("arguments");
-    for (header_name, path) in schema.map(header_annotations).unwrap_or_default() {
+    for (header_name, path) in schema.map(|s| header_annotations(s)).unwrap_or_default() {
         check_param(headers, &header_name, &path, arguments)?;
     }
     Ok(())

@@ -97,7 +97,7 @@ fn tool(name: &str, title: &str, description: &str) -> Tool {
         name: name.to_owned(),
         title: Some(title.to_owned()),
         description: Some(description.to_owned()),
-        input_schema: json!({"type": "object", "properties": {}}),
+        input_schema: json!({"type": "object", "properties": {}}).into(),
         output_schema: None,
         annotations: Some(ToolAnnotations {
             read_only_hint: Some(true),

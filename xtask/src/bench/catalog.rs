@@ -102,7 +102,8 @@ fn generated(n: usize) -> Vec<Tool> {
                 "type": "object",
                 "properties": {"text": {"type": "string", "description": "Any text."}},
                 "required": ["text"]
-            }),
+            })
+            .into(),
             output_schema: None,
             annotations: None,
             icons: None,
