@@ -26,7 +26,8 @@ use crate::naming;
 #[derive(Debug, Clone)]
 pub struct RuntimeTool {
     name: String,
-    server: String,
+    /// Shared by the server's entries.
+    server: Arc<str>,
     tool: Arc<Tool>,
     status: ToolStatus,
     /// How its definition differs from the one pinned (not approved yet).
@@ -85,7 +86,8 @@ impl RuntimeTool {
 #[derive(Debug, Clone)]
 pub struct RuntimeResource {
     name: String,
-    server: String,
+    /// Shared by the server's entries.
+    server: Arc<str>,
     resource: Arc<Resource>,
 }
 
@@ -120,7 +122,8 @@ impl RuntimeResource {
 #[derive(Debug, Clone)]
 pub struct RuntimeResourceTemplate {
     name: String,
-    server: String,
+    /// Shared by the server's entries.
+    server: Arc<str>,
     template: Arc<ResourceTemplate>,
 }
 
@@ -155,7 +158,8 @@ impl RuntimeResourceTemplate {
 #[derive(Debug, Clone)]
 pub struct RuntimePrompt {
     name: String,
-    server: String,
+    /// Shared by the server's entries.
+    server: Arc<str>,
     prompt: Arc<Prompt>,
 }
 
@@ -325,7 +329,7 @@ fn name_kind<T>(
     kind: EntryKind,
     per_server: Vec<(&str, Vec<ToName<'_, T>>)>,
     notes: &mut Vec<ServerNote>,
-) -> Vec<(String, String, Arc<T>)> {
+) -> Vec<(String, Arc<str>, Arc<T>)> {
     // (server, raw name, item): unique by (server, raw name).
     let mut entries: Vec<(&str, Cow<'_, str>, &Arc<T>)> = Vec::new();
     for (server, mut items) in per_server {
@@ -378,11 +382,18 @@ fn name_kind<T>(
         server: String::new(),
         message,
     }));
-    let mut out: Vec<(String, String, Arc<T>)> = names
+    // One string per server, shared by its entries (sorted by server).
+    let mut shared: Option<Arc<str>> = None;
+    let mut out: Vec<(String, Arc<str>, Arc<T>)> = names
         .into_iter()
         .zip(&entries)
         .filter_map(|(name, (server, _, item))| {
-            Some((name?, (*server).to_owned(), Arc::clone(item)))
+            let name = name?;
+            let server = match &shared {
+                Some(s) if &**s == *server => Arc::clone(s),
+                _ => Arc::clone(shared.insert(Arc::from(*server))),
+            };
+            Some((name, server, Arc::clone(item)))
         })
         .collect();
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -435,7 +446,7 @@ impl RuntimeCatalog {
         let tools: Vec<RuntimeTool> = tools
             .into_iter()
             .map(|(name, server, tool)| {
-                let entries = extras.get(server.as_str());
+                let entries = extras.get(&*server);
                 let status = entries.map_or(ToolStatus::Ready, |e| e.status);
                 let changed = entries
                     .and_then(|e| e.changed.get(&tool.name))

@@ -254,8 +254,11 @@ impl ServerLists {
     pub(crate) fn from_record(record: crate::persist::ServerRecord) -> ServerLists {
         fn listed<T: Clone>(items: Vec<T>) -> Listed<T> {
             Listed {
-                items: items.iter().cloned().map(Arc::new).collect(),
-                source: Some(Arc::new(items)),
+                items: items.into_iter().map(Arc::new).collect(),
+                // No session list is the source of persisted items; an
+                // empty one marks them as listed (a failed fetch keeps
+                // them) without a copy of every item.
+                source: Some(Arc::new(Vec::new())),
                 error: None,
             }
         }
