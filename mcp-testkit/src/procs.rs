@@ -39,14 +39,32 @@ pub fn marked(var: &str, value: &str) -> Vec<u32> {
 
 /// A process's state letter from `/proc/PID/stat` (`R`, `S`, `Z` …).
 pub fn state(pid: u32) -> Option<char> {
+    state_and_parent(pid).map(|(state, _)| state)
+}
+
+/// A process's state letter and parent's pid, from `/proc/PID/stat`.
+fn state_and_parent(pid: u32) -> Option<(char, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .next()?
-        .chars()
-        .next()
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some((state, parent))
+}
+
+/// The children of `parent`, zombies included, each with its state letter.
+pub fn children(parent: u32) -> Vec<(u32, char)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(|pid| {
+            let (state, of) = state_and_parent(pid)?;
+            (of == parent).then_some((pid, state))
+        })
+        .collect()
 }
 
 /// Kills (`SIGKILL`) every process marked `var=value` when dropped, so a

@@ -157,28 +157,9 @@ fn assert_spawn_error(err: &TransportError, kind: ErrorKind) {
 /// This process's children that are zombies.
 #[cfg(target_os = "linux")]
 fn zombie_children() -> Vec<u32> {
-    let me = std::process::id();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let parent = fields.next().and_then(|p| p.parse::<u32>().ok());
-        if state == Some("Z") && parent == Some(me) {
-            found.push(pid);
-        }
-    }
-    found
+    mcp_stack_testkit::procs::children(std::process::id())
+        .into_iter()
+        .filter(|&(_, state)| state == 'Z')
+        .map(|(pid, _)| pid)
+        .collect()
 }
