@@ -348,11 +348,7 @@ pub(super) fn spawn(spec: &Spec) -> Result<Started, Failure> {
     drop((stdin_child, stdout_child, stderr_child, report));
     if let Some(errno) = read_report(&report_read) {
         // The child could not exec and has called `_exit`: reap it.
-        let mut status: c_int = 0;
-        // SAFETY: a plain system call on our own child, pointer to a local.
-        while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
-            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-        {}
+        wait_blocking(pid);
         return Err(Failure::Io(io::Error::from_raw_os_error(errno)));
     }
     Ok(Started {
@@ -362,6 +358,15 @@ pub(super) fn spawn(spec: &Spec) -> Result<Started, Failure> {
         stdout,
         stderr,
     })
+}
+
+/// Reaps `pid`, our child that has exited or been killed.
+fn wait_blocking(pid: pid_t) {
+    let mut status: c_int = 0;
+    // SAFETY: a plain system call on our own child, pointer to a local.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
 }
 
 /// The `errno` the child reported, or `None` at end of file (it exec'd).
@@ -426,6 +431,13 @@ fn clone_child(args: &ChildArgs, stack: &mut [u8]) -> Result<(pid_t, OwnedFd), F
         });
     }
     if pidfd < 0 {
+        // Cannot be (CLONE_PIDFD succeeded with the clone); a child that
+        // could not be waited for is not left running.
+        // SAFETY: signals our own child, not reaped yet.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+        wait_blocking(pid);
         return Err(Failure::Io(io::Error::other("clone gave no pidfd")));
     }
     // SAFETY: the kernel opened it for us (close-on-exec) and nothing else
