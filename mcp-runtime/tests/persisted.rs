@@ -20,6 +20,9 @@ use mcp_stack_runtime::{
 use mcp_stack_testkit::{InProcessConnector, ServerOptions};
 use serde_json::json;
 
+mod common;
+use common::scripted::{Script, Scripted, options as scripted_options};
+
 /// One key for every "run": fingerprints hold across them, as with the
 /// user's key file.
 fn config(json: &str) -> ResolvedConfig {
@@ -168,22 +171,44 @@ async fn the_persisted_catalog_says_its_age_and_freshness() {
 #[tokio::test]
 async fn the_persisted_catalog_parses_no_schema_until_one_is_looked_into() {
     let dir = temp_dir("lazy-schemas");
-    let cfg = config(r#"{"mcpServers": {"a": {"command": "kit"}}}"#);
-    let (m1, lease) = run(CatalogCache::in_dir(&dir), &cfg).await;
+    // Definitions of this test alone: equal tools are shared process-wide,
+    // and another test's live (parsed) ones would stand in for ours.
+    let unique = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let kit = Scripted::new();
+    kit.serve(
+        "a",
+        Script {
+            tools: (0..3)
+                .map(|i| {
+                    json!({
+                        "name": format!("t{i}"),
+                        "description": unique,
+                        "inputSchema": {
+                            "type": "object",
+                            "properties": {"x": {"type": "string", "description": i}},
+                            "required": ["x"]
+                        }
+                    })
+                })
+                .collect(),
+            ..Script::full()
+        },
+    );
+    let cfg = config(r#"{"mcpServers": {"a": {"command": "x"}}}"#);
+    let cache = || scripted_options().catalog_cache(CatalogCache::in_dir(&dir));
+    let m1 = RuntimeManager::with_connector(cache(), kit);
+    let lease = m1.acquire("s", &cfg).await.unwrap();
     let live: Vec<(String, serde_json::Value)> = lease
         .catalog()
         .tools()
         .iter()
         .map(|t| (t.name().to_owned(), t.input_schema().clone()))
         .collect();
-    assert!(live.len() > 1);
+    assert_eq!(live.len(), 3);
     drop(lease);
     m1.dispose_all().await;
 
-    let m0 = runtime(
-        CatalogCache::in_dir(&dir),
-        Arc::new(InProcessConnector::new()),
-    );
+    let m0 = RuntimeManager::with_connector(cache(), Scripted::new());
     let listed = m0.persisted_catalog(&cfg).unwrap();
     let tools = listed.catalog.tools();
     assert_eq!(tools.len(), live.len());
