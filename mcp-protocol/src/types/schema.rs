@@ -56,9 +56,7 @@ impl Schema {
     pub fn value(&self) -> &Value {
         match &self.repr {
             Repr::Parsed(v) => v,
-            Repr::Raw { text, parsed } => {
-                parsed.get_or_init(|| serde_json::from_str(text.get()).unwrap_or(Value::Null))
-            }
+            Repr::Raw { text, parsed } => parsed.get_or_init(|| parse(text)),
         }
     }
 
@@ -79,11 +77,15 @@ impl Schema {
     pub fn into_value(self) -> Value {
         match self.repr {
             Repr::Parsed(v) => v,
-            Repr::Raw { text, parsed } => parsed
-                .into_inner()
-                .unwrap_or_else(|| serde_json::from_str(text.get()).unwrap_or(Value::Null)),
+            Repr::Raw { text, parsed } => parsed.into_inner().unwrap_or_else(|| parse(&text)),
         }
     }
+}
+
+/// `text` as a `Value`; `null` where it cannot be one (nested past
+/// serde_json's depth limit).
+fn parse(text: &RawValue) -> Value {
+    serde_json::from_str(text.get()).unwrap_or(Value::Null)
 }
 
 impl From<Value> for Schema {

@@ -25,7 +25,7 @@
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -72,16 +72,21 @@ pub(super) struct Started {
 impl Started {
     /// Registers the pipes and the pidfd with the current runtime.
     pub(super) fn into_spawned(self) -> io::Result<Spawned> {
-        // From here a failure drops `child`, which kills it.
-        let mut child = PidfdChild {
-            pid: self.pid,
-            fd: None,
-            reaped: false,
-        };
         // SAFETY: the `OwnedFd` stays open, and the same descriptor, for as
         // long as the `AsyncFd` that owns it.
-        let fd = unsafe { AsyncFd::register_with_interest(self.pidfd, Interest::READABLE) };
-        child.fd = Some(fd.map_err(io::Error::from)?);
+        let fd = match unsafe { AsyncFd::register_with_interest(self.pidfd, Interest::READABLE) } {
+            Ok(fd) => fd,
+            Err(e) => {
+                kill_and_orphan(self.pid);
+                return Err(e.into());
+            }
+        };
+        // From here a failure drops `child`, which kills it.
+        let child = PidfdChild {
+            pid: self.pid,
+            fd,
+            reaped: false,
+        };
         Ok(Spawned {
             pid: u32::try_from(self.pid).map_err(|_| io::Error::other("negative child id"))?,
             stdin: Stdin::from_owned_fd(self.stdin)?,
@@ -95,8 +100,7 @@ impl Started {
 /// A child started here, waited for on its pidfd.
 pub(in crate::stdio) struct PidfdChild {
     pid: pid_t,
-    /// `None` only while it is being built.
-    fd: Option<AsyncFd<OwnedFd>>,
+    fd: AsyncFd<OwnedFd>,
     reaped: bool,
 }
 
@@ -107,10 +111,7 @@ impl PidfdChild {
             if let Some(status) = self.try_wait()? {
                 return Ok(status);
             }
-            let Some(fd) = &self.fd else {
-                return Err(io::Error::other("the child's pidfd is missing"));
-            };
-            let mut ready = fd.readable().await?;
+            let mut ready = self.fd.readable().await?;
             // Readable means exited; the next `try_wait` reaps it. A
             // spurious wake is cleared and waited for again.
             ready.clear_ready();
@@ -137,18 +138,23 @@ static ORPHANS: Mutex<Vec<pid_t>> = Mutex::new(Vec::new());
 
 impl Drop for PidfdChild {
     fn drop(&mut self) {
-        if self.reaped {
-            return;
+        if !self.reaped {
+            kill_and_orphan(self.pid);
         }
-        // SAFETY: `kill` with a pid this process has not reaped (so it is
-        // still this child's, alive or a zombie) and a valid signal.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-        }
-        let mut orphans = ORPHANS.lock().unwrap_or_else(|p| p.into_inner());
-        orphans.push(self.pid);
-        reap_orphans(&mut orphans);
     }
+}
+
+/// Kills our child `pid`, not reaped yet, and leaves it to be reaped on a
+/// later spawn or drop.
+fn kill_and_orphan(pid: pid_t) {
+    // SAFETY: `kill` with a pid this process has not reaped (so it is
+    // still this child's, alive or a zombie) and a valid signal.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    let mut orphans = ORPHANS.lock().unwrap_or_else(|p| p.into_inner());
+    orphans.push(pid);
+    reap_orphans(&mut orphans);
 }
 
 /// Reaps the orphans that have exited.
@@ -297,13 +303,14 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
         return Ok(fd);
     }
-    fd.as_fd().try_clone_to_owned().and_then(|dup| {
-        if dup.as_raw_fd() > 2 {
-            Ok(dup)
-        } else {
-            above_stdio(dup)
-        }
-    })
+    // SAFETY: `fcntl` on a descriptor we own: the lowest free number from
+    // 3 up, close-on-exec, owned by nothing else.
+    let dup = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 3) };
+    if dup < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: just opened above.
+    Ok(unsafe { OwnedFd::from_raw_fd(dup) })
 }
 
 /// Starts `spec` on this thread, which becomes the child's parent.
