@@ -308,7 +308,7 @@ impl ServerLists {
                 || authorized
                 || crate::persist::authorized(server),
             protocol: session.protocol_version().as_str().to_owned(),
-            info,
+            info: serde_json::value::to_raw_value(&info).ok(),
             tools: self.tools.iter().map(|t| (**t).clone()).collect(),
             resources: own(&self.resources.items),
             templates: own(&self.templates.items),

@@ -123,50 +123,75 @@ pub(crate) fn assign_sorted(
     pairs: &[(&str, &str)],
     kind: &str,
 ) -> (Vec<Option<String>>, Vec<String>) {
+    let (named, notes) = assign_by_name(pairs, kind);
+    let mut out = vec![None; pairs.len()];
+    for (name, i) in named {
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(name);
+        }
+    }
+    (out, notes)
+}
+
+/// [`assign_sorted`]'s names, sorted by name, each with its pair's index
+/// (the pairs left out are missing): what a catalog kept sorted by name
+/// needs, with no second sort.
+pub(crate) fn assign_by_name(
+    pairs: &[(&str, &str)],
+    kind: &str,
+) -> (Vec<(String, usize)>, Vec<String>) {
     debug_assert!(pairs.is_sorted_by(|a, b| a < b), "sorted, no duplicates");
-    // (name, index, server, tool): the pairs that want each name come
-    // together, in (server, tool) order.
-    let mut slots: Vec<(String, usize, &str, &str)> = pairs
+    // (name, index): the pairs that want each name come together, in
+    // (server, tool) order.
+    let mut slots: Vec<(String, usize)> = pairs
         .iter()
         .enumerate()
-        .map(|(i, &(server, tool))| (candidate(server, tool), i, server, tool))
+        .map(|(i, &(server, tool))| (candidate(server, tool), i))
         .collect();
-    slots.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    slots.sort_unstable();
+    let mut renamed = false;
     for claimants in slots.chunk_by_mut(|a, b| a.0 == b.0) {
         if claimants.len() < 2 {
             continue;
         }
         // The first exact claimant keeps the name; the others get a suffix.
         let mut kept = false;
-        for (name, _, server, tool) in claimants {
+        for (name, i) in claimants {
+            let Some(&(server, tool)) = pairs.get(*i) else {
+                continue;
+            };
             if !kept && is_exact(name, server, tool) {
                 kept = true;
             } else {
                 *name = with_suffix(name, server, tool);
+                renamed = true;
             }
         }
     }
-    slots.sort_unstable_by_key(|slot| slot.1);
-    let names: Vec<String> = slots.into_iter().map(|slot| slot.0).collect();
-    let mut taken = std::collections::HashSet::with_capacity(names.len());
-    let keep: Vec<bool> = names.iter().map(|n| taken.insert(n.as_str())).collect();
-    let mut notes = Vec::new();
-    let out = names
+    if renamed {
+        slots.sort_unstable();
+    }
+    // A name still taken twice (a tool literally named like another's
+    // suffixed name): the first pair keeps it, the others are left out.
+    let mut left_out = Vec::new();
+    slots.dedup_by(|later, first| {
+        let clash = later.0 == first.0;
+        if clash {
+            left_out.push((later.1, std::mem::take(&mut later.0)));
+        }
+        clash
+    });
+    left_out.sort_unstable();
+    let notes = left_out
         .into_iter()
-        .zip(keep)
-        .zip(pairs)
-        .map(|((name, keep), (server, tool))| {
-            if keep {
-                Some(name)
-            } else {
-                notes.push(format!(
-                    "{kind} `{tool}` of server `{server}` is left out: its namespaced name `{name}` is taken by another {kind}"
-                ));
-                None
-            }
+        .filter_map(|(i, name)| {
+            let (server, tool) = pairs.get(i)?;
+            Some(format!(
+                "{kind} `{tool}` of server `{server}` is left out: its namespaced name `{name}` is taken by another {kind}"
+            ))
         })
         .collect();
-    (out, notes)
+    (slots, notes)
 }
 
 #[cfg(test)]
@@ -305,6 +330,17 @@ mod tests {
             let distinct: BTreeSet<_> = names.values().collect();
             proptest::prop_assert_eq!(distinct.len(), names.len());
             proptest::prop_assert!(names.values().all(|n| valid(n)), "{:?}", names);
+            // The same names sorted by name, each with its pair.
+            let borrowed: Vec<(&str, &str)> =
+                pairs.iter().map(|(s, t)| (s.as_str(), t.as_str())).collect();
+            let (by_name, notes_by_name) = assign_by_name(&borrowed, "tool");
+            proptest::prop_assert!(by_name.is_sorted_by(|a, b| a.0 < b.0));
+            proptest::prop_assert_eq!(notes_by_name, notes);
+            let from_sorted: BTreeMap<(String, String), String> = by_name
+                .into_iter()
+                .map(|(name, i)| (pairs.iter().nth(i).cloned().unwrap_or_default(), name))
+                .collect();
+            proptest::prop_assert_eq!(from_sorted, names);
         }
     }
 }

@@ -2,8 +2,8 @@
 //! persisted catalog, comparing pins) spread over the machine's cores.
 
 use std::num::NonZeroUsize;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread;
 
 /// Fewer items than this per thread are done on the calling thread: a
@@ -61,6 +61,45 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> 
     });
     all.sort_unstable_by_key(|&(i, _)| i);
     all.into_iter().map(|(_, r)| r).collect()
+}
+
+/// `(a(), b())`, with `b` on another thread when `apart` (worth a
+/// thread's start) and the machine has a second core. Whichever thread is
+/// free first takes `b`: the caller does, after `a`, if the other thread
+/// has not started by then. A panic in either goes on in the caller.
+pub(crate) fn join<RA, RB: Send>(
+    apart: bool,
+    a: impl FnOnce() -> RA,
+    b: impl FnOnce() -> RB + Send,
+) -> (RA, RB) {
+    if !apart || cores() < 2 {
+        let ra = a();
+        return (ra, b());
+    }
+    let b = Mutex::new(Some(b));
+    let take_b = || {
+        let f = b.lock().unwrap_or_else(PoisonError::into_inner).take();
+        f.map(|f| f())
+    };
+    let span = tracing::Span::current();
+    thread::scope(|scope| {
+        let take_b = &take_b;
+        let other = thread::Builder::new()
+            .spawn_scoped(scope, move || span.in_scope(take_b))
+            .ok();
+        let ra = a();
+        let rb = match take_b() {
+            Some(rb) => rb,
+            // Taken by the other thread (so it was started).
+            None => match other.map(thread::ScopedJoinHandle::join) {
+                Some(Ok(Some(rb))) => rb,
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                // Neither thread ran `b`: cannot be, it is taken once.
+                Some(Ok(None)) | None => unreachable!("b was taken by no thread"),
+            },
+        };
+        (ra, rb)
+    })
 }
 
 /// The machine's cores, asked once: `available_parallelism` reads the
@@ -139,6 +178,58 @@ mod tests {
             "the caller did {} items",
             by_caller.load(Ordering::SeqCst)
         );
+    }
+
+    #[test]
+    fn join_gives_both_results_each_run_once() {
+        for apart in [false, true] {
+            let runs = AtomicUsize::new(0);
+            let (a, b) = join(
+                apart,
+                || {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    1
+                },
+                || {
+                    runs.fetch_add(10, Ordering::SeqCst);
+                    "b"
+                },
+            );
+            assert_eq!((a, b), (1, "b"));
+            assert_eq!(runs.load(Ordering::SeqCst), 11);
+        }
+    }
+
+    #[test]
+    fn join_apart_runs_b_beside_a() {
+        if cores() < 2 {
+            return; // One core: `b` runs after `a`, on the caller.
+        }
+        let caller = thread::current().id();
+        let b_done = AtomicUsize::new(0);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (_, b_thread) = join(
+            true,
+            // `a` waits for `b` to be done: only another thread can do it.
+            || {
+                while b_done.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+                    thread::yield_now();
+                }
+            },
+            || {
+                b_done.store(1, Ordering::SeqCst);
+                thread::current().id()
+            },
+        );
+        assert_ne!(b_thread, caller);
+    }
+
+    #[test]
+    fn join_a_panic_in_b_reaches_the_caller() {
+        for apart in [false, true] {
+            let caught = std::panic::catch_unwind(|| join(apart, || 1, || panic!("b")));
+            assert!(caught.is_err());
+        }
     }
 
     #[test]

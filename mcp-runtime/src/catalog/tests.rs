@@ -271,3 +271,84 @@ fn clashes_long_names_and_duplicates() {
     };
     assert_eq!(all(&c), all(&again));
 }
+
+/// A catalog large enough to be named on two threads is the catalog named
+/// on one: the same entries, names, servers and notes, in the same order.
+#[test]
+fn named_apart_or_not_the_catalog_is_the_same() {
+    // 40 servers, each with clashing names after sanitizing (`a.b`, `a b`
+    // and `a_b` all want `SERVER__a_b`), a name listed twice, resources
+    // sharing a name, and more than `PARALLEL_BUILD` entries in all.
+    let tools: Vec<Arc<Tool>> = ["a.b", "a b", "a_b", "x", "x"]
+        .iter()
+        .map(|n| tool(n, true))
+        .chain((0..20).map(|i| tool(&format!("t{i}"), false)))
+        .collect();
+    let resources = [
+        resource("file:///1", "doc"),
+        resource("file:///2", "doc"),
+        resource("file:///1", "doc"),
+    ];
+    let templates = [template("file:///{x}", "files")];
+    let prompts = [prompt("p"), prompt("p")];
+    let open = ToolFilter::default();
+    let names: Vec<String> = (0..40).map(|i| format!("s{i}.x")).collect();
+    let servers: Vec<ServerEntries<'_>> = names
+        .iter()
+        .map(|name| ServerEntries {
+            server: name,
+            filter: &open,
+            tools: tools.iter().collect(),
+            resources: &resources,
+            templates: &templates,
+            prompts: &prompts,
+            diagnostics: &[],
+            protocol: ProtocolVersion::V2025_11_25,
+            transport: TransportKind::Stdio,
+            status: ToolStatus::Connecting,
+            changed: BTreeMap::new(),
+        })
+        .collect();
+    let entries: usize = servers
+        .iter()
+        .map(|s| s.tools.len() + s.resources.len() + s.templates.len() + s.prompts.len())
+        .sum();
+    assert!(entries >= PARALLEL_BUILD, "{entries} entries");
+    let one = RuntimeCatalog::build_apart(&servers, Vec::new(), false);
+    let two = RuntimeCatalog::build_apart(&servers, Vec::new(), true);
+    let tools_of = |c: &RuntimeCatalog| -> Vec<(String, String, String)> {
+        c.tools()
+            .iter()
+            .map(|t| {
+                (
+                    t.name().to_owned(),
+                    t.server().to_owned(),
+                    t.tool_name().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let others_of = |c: &RuntimeCatalog| -> Vec<String> {
+        let resources = c
+            .resources()
+            .iter()
+            .map(|r| format!("{} {}", r.name(), r.uri()));
+        let templates = c.resource_templates().iter().map(|t| t.name().to_owned());
+        let prompts = c.prompts().iter().map(|p| p.name().to_owned());
+        resources.chain(templates).chain(prompts).collect()
+    };
+    let notes_of = |c: &RuntimeCatalog| -> Vec<(String, String)> {
+        c.notes()
+            .iter()
+            .map(|n| (n.server.clone(), n.message.clone()))
+            .collect()
+    };
+    assert_eq!(tools_of(&one), tools_of(&two));
+    assert_eq!(others_of(&one), others_of(&two));
+    assert_eq!(notes_of(&one), notes_of(&two));
+    // Every server's tools are there, each once, and sorted by name.
+    assert_eq!(one.len(), 40 * 24, "`x` listed twice is kept once");
+    assert!(one.tools().is_sorted_by(|a, b| a.name() < b.name()));
+    assert!(!notes_of(&one).is_empty(), "the clashes are noted");
+    assert_eq!(one.resources_at("file:///2").count(), 40);
+}

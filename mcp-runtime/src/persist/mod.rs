@@ -216,7 +216,10 @@ pub(crate) struct ServerRecord {
     pub(crate) ttl_ms: Option<u64>,
     pub(crate) private: bool,
     pub(crate) protocol: String,
-    pub(crate) info: InitializeResult,
+    /// The `initialize` (or `server/discover`) result, as JSON text: kept
+    /// for whoever reads the file, never parsed by a start from the cache,
+    /// which has no use for it (the protocol revision is its own field).
+    pub(crate) info: Option<Box<serde_json::value::RawValue>>,
     /// Read with their schemas kept as text ([`LazyTool`]): a start from
     /// the cache parses a schema only when something looks into it.
     #[serde(deserialize_with = "lazy_tools")]
@@ -585,7 +588,7 @@ mod tests {
             ttl_ms: None,
             private,
             protocol: "2025-11-25".into(),
-            info,
+            info: serde_json::value::to_raw_value(&info).ok(),
             tools: Vec::new(),
             resources: Vec::new(),
             templates: Vec::new(),
