@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+#[macro_use]
+mod by_hand;
 mod content;
 mod elicitation;
 mod plain;
@@ -255,7 +257,8 @@ pub struct ToolAnnotations {
 }
 
 /// An icon for display.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Icon {
     /// Where the icon is (a URL or a data URI).
@@ -307,7 +310,8 @@ pub(crate) fn empty_object_schema() -> Value {
 }
 
 /// `tools/list` result: one page.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// The tools on this page.
@@ -550,6 +554,26 @@ pub struct EmptyResult {
     #[serde(flatten)]
     pub extra: Extra,
 }
+
+read_by_hand!(
+    Icon,
+    "an icon object",
+    required { src: "src" },
+    optional {
+        mime_type: "mimeType",
+        sizes: "sizes"
+    },
+    defaulted {},
+);
+read_by_hand!(
+    ListToolsResult,
+    "a tools/list result",
+    required { tools: "tools" },
+    optional {
+        next_cursor: "nextCursor"
+    },
+    defaulted {},
+);
 
 #[cfg(test)]
 mod tests {

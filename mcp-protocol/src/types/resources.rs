@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 use super::{Content, Extra, Icon};
 
 /// A resource a server offers (`resources/list`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resource {
     /// Its URI, the key to read it by.
@@ -58,7 +59,8 @@ impl Resource {
 
 /// A family of resources named by an RFC 6570 URI template
 /// (`resources/templates/list`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceTemplate {
     /// The template (`file:///{path}`).
@@ -116,7 +118,8 @@ impl ResourceTemplate {
 }
 
 /// `resources/list` result: one page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourcesResult {
     /// This page's resources.
@@ -131,7 +134,8 @@ pub struct ListResourcesResult {
 }
 
 /// `resources/templates/list` result: one page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResourceTemplatesResult {
     /// This page's templates.
@@ -312,7 +316,8 @@ pub struct ResourceUpdatedParams {
 }
 
 /// A prompt template a server offers (`prompts/list`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Prompt {
     /// Its name, the key to get it by.
@@ -386,7 +391,8 @@ impl Prompt {
 }
 
 /// One argument of a prompt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PromptArgument {
     /// Its name.
     pub name: String,
@@ -418,7 +424,8 @@ impl PromptArgument {
 }
 
 /// `prompts/list` result: one page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+// Deserialize: one pass (`by_hand.rs`), not derive's `flatten` buffering.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListPromptsResult {
     /// This page's prompts.
@@ -674,3 +681,88 @@ mod tests {
         assert_eq!(r.messages[0].content.kind(), "text");
     }
 }
+
+read_by_hand!(
+    Resource,
+    "a resource object",
+    required {
+        uri: "uri",
+        name: "name"
+    },
+    optional {
+        title: "title",
+        description: "description",
+        mime_type: "mimeType",
+        size: "size",
+        icons: "icons"
+    },
+    defaulted {},
+);
+read_by_hand!(
+    ResourceTemplate,
+    "a resource template object",
+    required {
+        uri_template: "uriTemplate",
+        name: "name"
+    },
+    optional {
+        title: "title",
+        description: "description",
+        mime_type: "mimeType"
+    },
+    defaulted {},
+);
+read_by_hand!(
+    ListResourcesResult,
+    "a resources/list result",
+    required {},
+    optional {
+        next_cursor: "nextCursor"
+    },
+    defaulted {
+        resources: "resources"
+    },
+);
+read_by_hand!(
+    ListResourceTemplatesResult,
+    "a resources/templates/list result",
+    required {},
+    optional {
+        next_cursor: "nextCursor"
+    },
+    defaulted {
+        resource_templates: "resourceTemplates"
+    },
+);
+read_by_hand!(
+    Prompt,
+    "a prompt object",
+    required { name: "name" },
+    optional {
+        title: "title",
+        description: "description",
+        arguments: "arguments",
+        icons: "icons"
+    },
+    defaulted {},
+);
+read_by_hand!(
+    PromptArgument,
+    "a prompt argument object",
+    required { name: "name" },
+    optional {
+        title: "title",
+        description: "description",
+        required: "required"
+    },
+    defaulted {},
+);
+read_by_hand!(
+    ListPromptsResult,
+    "a prompts/list result",
+    required {},
+    optional {
+        next_cursor: "nextCursor"
+    },
+    defaulted { prompts: "prompts" },
+);
