@@ -376,8 +376,18 @@ impl Persist {
     /// agent session's user), if any usable are kept.
     pub(crate) fn load(&self, server: &ResolvedServer, identity: &str) -> Option<ServerRecord> {
         let hex = server.fingerprint.to_hex();
-        // A private file first (only this context's), then a public one.
-        for private in [true, false] {
+        // One scope's file at a time: a save removes the other scope's (of
+        // this identity), so the first file found is the latest. Looked
+        // for in the likelier scope first, which is one `open` for most
+        // servers: private (this context's and identity's alone) for a
+        // server the config authorizes, whose results are always private;
+        // public for the others.
+        let order = if authorized(server) {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for private in order {
             let path = self.entry_path(&server.name, &server.fingerprint, private, identity);
             let body = match file::read(&path, &self.key, Kind::Entry, self.options.max_entry_bytes)
             {
@@ -432,9 +442,7 @@ impl Persist {
             tracing::warn!(path = %path.display(), "cannot persist MCP catalog: {e}");
             return;
         }
-        if !record.private {
-            let _ = fs::remove_file(other);
-        }
+        let _ = fs::remove_file(other);
         if self.over_or_unknown(body.len() as u64) {
             match evict_dir(&self.options.dir, self.options.max_total_bytes) {
                 Ok(total) => self.scanned(total),
@@ -626,6 +634,34 @@ mod tests {
         // A public record is shared by every context.
         open(Some("alice")).save(&s.fingerprint, &record(&s, false), "");
         assert!(open(Some("bob")).load(&s, "").is_some_and(|r| !r.private));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_save_in_one_scope_replaces_the_other_scopes_file() {
+        let dir = std::env::temp_dir().join(format!("mcp-persist-scopes-{}", std::process::id()));
+        // Not authorized by its config: a public file is looked for first.
+        let s = server(r#"{"mcpServers": {"p": {"url": "https://example.com/p"}}}"#);
+        assert!(!authorized(&s));
+        let cache = Persist::open(CatalogCache::in_dir(&dir)).unwrap();
+        let entries = || {
+            fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "entry"))
+                .count()
+        };
+        cache.save(&s.fingerprint, &record(&s, false), "");
+        assert!(cache.load(&s, "").is_some_and(|r| !r.private));
+        // The server's results turned private: the public file goes.
+        cache.save(&s.fingerprint, &record(&s, true), "");
+        assert!(cache.load(&s, "").is_some_and(|r| r.private));
+        assert!(cache.load(&s, "another").is_none(), "not shared any more");
+        assert_eq!(entries(), 1);
+        // And public again: the private one goes.
+        cache.save(&s.fingerprint, &record(&s, false), "");
+        assert!(cache.load(&s, "").is_some_and(|r| !r.private));
+        assert_eq!(entries(), 1);
         let _ = fs::remove_dir_all(&dir);
     }
 
