@@ -173,7 +173,7 @@ impl Builder<'_> {
         }
         // Listed from the persisted catalog where it holds them (read on
         // every core), else started now.
-        let cached = crate::par::map(&to_open, |(server, _)| {
+        let cached = crate::par::map(&to_open, crate::par::Cost::Record, |(server, _)| {
             self.offline_from_cache(server, &slot.identity)
         });
         for ((server, prior), cached) in to_open.into_iter().zip(cached) {
@@ -552,20 +552,22 @@ pub(crate) fn assemble(
     // of the server's.
     let summary = persist.map(|p| p.pins.summary());
     let checked: Vec<crate::persist::pins::Checked> =
-        crate::par::map(&sources, |s| match (persist, &summary) {
-            (Some(p), Some(summary)) => {
-                let tools: Vec<_> = s.lists.tools.iter().collect();
-                let policy = p.options.policy_for(s.server);
-                p.pins.check(
-                    s.server,
-                    &tools,
-                    s.lists.pin_hashes(),
-                    policy,
-                    p.options.on_pin_event.as_ref(),
-                    summary,
-                )
+        crate::par::map(&sources, crate::par::Cost::Pins, |s| {
+            match (persist, &summary) {
+                (Some(p), Some(summary)) => {
+                    let tools: Vec<_> = s.lists.tools.iter().collect();
+                    let policy = p.options.policy_for(s.server);
+                    p.pins.check(
+                        s.server,
+                        &tools,
+                        s.lists.pin_hashes(),
+                        policy,
+                        p.options.on_pin_event.as_ref(),
+                        summary,
+                    )
+                }
+                _ => Default::default(),
             }
-            _ => Default::default(),
         });
     if let Some(p) = persist {
         let verified: Vec<_> = checked.iter().filter_map(|c| c.verified.clone()).collect();

@@ -406,30 +406,10 @@ fn by_name<'a, T>(sorted: &'a [T], name: &str, name_of: impl Fn(&T) -> &str) -> 
     sorted.get(at)
 }
 
-/// Entries (of every kind) from which a catalog names its tools and its
-/// other kinds on two threads: below, a thread's start (tens of
-/// microseconds, a millisecond on a core woken from idle) costs more than
-/// it saves.
-const PARALLEL_BUILD: usize = 1024;
-
 impl RuntimeCatalog {
     /// Builds the catalog: filters the tools, names every kind (see
     /// [`naming::assign_kind`]), sorts.
     pub(crate) fn build(servers: &[ServerEntries<'_>], failures: Vec<ServerFailure>) -> Self {
-        let entries: usize = servers
-            .iter()
-            .map(|s| s.tools.len() + s.resources.len() + s.templates.len() + s.prompts.len())
-            .sum();
-        Self::build_apart(servers, failures, entries >= PARALLEL_BUILD)
-    }
-
-    /// [`build`](Self::build), naming the tools and the other kinds on two
-    /// threads when `apart`: the same catalog either way.
-    fn build_apart(
-        servers: &[ServerEntries<'_>],
-        failures: Vec<ServerFailure>,
-        apart: bool,
-    ) -> Self {
         let mut notes = Vec::new();
         let mut connected: Vec<ConnectedServer> = servers
             .iter()
@@ -449,120 +429,107 @@ impl RuntimeCatalog {
                 });
             }
         }
-        // Tools on this thread, the other kinds beside them on another.
-        let named_tools = || {
-            let mut tool_notes = Vec::new();
-            let tools = name_kind(
-                EntryKind::Tool,
-                servers
-                    .iter()
-                    .map(|s| {
-                        let allowed = s.tools.iter().filter(|t| s.filter.allows(&t.name));
-                        let items = allowed.map(|t| (t.name.as_str(), t.name.as_str(), *t));
-                        (s.server, items.collect())
-                    })
-                    .collect(),
-                &mut tool_notes,
-            );
-            let extras: HashMap<&str, &ServerEntries<'_>> =
-                servers.iter().map(|s| (s.server, s)).collect();
-            let tools: Vec<RuntimeTool> = tools
-                .into_iter()
-                .map(|(name, server, tool)| {
-                    let entries = extras.get(&*server);
-                    let status = entries.map_or(ToolStatus::Ready, |e| e.status);
-                    let changed = entries
-                        .and_then(|e| e.changed.get(&tool.name))
-                        .map(|d| Arc::from(d.as_slice()));
-                    RuntimeTool {
-                        name,
-                        server,
-                        tool,
-                        status,
-                        changed,
-                    }
+        let tools = name_kind(
+            EntryKind::Tool,
+            servers
+                .iter()
+                .map(|s| {
+                    let allowed = s.tools.iter().filter(|t| s.filter.allows(&t.name));
+                    let items = allowed.map(|t| (t.name.as_str(), t.name.as_str(), *t));
+                    (s.server, items.collect())
                 })
-                .collect();
-            (tools, tool_notes)
-        };
-        let named_others = || {
-            let mut other_notes = Vec::new();
-            let resources = name_kind(
-                EntryKind::Resource,
-                servers
-                    .iter()
-                    .map(|s| {
-                        let items = s
-                            .resources
-                            .iter()
-                            .map(|r| (r.name.as_str(), r.uri.as_str(), r));
-                        (s.server, items.collect())
-                    })
-                    .collect(),
-                &mut other_notes,
-            );
-            let resources: Vec<RuntimeResource> = resources
-                .into_iter()
-                .map(|(name, server, resource)| RuntimeResource {
+                .collect(),
+            &mut notes,
+        );
+        let extras: HashMap<&str, &ServerEntries<'_>> =
+            servers.iter().map(|s| (s.server, s)).collect();
+        let tools: Vec<RuntimeTool> = tools
+            .into_iter()
+            .map(|(name, server, tool)| {
+                let entries = extras.get(&*server);
+                let status = entries.map_or(ToolStatus::Ready, |e| e.status);
+                let changed = entries
+                    .and_then(|e| e.changed.get(&tool.name))
+                    .map(|d| Arc::from(d.as_slice()));
+                RuntimeTool {
                     name,
                     server,
-                    resource,
+                    tool,
+                    status,
+                    changed,
+                }
+            })
+            .collect();
+        let resources = name_kind(
+            EntryKind::Resource,
+            servers
+                .iter()
+                .map(|s| {
+                    let items = s
+                        .resources
+                        .iter()
+                        .map(|r| (r.name.as_str(), r.uri.as_str(), r));
+                    (s.server, items.collect())
                 })
-                .collect();
-            let templates = name_kind(
-                EntryKind::ResourceTemplate,
-                servers
-                    .iter()
-                    .map(|s| {
-                        let items = s
-                            .templates
-                            .iter()
-                            .map(|t| (t.name.as_str(), t.uri_template.as_str(), t));
-                        (s.server, items.collect())
-                    })
-                    .collect(),
-                &mut other_notes,
-            );
-            let templates: Vec<RuntimeResourceTemplate> = templates
-                .into_iter()
-                .map(|(name, server, template)| RuntimeResourceTemplate {
-                    name,
-                    server,
-                    template,
+                .collect(),
+            &mut notes,
+        );
+        let resources: Vec<RuntimeResource> = resources
+            .into_iter()
+            .map(|(name, server, resource)| RuntimeResource {
+                name,
+                server,
+                resource,
+            })
+            .collect();
+        let templates = name_kind(
+            EntryKind::ResourceTemplate,
+            servers
+                .iter()
+                .map(|s| {
+                    let items = s
+                        .templates
+                        .iter()
+                        .map(|t| (t.name.as_str(), t.uri_template.as_str(), t));
+                    (s.server, items.collect())
                 })
-                .collect();
-            let prompts = name_kind(
-                EntryKind::Prompt,
-                servers
-                    .iter()
-                    .map(|s| {
-                        let items = s
-                            .prompts
-                            .iter()
-                            .map(|p| (p.name.as_str(), p.name.as_str(), p));
-                        (s.server, items.collect())
-                    })
-                    .collect(),
-                &mut other_notes,
-            );
-            let prompts: Vec<RuntimePrompt> = prompts
-                .into_iter()
-                .map(|(name, server, prompt)| RuntimePrompt {
-                    name,
-                    server,
-                    prompt,
+                .collect(),
+            &mut notes,
+        );
+        let templates: Vec<RuntimeResourceTemplate> = templates
+            .into_iter()
+            .map(|(name, server, template)| RuntimeResourceTemplate {
+                name,
+                server,
+                template,
+            })
+            .collect();
+        let prompts = name_kind(
+            EntryKind::Prompt,
+            servers
+                .iter()
+                .map(|s| {
+                    let items = s
+                        .prompts
+                        .iter()
+                        .map(|p| (p.name.as_str(), p.name.as_str(), p));
+                    (s.server, items.collect())
                 })
-                .collect();
-            let mut uris: HashMap<String, Vec<usize>> = HashMap::new();
-            for (i, r) in resources.iter().enumerate() {
-                uris.entry(r.uri().to_owned()).or_default().push(i);
-            }
-            (resources, uris, templates, prompts, other_notes)
-        };
-        let ((tools, tool_notes), (resources, uris, templates, prompts, other_notes)) =
-            crate::par::join(apart, named_tools, named_others);
-        notes.extend(tool_notes);
-        notes.extend(other_notes);
+                .collect(),
+            &mut notes,
+        );
+        let prompts: Vec<RuntimePrompt> = prompts
+            .into_iter()
+            .map(|(name, server, prompt)| RuntimePrompt {
+                name,
+                server,
+                prompt,
+            })
+            .collect();
+        let mut uris: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, r) in resources.iter().enumerate() {
+            uris.entry(r.uri().to_owned()).or_default().push(i);
+        }
         RuntimeCatalog {
             tools,
             resources,

@@ -372,7 +372,7 @@ impl RuntimeManager {
         // One server missing makes the answer `None`: the others still to
         // be read are then skipped.
         let missing = AtomicBool::new(false);
-        let loaded = crate::par::map(&servers, |(_, server)| {
+        let loaded = crate::par::map(&servers, crate::par::Cost::Record, |(_, server)| {
             if missing.load(Ordering::Relaxed) {
                 return None;
             }

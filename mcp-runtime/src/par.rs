@@ -2,27 +2,46 @@
 //! persisted catalog, comparing pins) spread over the machine's cores.
 
 use std::num::NonZeroUsize;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread;
 
-/// Fewer items than this per thread are done on the calling thread: a
-/// thread costs tens of microseconds, one server's cached lists about a
-/// hundred.
-const MIN_PER_THREAD: usize = 4;
+/// Items a thread must have to be worth starting, for work of each kind:
+/// a thread takes 40 µs to start running here, and 250 to 350 µs when the
+/// machine was idle (a core woken up); `map` then also waits for it to
+/// start and end, even when the caller has done every item meanwhile.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cost {
+    /// Reading, checking and parsing a server's persisted record: about
+    /// 25 µs a server.
+    Record,
+    /// Comparing a server's tools with its pins: a few µs a server.
+    Pins,
+}
+
+impl Cost {
+    fn min_per_thread(self) -> usize {
+        match self {
+            Cost::Record => 8,
+            Cost::Pins => 128,
+        }
+    }
+}
 
 /// `items.iter().map(f).collect()`, in order, on up to as many threads as
-/// the machine has cores (the caller's among them). Items are handed out
+/// the machine has cores (the caller's among them), when there are enough
+/// items of this `cost` to be worth a thread. Items are handed out
 /// one at a time to whichever thread is free, so a thread that starts late
 /// (a core woken from idle can take a millisecond) leaves its items to the
 /// others instead of holding the result back; a thread that cannot be
 /// started at all just takes none. A panic in `f` goes on in the caller, as
 /// it would have without threads.
-pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = if items.len() < 2 * MIN_PER_THREAD {
+pub(crate) fn map<T: Sync, R: Send>(items: &[T], cost: Cost, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let min = cost.min_per_thread();
+    let threads = if items.len() < 2 * min {
         1
     } else {
-        cores().min(items.len() / MIN_PER_THREAD)
+        cores().min(items.len() / min)
     };
     if threads <= 1 {
         return items.iter().map(f).collect();
@@ -63,45 +82,6 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> 
     all.into_iter().map(|(_, r)| r).collect()
 }
 
-/// `(a(), b())`, with `b` on another thread when `apart` (worth a
-/// thread's start) and the machine has a second core. Whichever thread is
-/// free first takes `b`: the caller does, after `a`, if the other thread
-/// has not started by then. A panic in either goes on in the caller.
-pub(crate) fn join<RA, RB: Send>(
-    apart: bool,
-    a: impl FnOnce() -> RA,
-    b: impl FnOnce() -> RB + Send,
-) -> (RA, RB) {
-    if !apart || cores() < 2 {
-        let ra = a();
-        return (ra, b());
-    }
-    let b = Mutex::new(Some(b));
-    let take_b = || {
-        let f = b.lock().unwrap_or_else(PoisonError::into_inner).take();
-        f.map(|f| f())
-    };
-    let span = tracing::Span::current();
-    thread::scope(|scope| {
-        let take_b = &take_b;
-        let other = thread::Builder::new()
-            .spawn_scoped(scope, move || span.in_scope(take_b))
-            .ok();
-        let ra = a();
-        let rb = match take_b() {
-            Some(rb) => rb,
-            // Taken by the other thread (so it was started).
-            None => match other.map(thread::ScopedJoinHandle::join) {
-                Some(Ok(Some(rb))) => rb,
-                Some(Err(panic)) => std::panic::resume_unwind(panic),
-                // Neither thread ran `b`: cannot be, it is taken once.
-                Some(Ok(None)) | None => unreachable!("b was taken by no thread"),
-            },
-        };
-        (ra, rb)
-    })
-}
-
 /// The machine's cores, asked once: `available_parallelism` reads the
 /// cgroup's CPU quota on Linux (about 20 system calls, 11 µs), and every
 /// catalog build calls [`map`].
@@ -123,7 +103,7 @@ mod tests {
         for n in [0, 1, 3, 4, 7, 8, 9, 100, 1001] {
             let items: Vec<usize> = (0..n).collect();
             let seen = Mutex::new(Vec::new());
-            let out = map(&items, |&i| {
+            let out = map(&items, Cost::Record, |&i| {
                 seen.lock().unwrap().push(i);
                 i * 2
             });
@@ -137,10 +117,10 @@ mod tests {
     #[test]
     fn many_items_use_more_than_one_thread_where_there_are_cores() {
         let items: Vec<usize> = (0..64).collect();
-        let want = cores().min(64 / MIN_PER_THREAD);
+        let want = cores().min(64 / Cost::Record.min_per_thread());
         let threads = Mutex::new(HashSet::new());
         let deadline = Instant::now() + Duration::from_secs(10);
-        map(&items, |_| {
+        map(&items, Cost::Record, |_| {
             threads.lock().unwrap().insert(thread::current().id());
             // Each item waits (up to the deadline) for every thread to have
             // started: the caller alone would otherwise take them all.
@@ -160,7 +140,7 @@ mod tests {
         let items: Vec<usize> = (0..64).collect();
         let by_caller = AtomicUsize::new(0);
         let deadline = Instant::now() + Duration::from_secs(10);
-        let out = map(&items, |&i| {
+        let out = map(&items, Cost::Record, |&i| {
             if thread::current().id() == caller {
                 by_caller.fetch_add(1, Ordering::SeqCst);
             } else {
@@ -181,61 +161,22 @@ mod tests {
     }
 
     #[test]
-    fn join_gives_both_results_each_run_once() {
-        for apart in [false, true] {
-            let runs = AtomicUsize::new(0);
-            let (a, b) = join(
-                apart,
-                || {
-                    runs.fetch_add(1, Ordering::SeqCst);
-                    1
-                },
-                || {
-                    runs.fetch_add(10, Ordering::SeqCst);
-                    "b"
-                },
-            );
-            assert_eq!((a, b), (1, "b"));
-            assert_eq!(runs.load(Ordering::SeqCst), 11);
-        }
-    }
-
-    #[test]
-    fn join_apart_runs_b_beside_a() {
-        if cores() < 2 {
-            return; // One core: `b` runs after `a`, on the caller.
-        }
+    fn cheap_items_stay_on_the_caller_until_they_are_worth_a_thread() {
         let caller = thread::current().id();
-        let b_done = AtomicUsize::new(0);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let (_, b_thread) = join(
-            true,
-            // `a` waits for `b` to be done: only another thread can do it.
-            || {
-                while b_done.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
-                    thread::yield_now();
-                }
-            },
-            || {
-                b_done.store(1, Ordering::SeqCst);
-                thread::current().id()
-            },
-        );
-        assert_ne!(b_thread, caller);
-    }
-
-    #[test]
-    fn join_a_panic_in_b_reaches_the_caller() {
-        for apart in [false, true] {
-            let caught = std::panic::catch_unwind(|| join(apart, || 1, || panic!("b")));
-            assert!(caught.is_err());
-        }
+        let few: Vec<usize> = (0..2 * Cost::Pins.min_per_thread() - 1).collect();
+        let threads = map(&few, Cost::Pins, |_| thread::current().id());
+        assert!(threads.iter().all(|t| *t == caller));
+        let records: Vec<usize> = (0..2 * Cost::Record.min_per_thread() - 1).collect();
+        let threads = map(&records, Cost::Record, |_| thread::current().id());
+        assert!(threads.iter().all(|t| *t == caller));
     }
 
     #[test]
     fn a_panic_reaches_the_caller() {
         let items: Vec<usize> = (0..64).collect();
-        let caught = std::panic::catch_unwind(|| map(&items, |&i| assert!(i != 40, "item 40")));
+        let caught = std::panic::catch_unwind(|| {
+            map(&items, Cost::Record, |&i| assert!(i != 40, "item 40"))
+        });
         assert!(caught.is_err());
     }
 }
