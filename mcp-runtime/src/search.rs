@@ -92,6 +92,7 @@
 //! a depth of [`MAX_SCHEMA_DEPTH`].
 
 mod index;
+mod params;
 #[cfg(test)]
 mod tests;
 mod tokenize;

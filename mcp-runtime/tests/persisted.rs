@@ -185,8 +185,10 @@ async fn the_persisted_catalog_parses_no_schema_until_one_is_looked_into() {
                         "description": unique,
                         "inputSchema": {
                             "type": "object",
-                            "properties": {"x": {"type": "string", "description": i}},
-                            "required": ["x"]
+                            "properties": {
+                                format!("param{i}"): {"type": "string", "description": "findable"}
+                            },
+                            "required": [format!("param{i}")]
                         }
                     })
                 })
@@ -213,6 +215,18 @@ async fn the_persisted_catalog_parses_no_schema_until_one_is_looked_into() {
     let tools = listed.catalog.tools();
     assert_eq!(tools.len(), live.len());
     // Read, pinned, checked and catalogued: not one schema parsed.
+    for t in tools {
+        assert!(
+            t.tool().input_schema.is_unparsed(),
+            "{} was parsed",
+            t.name()
+        );
+    }
+    // Searched, by a parameter's name and by its description: the index
+    // reads them from the schemas' text, which stays unparsed.
+    let found = listed.catalog.search_tools("param1", 3).unwrap();
+    assert_eq!(found.first().map(|m| m.tool().name()), Some("a__t1"));
+    assert_eq!(listed.catalog.search_tools("findable", 5).unwrap().len(), 3);
     for t in tools {
         assert!(
             t.tool().input_schema.is_unparsed(),

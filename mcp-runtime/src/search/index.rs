@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_stack_session::types::Tool;
-use serde_json::Value;
+use mcp_stack_session::types::{Schema, Tool};
 
+use super::params::{Param, params};
 use super::tokenize::for_each_term;
 use super::{
-    IndexEntry, MAX_FIELD_TERMS, MAX_INDEXED_TOOLS, MAX_PARAMETERS, MAX_QUERY_BYTES,
-    MAX_QUERY_TERMS, MAX_RESULTS, MAX_SCHEMA_DEPTH, SearchError, SearchHit,
+    IndexEntry, MAX_FIELD_TERMS, MAX_INDEXED_TOOLS, MAX_QUERY_BYTES, MAX_QUERY_TERMS, MAX_RESULTS,
+    SearchError, SearchHit,
 };
 
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -174,29 +174,14 @@ impl Analyzer<'_> {
         key.into_boxed_slice()
     }
 
-    /// Property names and their descriptions, nested ones too, bounded.
-    fn schema(&mut self, schema: &Value, depth: usize, budget: &mut usize) {
-        if depth >= MAX_SCHEMA_DEPTH {
-            return;
-        }
-        if let Some(items) = schema.get("items") {
-            self.schema(items, depth + 1, budget);
-        }
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-            return;
-        };
-        for (name, property) in properties {
-            if *budget == 0 {
-                return;
+    /// Property names and their descriptions, nested ones too, bounded
+    /// (`params.rs`: read from the schema's text when it is unparsed).
+    fn schema(&mut self, schema: &Schema) {
+        for param in params(schema) {
+            match param {
+                Param::Name(name) => self.add(PARAM_NAME, &name),
+                Param::Text(text) => self.add(PARAM_DESCRIPTION, &text),
             }
-            *budget -= 1;
-            self.add(PARAM_NAME, name);
-            for key in ["description", "title"] {
-                if let Some(text) = property.get(key).and_then(Value::as_str) {
-                    self.add(PARAM_DESCRIPTION, text);
-                }
-            }
-            self.schema(property, depth + 1, budget);
         }
     }
 
@@ -241,8 +226,7 @@ fn analyze(vocabulary: &mut Vocabulary, entry: &IndexEntry<'_>) -> Analysis {
     if let Some(description) = &tool.description {
         a.add(DESCRIPTION, description);
     }
-    let mut budget = MAX_PARAMETERS;
-    a.schema(&tool.input_schema, 0, &mut budget);
+    a.schema(&tool.input_schema);
     let own_key = a.key(&tool.name);
     let full_key = a.key(entry.name);
     a.finish(own_key, full_key, schema_bytes_as(tool, entry.name))
