@@ -6,9 +6,11 @@
 //! (a tool from the persisted catalog keeps its schema unparsed,
 //! [`Schema`]): the first search over such a catalog would otherwise build
 //! every tool's schema tree, and keep it, to take a few names out of it. The
-//! text is read into borrowed slices only; a schema the text reader cannot
-//! read the same way (a member of an unexpected type, a member given twice)
-//! is parsed and read as a `Value`, so both readers always agree.
+//! text is read into borrowed slices only, and a member of a type the index
+//! does not read is skipped, as a `Value` walk skips it; a schema the text
+//! reader cannot read the same way (a member given twice, which a `Value`
+//! keeps the last of) is parsed and read as a `Value`, so both readers
+//! always agree.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
