@@ -11,6 +11,7 @@ use serde::de::{Deserializer, Error, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::by_hand::once;
 use super::content::{Field, Key};
 use super::{Extra, Icon, Schema, Tool, ToolAnnotations, empty_object_schema};
 
@@ -23,20 +24,6 @@ const FIELDS: &[&str] = &[
     "annotations",
     "icons",
 ];
-
-/// Reads `slot`'s member once; a second one is an error, as with derive.
-fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
-    map: &mut A,
-    slot: &mut Option<T>,
-    index: usize,
-) -> Result<(), A::Error> {
-    if slot.is_some() {
-        let name = FIELDS.get(index).copied().unwrap_or("member");
-        return Err(A::Error::duplicate_field(name));
-    }
-    *slot = Some(map.next_value()?);
-    Ok(())
-}
 
 /// A schema member: parsed, or kept as text.
 fn schema<'de, A: MapAccess<'de>>(map: &mut A, lazy: bool) -> Result<Schema, A::Error> {
@@ -93,17 +80,17 @@ impl<'de> Visitor<'de> for Fields {
         let mut extra = Extra::new();
         while let Some(key) = map.next_key_seed(Key(FIELDS))? {
             match key {
-                Field::Known(i @ 0) => once(&mut map, &mut name, i)?,
-                Field::Known(i @ 1) => once(&mut map, &mut title, i)?,
-                Field::Known(i @ 2) => once(&mut map, &mut description, i)?,
+                Field::Known(0) => once(&mut map, &mut name, "name")?,
+                Field::Known(1) => once(&mut map, &mut title, "title")?,
+                Field::Known(2) => once(&mut map, &mut description, "description")?,
                 Field::Known(i @ 3) => {
                     schema_once(&mut map, &mut input_schema, i, self.lazy, false)?;
                 }
                 Field::Known(i @ 4) => {
                     schema_once(&mut map, &mut output_schema, i, self.lazy, true)?;
                 }
-                Field::Known(i @ 5) => once(&mut map, &mut annotations, i)?,
-                Field::Known(i) => once(&mut map, &mut icons, i)?,
+                Field::Known(5) => once(&mut map, &mut annotations, "annotations")?,
+                Field::Known(_) => once(&mut map, &mut icons, "icons")?,
                 Field::Other(key) => {
                     let value = map.next_value::<Value>()?;
                     extra.insert(key, value);
