@@ -130,10 +130,18 @@ fn a_server_dies_when_its_parent_is_killed_outright() {
     let _cleanup = mcp_stack_testkit::procs::KillMarked::new(HELPER_MARKER, &marker);
     // `sleep` ignores its stdin closing: only a signal ends it.
     let (mut helper, server) = start_helper(&marker, "exec sleep 600", true);
-    assert_eq!(marked(&marker), vec![server]);
+    // Waited for, not asserted at once: while `sh` execs `sleep`, the
+    // process's environment cannot be read, and a scan then misses it.
+    wait_until("the server is seen with its marker", || {
+        marked(&marker) == vec![server]
+    });
     helper.kill().unwrap();
     helper.wait().unwrap();
-    wait_until("the server is gone", || marked(&marker).is_empty());
+    // Gone by its pid, not only by the marker a scan could miss.
+    wait_until("the server is gone", || {
+        mcp_stack_testkit::procs::state(server).is_none_or(|s| matches!(s, 'Z' | 'X'))
+            && marked(&marker).is_empty()
+    });
 }
 
 #[test]
