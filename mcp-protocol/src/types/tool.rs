@@ -38,12 +38,11 @@ fn schema<'de, A: MapAccess<'de>>(map: &mut A, lazy: bool) -> Result<Schema, A::
 fn schema_once<'de, A: MapAccess<'de>>(
     map: &mut A,
     slot: &mut Option<Option<Schema>>,
-    index: usize,
+    name: &'static str,
     lazy: bool,
     nullable: bool,
 ) -> Result<(), A::Error> {
     if slot.is_some() {
-        let name = FIELDS.get(index).copied().unwrap_or("member");
         return Err(A::Error::duplicate_field(name));
     }
     *slot = Some(if nullable {
@@ -83,11 +82,17 @@ impl<'de> Visitor<'de> for Fields {
                 Field::Known(0) => once(&mut map, &mut name, "name")?,
                 Field::Known(1) => once(&mut map, &mut title, "title")?,
                 Field::Known(2) => once(&mut map, &mut description, "description")?,
-                Field::Known(i @ 3) => {
-                    schema_once(&mut map, &mut input_schema, i, self.lazy, false)?;
+                Field::Known(3) => {
+                    schema_once(&mut map, &mut input_schema, "inputSchema", self.lazy, false)?;
                 }
-                Field::Known(i @ 4) => {
-                    schema_once(&mut map, &mut output_schema, i, self.lazy, true)?;
+                Field::Known(4) => {
+                    schema_once(
+                        &mut map,
+                        &mut output_schema,
+                        "outputSchema",
+                        self.lazy,
+                        true,
+                    )?;
                 }
                 Field::Known(5) => once(&mut map, &mut annotations, "annotations")?,
                 Field::Known(_) => once(&mut map, &mut icons, "icons")?,

@@ -37,7 +37,8 @@ pub(super) enum Param<'a> {
 /// `properties`.
 pub(super) fn params(schema: &Schema) -> Vec<Param<'_>> {
     let mut out = Vec::new();
-    if let Some(text) = schema.raw_text() {
+    // The text only while no tree was built: a tree is read without a parse.
+    if let Some(text) = schema.raw_text().filter(|_| schema.is_unparsed()) {
         let mut budget = MAX_PARAMETERS;
         if from_text(text, 0, &mut budget, &mut out).is_some() {
             return out;
